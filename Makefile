@@ -1,0 +1,60 @@
+# Magnetar: the two contract commands are `make run` and `make test`.
+# Everything else here is a building block of those two, or an opt-in long run.
+
+JOBS        ?= $(shell nproc)
+BUILD_DIR   ?= build/release
+ASAN_DIR    ?= build/asan
+FUZZ_SECONDS ?= 20
+CTEST_FLAGS ?= --output-on-failure -j $(JOBS) --timeout 600
+export CCACHE_DIR ?= $(HOME)/.cache/ccache
+
+.PHONY: all deps configure build build-asan test test-release test-asan fuzz run bench clean format
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD_DIR)/build.ninja: | deps
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release
+
+$(ASAN_DIR)/build.ninja: | deps
+	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DMAGNETAR_SANITIZE=ON -DMAGNETAR_FUZZ=ON -DMAGNETAR_BENCH=OFF
+
+configure: $(BUILD_DIR)/build.ninja
+
+build: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+build-asan: deps $(ASAN_DIR)/build.ninja
+	cmake --build $(ASAN_DIR) -j $(JOBS)
+
+# Every test of the release build (unit and integration).
+test-release: build
+	cd $(BUILD_DIR) && ctest $(CTEST_FLAGS)
+
+# Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer, then the
+# bounded fuzz runs of every decoder.
+test-asan: build-asan
+	cd $(ASAN_DIR) && ctest $(CTEST_FLAGS) -L unit
+	@$(MAKE) --no-print-directory fuzz
+
+fuzz: build-asan
+	@bash scripts/run-fuzzers.sh $(ASAN_DIR) $(FUZZ_SECONDS)
+
+test: test-release test-asan
+	@echo "make test: all suites passed"
+
+run: build
+	$(BUILD_DIR)/bin/magnetar --help
+
+bench: build
+	@bash scripts/run-benchmarks.sh $(BUILD_DIR)
+
+format:
+	git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+clean:
+	rm -rf build
