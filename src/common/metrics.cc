@@ -1,0 +1,434 @@
+#include "common/metrics.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <set>
+
+namespace magnetar::metrics {
+namespace {
+
+// C++20 has no fetch_add for atomic<double> that both our compilers ship, so: a CAS loop.
+void add_relaxed(std::atomic<double>& a, double delta) noexcept {
+  double current = a.load(std::memory_order_relaxed);
+  while (!a.compare_exchange_weak(current, current + delta, std::memory_order_relaxed,
+                                  std::memory_order_relaxed)) {
+  }
+}
+
+// Shortest text that reads back as the same double ("0.5", "1000", "1e+06"), or the
+// format's spellings of the special values.
+void append_double(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "NaN";
+  } else if (std::isinf(v)) {
+    out += v > 0 ? "+Inf" : "-Inf";
+  } else {
+    std::array<char, 32> buf;
+    auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+    out.append(buf.data(), res.ptr);
+  }
+}
+
+void append_uint(std::string& out, uint64_t v) {
+  std::array<char, 24> buf;
+  auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  out.append(buf.data(), res.ptr);
+}
+
+// HELP text escapes backslash and newline; label values also escape the double quote.
+void append_escaped(std::string& out, std::string_view text, bool quote) {
+  for (char c : text) {
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '"':
+        out += quote ? "\\\"" : "\"";
+        break;
+      default:
+        out += c;
+    }
+  }
+}
+
+// `name{labels}` or `name{labels,extra}`; no braces when both are empty.
+void append_series(std::string& out, std::string_view name, std::string_view suffix,
+                   std::string_view labels, std::string_view extra = {}) {
+  out += name;
+  out += suffix;
+  if (labels.empty() && extra.empty()) {
+    out += ' ';
+    return;
+  }
+  out += '{';
+  out += labels;
+  if (!labels.empty() && !extra.empty()) out += ',';
+  out += extra;
+  out += "} ";
+}
+
+bool name_char(char c, bool first, bool colon_ok) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') return true;
+  if (c == ':') return colon_ok;
+  return !first && c >= '0' && c <= '9';
+}
+
+bool valid_name(std::string_view name, bool colon_ok) {
+  if (name.empty()) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (!name_char(name[i], i == 0, colon_ok)) return false;
+  }
+  return true;
+}
+
+// The sample names a family writes, all of which must be unique across the registry.
+std::vector<std::string> sample_names_of(const FamilyBase& f) {
+  if (f.type() != Type::kHistogram) return {f.name()};
+  return {f.name(), f.name() + "_bucket", f.name() + "_sum", f.name() + "_count"};
+}
+
+std::string join(const std::vector<std::string>& parts) {
+  std::string out = "[";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += parts[i];
+  }
+  return out + "]";
+}
+
+constexpr std::array<double, 9> kLatencyBucketsMs = {0.5, 1, 5, 10, 20, 50, 100, 200, 1000};
+
+}  // namespace
+
+bool valid_metric_name(std::string_view name) noexcept {
+  return valid_name(name, true);
+}
+
+bool valid_label_name(std::string_view name) noexcept {
+  return valid_name(name, false) && !name.starts_with("__");
+}
+
+std::span<const double> default_latency_buckets_ms() noexcept {
+  return kLatencyBucketsMs;
+}
+
+std::string_view to_string(Type t) noexcept {
+  switch (t) {
+    case Type::kCounter:
+      return "counter";
+    case Type::kGauge:
+    case Type::kCallbackGauge:
+      return "gauge";
+    case Type::kHistogram:
+      return "histogram";
+  }
+  return "untyped";
+}
+
+// --- children
+
+void Counter::inc(double v) noexcept {
+  if (!(v >= 0)) return;  // also drops NaN
+  add_relaxed(fraction_, v);
+}
+
+double Counter::value() const noexcept {
+  return static_cast<double>(whole_.load(std::memory_order_relaxed)) +
+         fraction_.load(std::memory_order_relaxed);
+}
+
+void Counter::append_value(std::string& out) const {
+  double fraction = fraction_.load(std::memory_order_relaxed);
+  uint64_t whole = whole_.load(std::memory_order_relaxed);
+  if (fraction == 0) {
+    append_uint(out, whole);  // exact even beyond 2^53
+  } else {
+    append_double(out, static_cast<double>(whole) + fraction);
+  }
+}
+
+void Gauge::inc(double v) noexcept {
+  add_relaxed(value_, v);
+}
+
+Histogram::Histogram(std::shared_ptr<const std::vector<double>> bounds)
+    : bounds_(std::move(bounds)),
+      counts_(std::make_unique<std::atomic<uint64_t>[]>(bounds_->size() + 1)) {}
+
+void Histogram::observe(double v) noexcept {
+  if (std::isnan(v)) return;
+  const std::vector<double>& b = *bounds_;
+  size_t i = std::lower_bound(b.begin(), b.end(), v) - b.begin();  // first bound >= v
+  counts_[i].fetch_add(1, std::memory_order_relaxed);
+  add_relaxed(sum_, v);
+}
+
+std::vector<uint64_t> Histogram::bucket_counts() const {
+  std::vector<uint64_t> out(bounds_->size() + 1);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = counts_[i].load(std::memory_order_relaxed);
+  return out;
+}
+
+uint64_t Histogram::count() const noexcept {
+  uint64_t total = 0;
+  for (size_t i = 0; i <= bounds_->size(); ++i) {
+    total += counts_[i].load(std::memory_order_relaxed);
+  }
+  return total;
+}
+
+// --- families
+
+FamilyBase::FamilyBase(std::string name, std::string help, Type type,
+                       std::vector<std::string> label_names,
+                       std::shared_ptr<const std::vector<double>> bounds)
+    : name_(std::move(name)),
+      help_(std::move(help)),
+      type_(type),
+      label_names_(std::move(label_names)),
+      bounds_(std::move(bounds)) {}
+
+void FamilyBase::expose(std::string& out) const {
+  std::lock_guard lock(mu_);
+  if (size_locked() == 0) return;
+  out += "# HELP ";
+  out += name_;
+  out += ' ';
+  append_escaped(out, help_, /*quote=*/false);
+  out += "\n# TYPE ";
+  out += name_;
+  out += ' ';
+  out += to_string(type_);
+  out += '\n';
+  expose_children_locked(out);
+}
+
+size_t FamilyBase::size() const {
+  std::lock_guard lock(mu_);
+  return size_locked();
+}
+
+void FamilyBase::check_arity(const Values& values) const {
+  MAGNETAR_ASSERT(values.size() == label_names_.size(),
+                  "metric " + name_ + " takes " + std::to_string(label_names_.size()) +
+                      " label values, got " + std::to_string(values.size()));
+}
+
+std::string FamilyBase::format_labels(const Values& values) const {
+  std::string out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    out += label_names_[i];
+    out += "=\"";
+    append_escaped(out, values[i], /*quote=*/true);
+    out += '"';
+  }
+  return out;
+}
+
+namespace detail {
+
+void append_samples(std::string& out, const std::string& name, const std::string& labels,
+                    const Counter& c) {
+  append_series(out, name, "", labels);
+  c.append_value(out);
+  out += '\n';
+}
+
+void append_samples(std::string& out, const std::string& name, const std::string& labels,
+                    const Gauge& g) {
+  append_series(out, name, "", labels);
+  append_double(out, g.value());
+  out += '\n';
+}
+
+void append_samples(std::string& out, const std::string& name, const std::string& labels,
+                    const Histogram& h) {
+  // One read of the buckets; _count is their total so that it always equals le="+Inf".
+  std::vector<uint64_t> counts = h.bucket_counts();
+  const std::vector<double>& bounds = h.bounds();
+  std::string le;
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    cumulative += counts[i];
+    le = "le=\"";
+    if (i < bounds.size()) {
+      append_double(le, bounds[i]);
+    } else {
+      le += "+Inf";
+    }
+    le += '"';
+    append_series(out, name, "_bucket", labels, le);
+    append_uint(out, cumulative);
+    out += '\n';
+  }
+  append_series(out, name, "_sum", labels);
+  append_double(out, h.sum());
+  out += '\n';
+  append_series(out, name, "_count", labels);
+  append_uint(out, cumulative);
+  out += '\n';
+}
+
+}  // namespace detail
+
+void CallbackGaugeFamily::set_values(Callback callback, Values values) {
+  check_arity(values);
+  std::lock_guard lock(mu_);
+  auto it = children_.find(values);
+  if (it != children_.end()) {
+    it->second.callback = std::move(callback);
+    return;
+  }
+  std::string labels = format_labels(values);
+  children_.emplace(std::move(values), Child{std::move(labels), std::move(callback)});
+}
+
+bool CallbackGaugeFamily::remove_values(const Values& values) {
+  check_arity(values);
+  // Taking mu_ waits out a scrape that may be running the callback right now.
+  std::lock_guard lock(mu_);
+  return children_.erase(values) > 0;
+}
+
+void CallbackGaugeFamily::expose_children_locked(std::string& out) const {
+  for (const auto& [values, child] : children_) {
+    append_series(out, name(), "", child.labels);
+    append_double(out, child.callback ? child.callback() : 0.0);
+    out += '\n';
+  }
+}
+
+// --- registry
+
+Result<Family<Counter>*> Registry::counter(std::string_view name, std::string_view help,
+                                           std::vector<std::string> label_names) {
+  auto family = std::make_unique<Family<Counter>>(std::string(name), std::string(help),
+                                                  Type::kCounter, std::move(label_names), nullptr,
+                                                  [] { return std::make_shared<Counter>(); });
+  MAGNETAR_ASSIGN_OR_RETURN(FamilyBase * added, add(std::move(family)));
+  return static_cast<Family<Counter>*>(added);
+}
+
+Result<Family<Gauge>*> Registry::gauge(std::string_view name, std::string_view help,
+                                       std::vector<std::string> label_names) {
+  auto family = std::make_unique<Family<Gauge>>(std::string(name), std::string(help), Type::kGauge,
+                                                std::move(label_names), nullptr,
+                                                [] { return std::make_shared<Gauge>(); });
+  MAGNETAR_ASSIGN_OR_RETURN(FamilyBase * added, add(std::move(family)));
+  return static_cast<Family<Gauge>*>(added);
+}
+
+Result<CallbackGaugeFamily*> Registry::callback_gauge(std::string_view name, std::string_view help,
+                                                      std::vector<std::string> label_names) {
+  auto family = std::make_unique<CallbackGaugeFamily>(std::string(name), std::string(help),
+                                                      std::move(label_names));
+  MAGNETAR_ASSIGN_OR_RETURN(FamilyBase * added, add(std::move(family)));
+  return static_cast<CallbackGaugeFamily*>(added);
+}
+
+Result<Family<Histogram>*> Registry::histogram(std::string_view name, std::string_view help,
+                                               std::vector<std::string> label_names,
+                                               std::span<const double> bounds) {
+  std::vector<double> b(bounds.begin(), bounds.end());
+  if (!b.empty() && b.back() == std::numeric_limits<double>::infinity()) b.pop_back();
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (!std::isfinite(b[i]) || (i > 0 && !(b[i - 1] < b[i]))) {
+      return Status(Errc::kInvalidArgument, "histogram " + std::string(name) +
+                                                ": bucket bounds must be finite and strictly "
+                                                "increasing");
+    }
+  }
+  for (const std::string& label : label_names) {
+    if (label == "le") {
+      return Status(Errc::kInvalidArgument,
+                    "histogram " + std::string(name) + ": label name `le` is reserved");
+    }
+  }
+  auto shared = std::make_shared<const std::vector<double>>(std::move(b));
+  auto family = std::make_unique<Family<Histogram>>(
+      std::string(name), std::string(help), Type::kHistogram, std::move(label_names), shared,
+      [shared] { return std::make_shared<Histogram>(shared); });
+  MAGNETAR_ASSIGN_OR_RETURN(FamilyBase * added, add(std::move(family)));
+  return static_cast<Family<Histogram>*>(added);
+}
+
+Result<FamilyBase*> Registry::add(std::unique_ptr<FamilyBase> family) {
+  const std::string& name = family->name();
+  if (!valid_metric_name(name)) {
+    return Status(Errc::kInvalidArgument, "invalid metric name `" + name + "`");
+  }
+  std::set<std::string_view> seen;
+  for (const std::string& label : family->label_names()) {
+    if (!valid_label_name(label)) {
+      return Status(Errc::kInvalidArgument,
+                    "metric " + name + ": invalid label name `" + label + "`");
+    }
+    if (!seen.insert(label).second) {
+      return Status(Errc::kInvalidArgument,
+                    "metric " + name + ": duplicate label name `" + label + "`");
+    }
+  }
+
+  family->add_unlabeled_child();  // before it is shared: no lock contention
+
+  std::lock_guard lock(mu_);
+  if (auto it = families_.find(name); it != families_.end()) {
+    const FamilyBase& old = *it->second;
+    auto conflict = [&](std::string what) {
+      return Status(Errc::kAlreadyExists, "metric " + name + " is already registered " + what);
+    };
+    if (old.type() != family->type()) {
+      return conflict(std::string("as a ") + (old.type() == Type::kCallbackGauge
+                                                  ? "callback gauge"
+                                                  : std::string(to_string(old.type()))));
+    }
+    if (old.label_names() != family->label_names()) {
+      return conflict("with labels " + join(old.label_names()));
+    }
+    if (old.help() != family->help()) return conflict("with other help text");
+    if (old.bounds() != nullptr && *old.bounds() != *family->bounds()) {
+      return conflict("with other buckets");
+    }
+    return it->second.get();
+  }
+  std::vector<std::string> samples = sample_names_of(*family);
+  for (const std::string& sample : samples) {
+    if (auto it = sample_names_.find(sample); it != sample_names_.end()) {
+      return Status(Errc::kAlreadyExists, "metric " + name + ": sample name " + sample +
+                                              " is already written by metric " + it->second);
+    }
+  }
+  for (std::string& sample : samples) sample_names_.emplace(std::move(sample), name);
+  FamilyBase* result = family.get();
+  families_.emplace(name, std::move(family));
+  return result;
+}
+
+std::string Registry::expose() const {
+  // Families are never removed, so the pointers outlive the lock; scraping without it lets
+  // callbacks register metrics and keeps registration from waiting on slow callbacks.
+  std::vector<const FamilyBase*> families;
+  {
+    std::lock_guard lock(mu_);
+    families.reserve(families_.size());
+    for (const auto& [name, family] : families_) families.push_back(family.get());
+  }
+  std::string out;
+  for (const FamilyBase* family : families) family->expose(out);
+  return out;
+}
+
+Registry& default_registry() {
+  // Deliberately leaked: threads still running during exit may update its children.
+  static Registry* const registry = new Registry();
+  return *registry;
+}
+
+}  // namespace magnetar::metrics
