@@ -168,6 +168,20 @@ void BufferChain::consume(size_t n) {
   parts_.erase(parts_.begin(), parts_.begin() + static_cast<std::ptrdiff_t>(drop));
 }
 
+Buffer BufferChain::take_front(size_t n) {
+  MAGNETAR_ASSERT(n <= size_, "BufferChain::take_front past the end");
+  Buffer out;
+  if (n == 0) return out;
+  if (parts_.front().size() >= n) {
+    out = parts_.front().slice(0, n);
+  } else {
+    out = Buffer::allocate(n);
+    copy_to(0, n, out.mutable_data());
+  }
+  consume(n);
+  return out;
+}
+
 Buffer BufferChain::flatten() const {
   if (parts_.size() == 1) return parts_.front();
   if (parts_.empty()) return Buffer();

@@ -91,6 +91,9 @@ class BufferChain {
   BufferChain slice(size_t offset, size_t length) const;
   // Drops the first n bytes (releasing blocks that are wholly consumed).
   void consume(size_t n);
+  // Removes the first n bytes and returns them as one Buffer: zero-copy when they lie in
+  // the first part (the common case for a decoder), else one copy.
+  Buffer take_front(size_t n);
   // One contiguous Buffer: zero-copy when the chain has a single part, else one copy.
   Buffer flatten() const;
   std::string to_string() const;

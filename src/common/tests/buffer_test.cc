@@ -89,6 +89,20 @@ TEST(BufferChainTest, ConsumeDropsWholePartsAndTrimsTheRest) {
   EXPECT_TRUE(c.buffers().empty());
 }
 
+TEST(BufferChainTest, TakeFrontIsZeroCopyInsideTheFirstPart) {
+  Buffer a = Buffer::copy_of("abcdef");
+  BufferChain c(a);
+  c.append(Buffer::copy_of("gh"));
+  Buffer first = c.take_front(4);
+  EXPECT_EQ(first.view(), "abcd");
+  EXPECT_TRUE(first.shares_block_with(a));
+  Buffer across = c.take_front(3);  // "ef" + "g": copied into one block
+  EXPECT_EQ(across.view(), "efg");
+  EXPECT_FALSE(across.shares_block_with(a));
+  EXPECT_EQ(c.to_string(), "h");
+  EXPECT_TRUE(c.take_front(0).empty());
+}
+
 TEST(BufferChainTest, FlattenIsZeroCopyForOnePart) {
   Buffer a = Buffer::copy_of("single");
   BufferChain c(a);

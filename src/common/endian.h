@@ -1,0 +1,32 @@
+#pragma once
+// Big-endian (network order) loads and stores on raw bytes; callers check bounds.
+
+#include <cstdint>
+
+namespace magnetar {
+
+inline uint16_t load_be16(const uint8_t* p) noexcept {
+  return static_cast<uint16_t>((uint16_t{p[0]} << 8) | p[1]);
+}
+inline uint32_t load_be32(const uint8_t* p) noexcept {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
+inline uint64_t load_be64(const uint8_t* p) noexcept {
+  return (uint64_t{load_be32(p)} << 32) | load_be32(p + 4);
+}
+inline void store_be16(uint8_t* p, uint16_t v) noexcept {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+inline void store_be32(uint8_t* p, uint32_t v) noexcept {
+  p[0] = static_cast<uint8_t>(v >> 24);
+  p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8);
+  p[3] = static_cast<uint8_t>(v);
+}
+inline void store_be64(uint8_t* p, uint64_t v) noexcept {
+  store_be32(p, static_cast<uint32_t>(v >> 32));
+  store_be32(p + 4, static_cast<uint32_t>(v));
+}
+
+}  // namespace magnetar
