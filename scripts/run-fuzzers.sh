@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target of a sanitizer build for a bounded time each.
+#   run-fuzzers.sh BUILD_DIR SECONDS
+# A crash, leak, sanitizer report or timeout fails the run; the reproducer is kept in
+# BUILD_DIR/fuzz-artifacts/.
+set -euo pipefail
+build=${1:?build dir}
+seconds=${2:-20}
+bin="$build/bin"
+work="$build/fuzz-work"
+artifacts="$build/fuzz-artifacts"
+rm -rf "$work"
+mkdir -p "$work/frame_decoder_fuzz" "$work/batch_parser_fuzz" "$artifacts"
+"$bin/fuzz_seeds" "$work/frame_decoder_fuzz" "$work/batch_parser_fuzz"
+
+passed=0
+failed=0
+for target in frame_decoder_fuzz batch_parser_fuzz; do
+  echo "fuzz: $target for ${seconds}s"
+  if "$bin/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=70000 \
+      -print_final_stats=1 -artifact_prefix="$artifacts/$target-" "$work/$target" \
+      >"$work/$target.log" 2>&1; then
+    grep -E "stat::number_of_executed_units|Done" "$work/$target.log" | tail -2
+    passed=$((passed + 1))
+  else
+    tail -40 "$work/$target.log"
+    echo "fuzz: $target FAILED (artifacts in $artifacts)"
+    failed=$((failed + 1))
+  fi
+done
+echo "fuzz: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
