@@ -1,5 +1,9 @@
 # Every third-party library comes from a Debian package (scripts/install-deps.sh).
 find_package(Threads REQUIRED)
+find_package(Boost 1.74 REQUIRED COMPONENTS system)
+find_package(RocksDB REQUIRED)
+find_library(ZOOKEEPER_MT_LIBRARY zookeeper_mt REQUIRED)
+find_path(ZOOKEEPER_INCLUDE_DIR zookeeper/zookeeper.h REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)

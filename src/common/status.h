@@ -143,6 +143,13 @@ class [[nodiscard]] Result {
     if (!_st.ok()) [[unlikely]] return _st;     \
   } while (0)
 
+// The same inside a coroutine (Task<Status> or Task<Result<T>>).
+#define MAGNETAR_CO_TRY(expr)                    \
+  do {                                           \
+    ::magnetar::Status _st = (expr);             \
+    if (!_st.ok()) [[unlikely]] co_return _st;   \
+  } while (0)
+
 // `MAGNETAR_ASSIGN_OR_RETURN(auto x, compute());` unwraps a Result or returns its Status.
 #define MAGNETAR_ASSIGN_OR_RETURN(lhs, expr) \
   MAGNETAR_ASSIGN_OR_RETURN_IMPL(MAGNETAR_CONCAT(_res_, __LINE__), lhs, expr)

@@ -1,0 +1,107 @@
+#pragma once
+// The file-system seam. Storage code (bookie journal, entry logs) does all its file I/O
+// through an Env, so tests can inject what real disks do: failed fsyncs, full disks,
+// unwritable directories. PosixEnv is the real thing; FaultInjectionEnv wraps it.
+//
+// Files are not thread-safe: one owner thread each. Env methods are thread-safe.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/buffer.h"
+#include "common/status.h"
+
+namespace magnetar {
+
+// Append-only file.
+class WritableFile {
+ public:
+  virtual ~WritableFile() = default;
+  virtual Status append(const void* data, size_t n) = 0;
+  Status append(const Buffer& b) { return append(b.data(), b.size()); }
+  // fdatasync: data and the metadata needed to read it back (file size) are durable.
+  virtual Status sync() = 0;
+  // Reserves disk space up to `size` bytes without changing what reads return
+  // (fallocate with KEEP_SIZE); a full disk fails here rather than on a later write.
+  virtual Status preallocate(uint64_t size) = 0;
+  virtual uint64_t size() const = 0;
+  virtual Status close() = 0;
+};
+
+// Positioned reads of an existing file.
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+  // Reads up to n bytes at offset; fewer only at end of file.
+  virtual Result<Buffer> read(uint64_t offset, size_t n) const = 0;
+  virtual Result<uint64_t> size() const = 0;
+};
+
+struct DiskUsage {
+  uint64_t total_bytes = 0;
+  uint64_t free_bytes = 0;
+};
+
+class Env {
+ public:
+  virtual ~Env() = default;
+  // Creates or truncates.
+  virtual Result<std::unique_ptr<WritableFile>> new_writable_file(const std::string& path) = 0;
+  // Opens for append, keeping the contents.
+  virtual Result<std::unique_ptr<WritableFile>> reopen_writable_file(const std::string& path) = 0;
+  virtual Result<std::unique_ptr<RandomAccessFile>> open_file(const std::string& path) = 0;
+  virtual Status create_dirs(const std::string& path) = 0;
+  // Names (not paths) of a directory's entries, sorted.
+  virtual Result<std::vector<std::string>> list_dir(const std::string& path) = 0;
+  virtual Status remove_file(const std::string& path) = 0;
+  virtual Status rename(const std::string& from, const std::string& to) = 0;
+  // Makes creations, renames and removals in the directory durable.
+  virtual Status sync_dir(const std::string& path) = 0;
+  virtual bool exists(const std::string& path) = 0;
+  virtual Result<DiskUsage> disk_usage(const std::string& path) = 0;
+
+  // Writes a small file atomically: temp file, fsync, rename, fsync of the directory.
+  Status write_file_atomically(const std::string& path, std::string_view contents);
+  Result<std::string> read_small_file(const std::string& path);
+};
+
+// The process's real file system.
+Env& posix_env();
+
+// Wraps another Env and fails on demand. Counters and switches are atomic so a test thread
+// can flip them while a storage thread does I/O.
+class FaultInjectionEnv final : public Env {
+ public:
+  explicit FaultInjectionEnv(Env& base) : base_(base) {}
+
+  std::atomic<bool> fail_sync{false};       // sync() fails with EIO
+  std::atomic<bool> disk_full{false};       // append()/preallocate() fail with ENOSPC
+  std::atomic<bool> fail_writes{false};     // append() fails with EIO
+  std::atomic<uint64_t> syncs{0};           // successful sync() calls, for assertions
+  std::atomic<uint64_t> free_bytes_override{0};  // non-zero: what disk_usage() reports free
+
+  Result<std::unique_ptr<WritableFile>> new_writable_file(const std::string& path) override;
+  Result<std::unique_ptr<WritableFile>> reopen_writable_file(const std::string& path) override;
+  Result<std::unique_ptr<RandomAccessFile>> open_file(const std::string& path) override {
+    return base_.open_file(path);
+  }
+  Status create_dirs(const std::string& path) override { return base_.create_dirs(path); }
+  Result<std::vector<std::string>> list_dir(const std::string& path) override {
+    return base_.list_dir(path);
+  }
+  Status remove_file(const std::string& path) override { return base_.remove_file(path); }
+  Status rename(const std::string& from, const std::string& to) override {
+    return base_.rename(from, to);
+  }
+  Status sync_dir(const std::string& path) override;
+  bool exists(const std::string& path) override { return base_.exists(path); }
+  Result<DiskUsage> disk_usage(const std::string& path) override;
+
+ private:
+  Env& base_;
+};
+
+}  // namespace magnetar

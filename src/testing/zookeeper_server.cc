@@ -1,0 +1,671 @@
+#include "testing/zookeeper_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
+#include <utility>
+
+#include "common/logging.h"
+
+extern char** environ;
+
+namespace magnetar::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr const char* kHost = "127.0.0.1";
+constexpr const char* kJarDir = "/usr/share/java";
+// The jars QuorumPeerMain loads from (found with -Xlog:class+load on a standalone server and a
+// 3-server ensemble): Debian binds slf4j to log4j 1.2 and ships no logback. zookeeper.jar's
+// manifest Class-Path adds the optional rest (netty for TLS, jetty and jackson for the admin
+// server, commons-cli for the tools) when present.
+constexpr const char* kJars[] = {
+    "zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar",   "slf4j-log4j12.jar",
+    "log4j-1.2.jar", "metrics-core.jar",   "snappy-java.jar",
+};
+constexpr const char* kMainClass = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
+constexpr int kLogTailLines = 30;
+constexpr milliseconds kStopGrace{10000};
+constexpr milliseconds kPollInterval{50};
+// Ports are picked free, then released for the JVM to bind; another process may take one in
+// between. Starting over with fresh ports is the cure.
+constexpr int kMaxStartAttempts = 3;
+
+const log::Logger& logger() {
+  static const log::Logger l("zk-fixture");
+  return l;
+}
+
+std::string errno_text(int err) {
+  return std::generic_category().message(err);
+}
+
+// Owns a file descriptor.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&&) = delete;
+  ~Fd() { reset(); }
+  int get() const { return fd_; }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+milliseconds remaining(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+  return std::max(left, milliseconds(0));
+}
+
+sockaddr_in loopback(int port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return addr;
+}
+
+// OK once `fd` is ready for `events` (or has an error for the next call to report).
+Status poll_until(int fd, short events, Clock::time_point deadline, std::string_view what) {
+  while (true) {
+    pollfd p{fd, events, 0};
+    int n = ::poll(&p, 1, static_cast<int>(remaining(deadline).count()));
+    if (n > 0) return Status::OK();
+    if (n == 0) return Status(Errc::kTimeout, fmt::format("{}: no answer in time", what));
+    if (errno != EINTR) return Status(Errc::kIoError, fmt::format("poll: {}", errno_text(errno)));
+  }
+}
+
+// Binds all sockets before closing any, so the ports are distinct.
+Result<std::vector<int>> pick_free_ports(int count) {
+  std::vector<Fd> held;
+  std::vector<int> ports;
+  for (int i = 0; i < count; ++i) {
+    Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (s.get() < 0) return Status(Errc::kIoError, "socket: " + errno_text(errno));
+    sockaddr_in addr = loopback(0);
+    socklen_t len = sizeof addr;
+    if (::bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::getsockname(s.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      return Status(Errc::kIoError, "picking a free port: " + errno_text(errno));
+    }
+    ports.push_back(ntohs(addr.sin_port));
+    held.push_back(std::move(s));
+  }
+  return ports;
+}
+
+Result<std::string> make_temp_dir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = fmt::format("{}/magnetar-zk-XXXXXX", tmp != nullptr && *tmp ? tmp : "/tmp");
+  if (::mkdtemp(path.data()) == nullptr) {
+    return Status(Errc::kIoError, fmt::format("mkdtemp {}: {}", path, errno_text(errno)));
+  }
+  return path;
+}
+
+Status write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return Status(Errc::kIoError, "cannot write " + path);
+  return Status::OK();
+}
+
+std::string zoo_cfg(const ZooKeeperOptions& o, const std::string& dir, int port,
+                    const std::string& quorum) {
+  const int tick = o.tick_time_ms;
+  // Whatever the tick: followers get 10 s to sync with a new leader and are dropped after 3 s
+  // of silence (a paused leader is noticed that late).
+  const int init_limit = std::max(10, 10000 / tick);
+  const int sync_limit = std::max(5, 3000 / tick);
+  std::string cfg = fmt::format(
+      "# Generated by magnetar::testing::ZooKeeperServer.\n"
+      "tickTime={}\n"
+      "initLimit={}\n"
+      "syncLimit={}\n"
+      "dataDir={}/data\n"
+      "clientPort={}\n"
+      "clientPortAddress={}\n"
+      "minSessionTimeout={}\n"
+      "maxSessionTimeout={}\n"
+      // Every test client comes from 127.0.0.1; the default allows only 60 of them.
+      "maxClientCnxns=0\n"
+      "admin.enableServer=false\n"
+      "4lw.commands.whitelist=*\n"
+      // A killed JVM loses nothing that reached the page cache; only power loss would.
+      "forceSync=no\n"
+      // Standalone: no server.N lines. Ensemble: quorum mode even with a single member.
+      "standaloneEnabled={}\n",
+      tick, init_limit, sync_limit, dir, port, kHost, 2 * tick, o.max_session_timeout_ms,
+      quorum.empty() ? "true" : "false");
+  return cfg + quorum;
+}
+
+// log4j 1.2 to stdout, which the fixture sends to zookeeper.log along with the JVM's stderr.
+std::string log4j_properties() {
+  return "log4j.rootLogger=INFO, OUT\n"
+         "log4j.appender.OUT=org.apache.log4j.ConsoleAppender\n"
+         "log4j.appender.OUT.Target=System.out\n"
+         "log4j.appender.OUT.layout=org.apache.log4j.PatternLayout\n"
+         "log4j.appender.OUT.layout.ConversionPattern="
+         "%d{ISO8601} %-5p [myid:%X{myid}] [%t] %c{1} - %m%n\n";
+}
+
+// What the forked child needs, prepared before fork(): a child of a multi-threaded process
+// may only make async-signal-safe calls until it execs.
+struct ChildSetup {
+  pid_t parent;
+  const char* cwd;
+  char** argv;
+  int stdin_fd;
+  int log_fd;
+  int error_pipe;  // write end, close-on-exec: the child reports a failed exec's errno on it
+  int max_fd;
+};
+
+[[noreturn]] void exec_child(const ChildSetup& s) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != s.parent) ::_exit(127);  // the parent died before prctl took effect
+  // Ignored signals stay ignored across exec; a JVM that ignores SIGTERM cannot be stopped.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGCHLD}) {
+    ::sigaction(sig, &dfl, nullptr);
+  }
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (::dup2(s.stdin_fd, 0) < 0 || ::dup2(s.log_fd, 1) < 0 || ::dup2(s.log_fd, 2) < 0 ||
+      ::chdir(s.cwd) != 0) {
+    int err = errno;
+    (void)!::write(s.error_pipe, &err, sizeof err);
+    ::_exit(127);
+  }
+  // The JVM must not hold the test's sockets and files open.
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    for (int fd = 3; fd < s.max_fd; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  ::execve(s.argv[0], s.argv, environ);
+  int err = errno;
+  (void)!::write(s.error_pipe, &err, sizeof err);
+  ::_exit(127);
+}
+
+}  // namespace
+
+Result<std::string> default_zookeeper_classpath() {
+  std::string classpath;
+  std::string missing;
+  for (const char* jar : kJars) {
+    std::string path = fmt::format("{}/{}", kJarDir, jar);
+    if (::access(path.c_str(), R_OK) != 0) {
+      missing += " " + path;
+      continue;
+    }
+    if (!classpath.empty()) classpath += ':';
+    classpath += path;
+  }
+  if (!missing.empty()) {
+    return Status(Errc::kNotFound, "ZooKeeper jars missing (apt-get install zookeeper):" + missing);
+  }
+  return classpath;
+}
+
+Result<std::string> four_letter_word(int port, std::string_view word, milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  const std::string what = fmt::format("'{}' to {}:{}", word, kHost, port);
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (fd.get() < 0) return Status(Errc::kIoError, "socket: " + errno_text(errno));
+
+  sockaddr_in addr = loopback(port);
+  int err = 0;
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    err = errno;
+    if (err == EINPROGRESS) {
+      MAGNETAR_TRY(poll_until(fd.get(), POLLOUT, deadline, what));
+      socklen_t len = sizeof err;
+      if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    }
+  }
+  if (err != 0) {
+    return Status(Errc::kUnavailable, fmt::format("{}: connect: {}", what, errno_text(err)));
+  }
+
+  size_t sent = 0;
+  while (sent < word.size()) {
+    ssize_t n = ::send(fd.get(), word.data() + sent, word.size() - sent, MSG_NOSIGNAL);
+    if (n >= 0) {
+      sent += static_cast<size_t>(n);
+    } else if (errno == EAGAIN) {
+      MAGNETAR_TRY(poll_until(fd.get(), POLLOUT, deadline, what));
+    } else if (errno != EINTR) {
+      return Status(Errc::kUnavailable, fmt::format("{}: send: {}", what, errno_text(errno)));
+    }
+  }
+
+  // The server closes the connection after its answer.
+  std::string answer;
+  char buf[4096];
+  while (true) {
+    ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
+    if (n > 0) {
+      answer.append(buf, static_cast<size_t>(n));
+    } else if (n == 0) {
+      return answer;
+    } else if (errno == EAGAIN) {
+      MAGNETAR_TRY(poll_until(fd.get(), POLLIN, deadline, what));
+    } else if (errno != EINTR) {
+      return Status(Errc::kUnavailable, fmt::format("{}: recv: {}", what, errno_text(errno)));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ZooKeeperServer
+
+ZooKeeperServer::ZooKeeperServer(Key, ZooKeeperOptions options, std::string dir, int port)
+    : options_(std::move(options)), dir_(std::move(dir)), port_(port) {}
+
+ZooKeeperServer::~ZooKeeperServer() {
+  kill();
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+Result<std::unique_ptr<ZooKeeperServer>> ZooKeeperServer::start(ZooKeeperOptions options) {
+  for (int attempt = 1;; ++attempt) {
+    MAGNETAR_ASSIGN_OR_RETURN(std::vector<int> ports, pick_free_ports(1));
+    MAGNETAR_ASSIGN_OR_RETURN(auto server, prepare(options, ports[0], 0, ""));
+    const auto began = Clock::now();
+    Status st = server->spawn();
+    if (st.ok()) st = server->wait_until_serving(options.start_timeout);
+    if (st.ok()) {
+      logger().info("zookeeper serving at {} after {} ms, dir {}", server->connect_string(),
+                    std::chrono::duration_cast<milliseconds>(Clock::now() - began).count(),
+                    server->dir());
+      return server;
+    }
+    if (attempt == kMaxStartAttempts || !server->lost_port_race()) return st;
+    logger().warn("port {} was taken before zookeeper bound it; retrying", server->port());
+  }
+}
+
+Result<std::unique_ptr<ZooKeeperServer>> ZooKeeperServer::prepare(const ZooKeeperOptions& options,
+                                                                  int port, int my_id,
+                                                                  const std::string& quorum) {
+  if (options.tick_time_ms <= 0 || options.max_session_timeout_ms < 2 * options.tick_time_ms ||
+      options.jute_max_buffer == 0) {
+    return Status(Errc::kInvalidArgument,
+                  "ZooKeeperOptions: need tick_time_ms > 0, max_session_timeout_ms >= 2 ticks "
+                  "and jute_max_buffer > 0");
+  }
+  ZooKeeperOptions resolved = options;
+  if (resolved.classpath.empty()) {
+    MAGNETAR_ASSIGN_OR_RETURN(resolved.classpath, default_zookeeper_classpath());
+  }
+  if (::access(resolved.java_binary.c_str(), X_OK) != 0) {
+    return Status(Errc::kNotFound,
+                  fmt::format("java binary {}: {}", resolved.java_binary, errno_text(errno)));
+  }
+  MAGNETAR_ASSIGN_OR_RETURN(std::string dir, make_temp_dir());
+  // From here on the server's destructor removes `dir`.
+  auto server = std::make_unique<ZooKeeperServer>(Key(), std::move(resolved), dir, port);
+  const std::string data = dir + "/data";
+  if (::mkdir(data.c_str(), 0755) != 0) {
+    return Status(Errc::kIoError, fmt::format("mkdir {}: {}", data, errno_text(errno)));
+  }
+  if (my_id > 0) MAGNETAR_TRY(write_file(data + "/myid", fmt::format("{}\n", my_id)));
+  MAGNETAR_TRY(write_file(dir + "/zoo.cfg", zoo_cfg(server->options_, dir, port, quorum)));
+  MAGNETAR_TRY(write_file(dir + "/log4j.properties", log4j_properties()));
+  return server;
+}
+
+Status ZooKeeperServer::spawn() {
+  MAGNETAR_ASSERT(pid_ < 0, "spawning a ZooKeeper server that is running");
+  std::vector<std::string> args = {
+      options_.java_binary,
+      "-Xmx256m",
+      "-XX:+UseSerialGC",
+      "-XX:TieredStopAtLevel=1",
+      "-Xshare:auto",
+      "-XX:-UsePerfData",  // no hsperfdata files in /tmp
+      "-XX:ErrorFile=" + dir_ + "/hs_err_pid%p.log",
+      "-Djava.net.preferIPv4Stack=true",
+      fmt::format("-Djute.maxbuffer={}", options_.jute_max_buffer),
+      fmt::format("-Dzookeeper.jute.maxbuffer={}", options_.jute_max_buffer),
+      "-Dlog4j.configuration=file:" + dir_ + "/log4j.properties",
+      "-Dzookeeper.jmx.log4j.disable=true",
+      "-cp",
+      options_.classpath,
+      kMainClass,
+      dir_ + "/zoo.cfg",
+  };
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  const std::string log = log_path();
+  Fd log_fd(::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (log_fd.get() < 0)
+    return Status(Errc::kIoError, fmt::format("open {}: {}", log, errno_text(errno)));
+  Fd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (null_fd.get() < 0) return Status(Errc::kIoError, "open /dev/null: " + errno_text(errno));
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
+    return Status(Errc::kIoError, "pipe2: " + errno_text(errno));
+  Fd error_read(pipe_fds[0]);
+  Fd error_write(pipe_fds[1]);
+
+  const ChildSetup setup{::getpid(),
+                         dir_.c_str(),
+                         argv.data(),
+                         null_fd.get(),
+                         log_fd.get(),
+                         error_write.get(),
+                         static_cast<int>(std::min(::sysconf(_SC_OPEN_MAX), 65536L))};
+  const pid_t pid = ::fork();
+  if (pid < 0) return Status(Errc::kIoError, "fork: " + errno_text(errno));
+  if (pid == 0) exec_child(setup);
+
+  error_write.reset();
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(error_read.get(), &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  if (n > 0) {
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return Status(Errc::kNotFound,
+                  fmt::format("cannot run {}: {}", options_.java_binary, errno_text(child_errno)));
+  }
+  pid_ = pid;
+  exit_status_ = -1;
+  paused_ = false;
+  return Status::OK();
+}
+
+std::string ZooKeeperServer::connect_string() const {
+  return fmt::format("{}:{}", kHost, port_);
+}
+
+std::string ZooKeeperServer::log_path() const {
+  return dir_ + "/zookeeper.log";
+}
+
+std::string ZooKeeperServer::log_tail(int lines) const {
+  std::ifstream in(log_path(), std::ios::binary);
+  if (!in) return {};
+  // A long test's log can be large; the last lines are in its last 64 KiB.
+  constexpr std::streamoff kWindow = 64 * 1024;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(std::max<std::streamoff>(0, size - kWindow));
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  size_t start = text.size();
+  if (start > 0 && text[start - 1] == '\n') --start;
+  for (int i = 0; i < lines && start > 0; ++i) {
+    size_t newline = text.rfind('\n', start - 1);
+    start = newline == std::string::npos ? 0 : newline;
+  }
+  if (start < text.size() && text[start] == '\n') ++start;
+  return text.substr(start);
+}
+
+bool ZooKeeperServer::lost_port_race() const {
+  return log_tail(200).find("Address already in use") != std::string::npos;
+}
+
+std::string ZooKeeperServer::describe_exit() const {
+  if (exit_status_ < 0) return "exited";
+  if (WIFEXITED(exit_status_))
+    return fmt::format("exited with status {}", WEXITSTATUS(exit_status_));
+  if (WIFSIGNALED(exit_status_)) return fmt::format("killed by signal {}", WTERMSIG(exit_status_));
+  return "exited";
+}
+
+bool ZooKeeperServer::running() const {
+  if (pid_ < 0) return false;
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &status, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == 0) return true;
+  exit_status_ = r == pid_ ? status : -1;  // -1: reaped by someone else (ECHILD)
+  pid_ = -1;
+  return false;
+}
+
+bool ZooKeeperServer::wait_for_exit(milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (running()) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return true;
+}
+
+Status ZooKeeperServer::stop() {
+  if (!running()) return Status::OK();
+  ::kill(pid_, SIGTERM);
+  if (paused_) ::kill(pid_, SIGCONT);  // a stopped process gets SIGTERM only once continued
+  paused_ = false;
+  if (!wait_for_exit(kStopGrace)) {
+    logger().warn("zookeeper at {} ignored SIGTERM for {} ms; killing it", connect_string(),
+                  kStopGrace.count());
+    kill();
+  }
+  return Status::OK();
+}
+
+Status ZooKeeperServer::restart() {
+  MAGNETAR_TRY(stop());
+  const auto began = Clock::now();
+  MAGNETAR_TRY(spawn());
+  MAGNETAR_TRY(wait_until_serving(options_.start_timeout));
+  logger().info("zookeeper serving again at {} after {} ms", connect_string(),
+                std::chrono::duration_cast<milliseconds>(Clock::now() - began).count());
+  return Status::OK();
+}
+
+void ZooKeeperServer::pause() {
+  if (paused_ || !running()) return;
+  ::kill(pid_, SIGSTOP);
+  // SIGSTOP is asynchronous; return only once the JVM is really stopped.
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &status, WUNTRACED);
+  } while (r < 0 && errno == EINTR);
+  if (r == pid_ && WIFSTOPPED(status)) {
+    paused_ = true;
+  } else {
+    exit_status_ = r == pid_ ? status : -1;
+    pid_ = -1;
+  }
+}
+
+void ZooKeeperServer::resume() {
+  if (!paused_) return;
+  paused_ = false;
+  if (pid_ >= 0) ::kill(pid_, SIGCONT);
+}
+
+void ZooKeeperServer::kill() {
+  if (pid_ < 0) return;
+  ::kill(pid_, SIGKILL);  // also ends a stopped process
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  exit_status_ = r == pid_ ? status : -1;
+  pid_ = -1;
+  paused_ = false;
+}
+
+Status ZooKeeperServer::wait_until_serving(milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  std::string last_answer = "none";
+  while (true) {
+    if (!running()) {
+      return Status(
+          Errc::kUnavailable,
+          fmt::format("zookeeper at {} {}\n--- last {} lines of {} ---\n{}", connect_string(),
+                      describe_exit(), kLogTailLines, log_path(), log_tail(kLogTailLines)));
+    }
+    Result<std::string> answer =
+        four_letter_word(port_, "srvr", std::min(remaining(deadline), milliseconds(1000)));
+    if (answer.ok() && answer->find("Mode: ") != std::string::npos) return Status::OK();
+    last_answer = answer.ok() ? answer->substr(0, answer->find('\n')) : answer.status().to_string();
+    if (Clock::now() >= deadline) {
+      return Status(Errc::kTimeout,
+                    fmt::format("zookeeper at {} not serving after {} ms; last srvr: {}\n"
+                                "--- last {} lines of {} ---\n{}",
+                                connect_string(), timeout.count(), last_answer, kLogTailLines,
+                                log_path(), log_tail(kLogTailLines)));
+    }
+    std::this_thread::sleep_for(std::min(remaining(deadline), kPollInterval));
+  }
+}
+
+Result<std::string> ZooKeeperServer::mode(milliseconds timeout) const {
+  MAGNETAR_ASSIGN_OR_RETURN(std::string answer, four_letter_word(port_, "srvr", timeout));
+  constexpr std::string_view kMode = "Mode: ";
+  const size_t pos = answer.find(kMode);
+  if (pos == std::string::npos) {
+    return Status(Errc::kUnavailable,
+                  fmt::format("zookeeper at {} not serving: {}", connect_string(),
+                              answer.substr(0, answer.find('\n'))));
+  }
+  const size_t begin = pos + kMode.size();
+  return answer.substr(begin, answer.find('\n', begin) - begin);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ZooKeeperEnsemble
+
+Result<std::unique_ptr<ZooKeeperEnsemble>> ZooKeeperEnsemble::start(int count,
+                                                                    ZooKeeperOptions options) {
+  if (count < 1) return Status(Errc::kInvalidArgument, "an ensemble needs at least one server");
+  for (int attempt = 1;; ++attempt) {
+    // Member i (id i + 1) gets ports[3i] for clients, ports[3i + 1] for followers to reach it
+    // when it leads and ports[3i + 2] for leader election.
+    MAGNETAR_ASSIGN_OR_RETURN(std::vector<int> ports, pick_free_ports(3 * count));
+    std::string quorum;
+    for (int i = 0; i < count; ++i) {
+      quorum +=
+          fmt::format("server.{}={}:{}:{}\n", i + 1, kHost, ports[3 * i + 1], ports[3 * i + 2]);
+    }
+    std::vector<std::unique_ptr<ZooKeeperServer>> servers;
+    for (int i = 0; i < count; ++i) {
+      MAGNETAR_ASSIGN_OR_RETURN(auto server,
+                                ZooKeeperServer::prepare(options, ports[3 * i], i + 1, quorum));
+      servers.push_back(std::move(server));
+    }
+    const auto began = Clock::now();
+    Status st;
+    for (auto& server : servers) {
+      st = server->spawn();
+      if (!st.ok()) break;
+    }
+    auto ensemble = std::make_unique<ZooKeeperEnsemble>(std::move(servers));
+    if (st.ok()) st = ensemble->wait_members(options.start_timeout, /*skip_stopped=*/false);
+    if (st.ok()) {
+      logger().info("zookeeper ensemble serving at {} after {} ms", ensemble->connect_string(),
+                    std::chrono::duration_cast<milliseconds>(Clock::now() - began).count());
+      return ensemble;
+    }
+    const bool race = std::any_of(ensemble->servers_.begin(), ensemble->servers_.end(),
+                                  [](const auto& s) { return s->lost_port_race(); });
+    if (attempt == kMaxStartAttempts || !race) return st;
+    logger().warn("a port was taken before the ensemble bound it; retrying");
+  }
+}
+
+std::string ZooKeeperEnsemble::connect_string() const {
+  std::string out;
+  for (const auto& server : servers_) {
+    if (!out.empty()) out += ',';
+    out += server->connect_string();
+  }
+  return out;
+}
+
+ZooKeeperServer& ZooKeeperEnsemble::server(int i) {
+  MAGNETAR_ASSERT(i >= 0 && i < size(), "ZooKeeperEnsemble::server index out of range");
+  return *servers_[static_cast<size_t>(i)];
+}
+
+Status ZooKeeperEnsemble::wait_until_serving(milliseconds timeout) {
+  return wait_members(timeout, /*skip_stopped=*/true);
+}
+
+Result<int> ZooKeeperEnsemble::wait_for_leader(milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  std::string modes;
+  while (true) {
+    int leader = -1;
+    int leaders = 0;
+    bool all_serve = true;
+    modes.clear();
+    for (int i = 0; i < size(); ++i) {
+      if (!servers_[i]->running()) continue;
+      Result<std::string> mode =
+          servers_[i]->mode(std::min(remaining(deadline), milliseconds(1000)));
+      modes += fmt::format(" {}={}", i, mode.ok() ? *mode : "not serving");
+      if (!mode.ok()) {
+        all_serve = false;
+      } else if (*mode == "leader") {
+        leader = i;
+        ++leaders;
+      }
+    }
+    if (leaders == 1 && all_serve) return leader;
+    if (Clock::now() >= deadline) {
+      return Status(Errc::kTimeout,
+                    fmt::format("no single leader after {} ms; modes:{}", timeout.count(), modes));
+    }
+    std::this_thread::sleep_for(std::min(remaining(deadline), kPollInterval));
+  }
+}
+
+Status ZooKeeperEnsemble::wait_members(milliseconds timeout, bool skip_stopped) {
+  const auto deadline = Clock::now() + timeout;
+  for (size_t i = 0; i < servers_.size(); ++i) {
+    if (skip_stopped && !servers_[i]->running()) continue;
+    Status st = servers_[i]->wait_until_serving(remaining(deadline));
+    if (!st.ok()) {
+      return Status(st.code(),
+                    fmt::format("ensemble member {} (id {}): {}", i, i + 1, st.message()));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace magnetar::testing
