@@ -215,7 +215,9 @@ TEST_P(ConformanceTest, SequentialSuffixesIncrease) {
   for (size_t i = 0; i < paths.size(); ++i) {
     ASSERT_EQ(paths[i].size(), std::string("/seq/n-").size() + 10) << paths[i];
     EXPECT_EQ(paths[i].rfind("/seq/n-", 0), 0u);
-    if (i > 0) EXPECT_LT(paths[i - 1], paths[i]);
+    if (i > 0) {
+      EXPECT_LT(paths[i - 1], paths[i]);
+    }
   }
   auto kids = loop_.await(b_->children("/seq"));
   ASSERT_TRUE(kids.ok());
