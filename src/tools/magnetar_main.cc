@@ -3,70 +3,20 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
-#include <iterator>
 #include <string>
 
-#include <google/protobuf/text_format.h>
-
 #include "common/crc32c.h"
-#include "protocol/batch.h"
-#include "protocol/frame.h"
+#include "tools/commands.h"
 
 namespace {
 
 constexpr const char* kVersion = "0.1.0";
 
-// Prints every frame of a captured client<->broker byte stream (one direction), as text.
-int decode_frames(const std::string& path, bool unpack) {
-  using namespace magnetar;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::fprintf(stderr, "error: cannot read '%s'\n", path.c_str());
-    return 1;
-  }
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  protocol::FrameDecoder decoder;
-  decoder.feed(Buffer::copy_of(bytes));
-  int n = 0;
-  google::protobuf::TextFormat::Printer printer;
-  printer.SetSingleLineMode(true);
-  while (true) {
-    auto f = decoder.next();
-    if (!f.ok()) {
-      std::fprintf(stderr, "error: frame %d: %s\n", n, f.status().to_string().c_str());
-      return 1;
-    }
-    if (!f->has_value()) break;
-    const protocol::Frame& frame = **f;
-    std::string text;
-    printer.PrintToString(frame.command, &text);
-    std::printf("frame %d: %s\n", n, text.c_str());
-    if (frame.has_payload) {
-      printer.PrintToString(frame.metadata, &text);
-      std::printf("  metadata: %s\n  payload: %zu bytes%s\n", text.c_str(), frame.payload.size(),
-                  frame.had_checksum ? " (checksum ok)" : " (no checksum)");
-      if (unpack) {
-        auto msgs = protocol::unpack_messages(frame.metadata, frame.payload,
-                                              protocol::kDefaultMaxFrameSize);
-        if (!msgs.ok()) {
-          std::printf("  unpack failed: %s\n", msgs.status().to_string().c_str());
-        } else {
-          for (size_t i = 0; i < msgs->size(); ++i) {
-            printer.PrintToString((*msgs)[i].metadata, &text);
-            std::printf("  [%zu] %s (%zu bytes)\n", i, text.c_str(), (*msgs)[i].payload.size());
-          }
-        }
-      }
-    }
-    ++n;
-  }
-  if (decoder.buffered_bytes() > 0) {
-    std::fprintf(stderr, "warning: %zu trailing bytes do not form a whole frame\n",
-                 decoder.buffered_bytes());
-  }
-  return 0;
+void add_server_options(CLI::App* cmd, magnetar::tools::ServerArgs& args) {
+  cmd->add_option("-c,--conf", args.conf, "Configuration file (key=value lines)");
+  cmd->add_option("--set", args.sets, "Override one key: --set key=value (repeatable)");
+  cmd->add_flag("--print-conf-template", args.print_template,
+                "Print every configuration key with its default and exit");
 }
 
 }  // namespace
@@ -85,6 +35,10 @@ int main(int argc, char** argv) {
   decode->add_option("file", capture, "File holding the raw TCP payload bytes")->required();
   decode->add_flag("--unpack", unpack, "Also decompress and split batched payloads");
 
+  magnetar::tools::ServerArgs bookie_args;
+  auto* bookie = app.add_subcommand("bookie", "Run a bookie (BookKeeper-style storage server)");
+  add_server_options(bookie, bookie_args);
+
   CLI11_PARSE(app, argc, argv);
 
   if (version->parsed()) {
@@ -92,6 +46,7 @@ int main(int argc, char** argv) {
                 magnetar::crc32c::hardware_accelerated() ? "SSE4.2" : "portable");
     return 0;
   }
-  if (decode->parsed()) return decode_frames(capture, unpack);
+  if (decode->parsed()) return magnetar::tools::decode_frames(capture, unpack);
+  if (bookie->parsed()) return magnetar::tools::run_bookie(bookie_args);
   return 0;
 }

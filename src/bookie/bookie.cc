@@ -1,0 +1,362 @@
+#include "bookie/bookie.h"
+
+#include <fmt/format.h>
+
+#include "protocol/bookie_entry.h"
+
+namespace magnetar::bookie {
+namespace {
+
+using bookie_wire::BookieStatus;
+
+// Storage and journal errors as the bookie protocol reports them.
+BookieStatus to_bookie_status(const Status& st) {
+  if (st.ok()) return bookie_wire::OK;
+  if (st.is(Errc::kNotFound)) return bookie_wire::NO_ENTRY;
+  if (st.is(Errc::kPermissionDenied)) return bookie_wire::UNAUTHORIZED;
+  if (st.is(Errc::kResourceExhausted)) return bookie_wire::TOO_MANY_REQUESTS;
+  if (st.is(Errc::kInvalidArgument)) return bookie_wire::BAD_REQUEST;
+  return bookie_wire::IO_ERROR;
+}
+
+JournalOptions journal_options(const BookieConfig& c) {
+  JournalOptions o;
+  o.dir = c.journal_directories.empty() ? std::string() : c.journal_directories.front();
+  o.max_file_size = static_cast<uint64_t>(c.journal_max_size_mb) << 20;
+  o.prealloc_size = static_cast<uint64_t>(c.journal_pre_alloc_size_mb) << 20;
+  o.max_group_wait = std::chrono::milliseconds(c.journal_max_group_wait_msec);
+  o.buffered_writes_threshold = static_cast<size_t>(c.journal_buffered_writes_threshold);
+  o.flush_when_queue_empty = c.journal_flush_when_queue_empty;
+  o.sync_data = c.journal_sync_data;
+  o.max_backups = c.journal_max_backups;
+  o.queue_size = static_cast<size_t>(c.journal_queue_size);
+  return o;
+}
+
+LedgerStorageOptions storage_options(const BookieConfig& c) {
+  LedgerStorageOptions o;
+  o.dir = c.ledger_directories.empty() ? std::string() : c.ledger_directories.front();
+  o.write_cache_bytes = static_cast<size_t>(c.write_cache_max_size_mb) << 20;
+  o.entry_log_max_size = static_cast<uint64_t>(c.entry_log_size_limit);
+  return o;
+}
+
+}  // namespace
+
+Bookie::Bookie(const BookieConfig& config, Env& env)
+    : config_(config), env_(env), log_(log::Logger("bookie").with("bookie", config.bookie_id())) {}
+
+Result<std::unique_ptr<Bookie>> Bookie::open(const BookieConfig& config, Env& env) {
+  if (config.journal_directories.size() != 1 || config.ledger_directories.size() != 1) {
+    return Status(Errc::kNotSupported,
+                  "this bookie takes exactly one journal directory and one ledger directory");
+  }
+  std::unique_ptr<Bookie> b(new Bookie(config, env));
+  MAGNETAR_TRY(b->start());
+  return b;
+}
+
+Status Bookie::start() {
+  MAGNETAR_ASSIGN_OR_RETURN(storage_, LedgerStorage::open(storage_options(config_), env_));
+
+  // Replay what the journal holds past the last checkpoint into storage.
+  JournalOptions jo = journal_options(config_);
+  JournalPosition replayed_to;
+  uint64_t records = 0;
+  auto replay = Journal::replay(
+      jo, env_, [&](const JournalRecord& r, JournalPosition after) -> Status {
+        ++records;
+        replayed_to = after;
+        switch (r.type) {
+          case JournalRecordType::kMasterKey:
+            return storage_->set_master_key(r.ledger_id, r.payload.view());
+          case JournalRecordType::kFence:
+            // The record carries the master key: the ledger may have had no entry here.
+            if (!r.payload.empty()) MAGNETAR_TRY(storage_->set_master_key(r.ledger_id, r.payload.view()));
+            return storage_->set_fenced(r.ledger_id).status();
+          case JournalRecordType::kEntry: {
+            auto header = protocol::peek_entry_header(r.payload);
+            int64_t lac = header.ok() ? header->lac : -1;
+            return storage_->add_entry(r.ledger_id, r.entry_id, r.payload, lac);
+          }
+          case JournalRecordType::kExplicitLac:
+            return Status::OK();
+        }
+        return Status::OK();
+      });
+  if (!replay.ok()) return replay.status();
+  if (records > 0) {
+    MAGNETAR_TRY(storage_->flush());
+    log_.info("replayed {} journal records into ledger storage", records);
+  }
+
+  MAGNETAR_ASSIGN_OR_RETURN(journal_, Journal::open(jo, env_));
+  if (records > 0) MAGNETAR_TRY(journal_->checkpoint_complete(replayed_to));
+  journal_->on_failure([this](const Status& st) {
+    set_read_only(fmt::format("journal failed: {}", st.to_string()));
+  });
+
+  timers_guard_.emplace(timers_.get_executor());
+  timers_thread_ = std::thread([this] { timers_.run(); });
+  checkpoint_thread_ = std::thread([this] { checkpoint_loop(); });
+  return Status::OK();
+}
+
+Bookie::~Bookie() {
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    stopping_ = true;
+  }
+  loop_cv_.notify_all();
+  if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
+  workers_.join();
+  {
+    // Long-poll readers still waiting get an answer rather than silence.
+    std::lock_guard<std::mutex> lock(waiters_mu_);
+    for (auto& [ledger, w] : waiters_) {
+      w->timer->cancel();
+      w->done(bookie_wire::TIMED_OUT, Buffer(), -1);
+    }
+    waiters_.clear();
+  }
+  if (timers_guard_) timers_guard_.reset();
+  timers_.stop();
+  if (timers_thread_.joinable()) timers_thread_.join();
+  journal_.reset();  // completes or fails everything queued
+  if (storage_) {
+    Status st = storage_->flush();
+    if (!st.ok()) log_.warn("final flush failed: {}", st.to_string());
+  }
+}
+
+void Bookie::set_read_only(const std::string& reason) {
+  if (!config_.read_only_mode_enabled) {
+    log_.error("{}; readOnlyModeEnabled=false, refusing every add from now on", reason);
+  }
+  if (read_only_.exchange(true)) return;
+  log_.error("bookie is now read-only: {}", reason);
+  std::function<void()> cb;
+  {
+    std::lock_guard<std::mutex> lock(callbacks_mu_);
+    cb = on_read_only_;
+  }
+  if (cb) cb();
+}
+
+void Bookie::on_read_only(std::function<void()> callback) {
+  std::lock_guard<std::mutex> lock(callbacks_mu_);
+  on_read_only_ = std::move(callback);
+}
+
+void Bookie::add_entry(const bookie_wire::AddRequest& request, Buffer entry, AddCallback done) {
+  asio::post(workers_, [this, request, entry = std::move(entry),
+                        done = std::move(done)]() mutable {
+    const int64_t ledger = request.ledger_id();
+    const int64_t entry_id = request.entry_id();
+    if (read_only_) return done(bookie_wire::READ_ONLY);
+    auto header = protocol::peek_entry_header(entry);
+    if (!header.ok() || header->ledger_id != ledger || header->entry_id != entry_id ||
+        entry_id < 0) {
+      return done(bookie_wire::BAD_REQUEST);
+    }
+    bool new_ledger = !storage_->ledger_info(ledger).ok();
+    Status key = storage_->set_master_key(ledger, request.master_key());
+    if (!key.ok()) return done(to_bookie_status(key));
+    auto info = storage_->ledger_info(ledger);
+    if (!info.ok()) return done(to_bookie_status(info.status()));
+    if (info->fenced && !request.recovery()) return done(bookie_wire::FENCED);
+    Status stored = storage_->add_entry(ledger, entry_id, entry, header->lac);
+    if (!stored.ok()) return done(to_bookie_status(stored));
+    if (new_ledger) {
+      journal_->append(JournalRecord{JournalRecordType::kMasterKey, ledger, -1,
+                                     Buffer::copy_of(request.master_key())},
+                       [](Status, JournalPosition) {});
+    }
+    journal_->append(JournalRecord{JournalRecordType::kEntry, ledger, entry_id, std::move(entry)},
+                     [this, ledger, done = std::move(done)](Status st, JournalPosition) {
+                       done(st.ok() ? bookie_wire::OK : bookie_wire::IO_ERROR);
+                       if (st.ok()) complete_waiters(ledger);
+                     });
+  });
+}
+
+void Bookie::read_entry(const bookie_wire::ReadRequest& request, ReadCallback done) {
+  asio::post(workers_, [this, request, done = std::move(done)]() mutable {
+    const int64_t ledger = request.ledger_id();
+    if (request.fence()) {
+      Status key = storage_->set_master_key(ledger, request.master_key());
+      if (!key.ok()) return done(to_bookie_status(key), Buffer(), -1);
+      auto fenced = storage_->set_fenced(ledger);
+      if (!fenced.ok()) return done(to_bookie_status(fenced.status()), Buffer(), -1);
+      if (*fenced) {
+        // Answer only once the fence is durable: a fence lost in a crash would let the old
+        // writer go on after recovery began.
+        journal_->append(JournalRecord{JournalRecordType::kFence, ledger, -1,
+                                       Buffer::copy_of(request.master_key())},
+                         [this, request, done = std::move(done)](Status st,
+                                                                 JournalPosition) mutable {
+                           if (!st.ok()) return done(bookie_wire::IO_ERROR, Buffer(), -1);
+                           do_read(request, std::move(done));
+                         });
+        return;
+      }
+    }
+    do_read(request, std::move(done));
+  });
+}
+
+void Bookie::do_read(const bookie_wire::ReadRequest& request, ReadCallback done) {
+  const int64_t ledger = request.ledger_id();
+  auto info = storage_->ledger_info(ledger);
+  if (!info.ok()) return done(bookie_wire::NO_LEDGER, Buffer(), -1);
+  auto entry = storage_->read_entry(ledger, request.entry_id());
+  if (entry.ok()) return done(bookie_wire::OK, std::move(entry).value(), info->lac);
+  if (entry.status().is(Errc::kCorruption)) {
+    log_.with("ledger_id", ledger).with("entry_id", request.entry_id())
+        .error("stored entry is corrupt: {}", entry.status().to_string());
+    return done(bookie_wire::IO_ERROR, Buffer(), info->lac);
+  }
+  if (!entry.status().is(Errc::kNotFound)) {
+    return done(to_bookie_status(entry.status()), Buffer(), info->lac);
+  }
+  // Long poll: wait for the LAC to move past what the reader knows.
+  if (request.has_previous_lac() && request.timeout_ms() > 0 &&
+      info->lac <= request.previous_lac()) {
+    auto w = std::make_shared<Waiter>();
+    w->previous_lac = request.previous_lac();
+    w->request = request;
+    w->done = std::move(done);
+    w->timer = std::make_shared<asio::steady_timer>(
+        timers_, std::chrono::milliseconds(request.timeout_ms()));
+    {
+      std::lock_guard<std::mutex> lock(waiters_mu_);
+      waiters_.emplace(ledger, w);
+    }
+    w->timer->async_wait([this, ledger, w](const boost::system::error_code& ec) {
+      if (ec) return;  // cancelled: completed by an add
+      std::shared_ptr<Waiter> mine;
+      {
+        std::lock_guard<std::mutex> lock(waiters_mu_);
+        auto range = waiters_.equal_range(ledger);
+        for (auto it = range.first; it != range.second; ++it) {
+          if (it->second == w) {
+            mine = w;
+            waiters_.erase(it);
+            break;
+          }
+        }
+      }
+      if (mine) mine->done(bookie_wire::TIMED_OUT, Buffer(), mine->previous_lac);
+    });
+    // An add may have landed between the read and the registration.
+    complete_waiters(ledger);
+    return;
+  }
+  done(bookie_wire::NO_ENTRY, Buffer(), info->lac);
+}
+
+void Bookie::complete_waiters(int64_t ledger_id) {
+  auto info = storage_->ledger_info(ledger_id);
+  if (!info.ok()) return;
+  std::vector<std::shared_ptr<Waiter>> ready;
+  {
+    std::lock_guard<std::mutex> lock(waiters_mu_);
+    auto range = waiters_.equal_range(ledger_id);
+    for (auto it = range.first; it != range.second;) {
+      if (info->lac > it->second->previous_lac ||
+          storage_->read_entry(ledger_id, it->second->request.entry_id()).ok()) {
+        ready.push_back(it->second);
+        it = waiters_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& w : ready) {
+    w->timer->cancel();
+    bookie_wire::ReadRequest plain = w->request;
+    plain.clear_previous_lac();
+    plain.clear_timeout_ms();
+    asio::post(workers_, [this, plain, done = std::move(w->done)]() mutable {
+      do_read(plain, std::move(done));
+    });
+  }
+}
+
+bookie_wire::ReadLacResponse Bookie::read_lac(int64_t ledger_id) {
+  bookie_wire::ReadLacResponse r;
+  r.set_ledger_id(ledger_id);
+  auto info = storage_->ledger_info(ledger_id);
+  if (!info.ok()) {
+    r.set_status(bookie_wire::NO_LEDGER);
+    return r;
+  }
+  r.set_status(bookie_wire::OK);
+  r.set_lac(info->lac);
+  r.set_last_entry_id(info->last_entry_id);
+  return r;
+}
+
+bookie_wire::BookieInfoResponse Bookie::info() {
+  bookie_wire::BookieInfoResponse r;
+  r.set_status(bookie_wire::OK);
+  r.set_read_only(read_only_);
+  auto usage = env_.disk_usage(config_.ledger_directories.front());
+  if (usage.ok()) {
+    r.set_total_disk_bytes(usage->total_bytes);
+    r.set_free_disk_bytes(usage->free_bytes);
+  }
+  return r;
+}
+
+Status Bookie::checkpoint() {
+  std::lock_guard<std::mutex> lock(checkpoint_mu_);
+  // The mark is taken before the flush: everything journaled before it is in storage after.
+  JournalPosition mark = journal_->last_durable();
+  Status st = storage_->flush();
+  if (!st.ok()) {
+    set_read_only(fmt::format("ledger storage flush failed: {}", st.to_string()));
+    return st;
+  }
+  return journal_->checkpoint_complete(mark);
+}
+
+void Bookie::check_disks() {
+  for (const auto& dir : {config_.journal_directories.front(), config_.ledger_directories.front()}) {
+    auto usage = env_.disk_usage(dir);
+    if (!usage.ok() || usage->total_bytes == 0) continue;
+    double used = 1.0 - static_cast<double>(usage->free_bytes) /
+                            static_cast<double>(usage->total_bytes);
+    if (used > config_.disk_usage_threshold) {
+      set_read_only(fmt::format("disk of '{}' is {:.1f}% full (diskUsageThreshold {:.1f}%)", dir,
+                                used * 100, config_.disk_usage_threshold * 100));
+    }
+  }
+}
+
+void Bookie::checkpoint_loop() {
+  auto next_checkpoint = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(config_.flush_interval_ms);
+  auto next_disk_check = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(loop_mu_);
+  while (!stopping_) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= next_disk_check) {
+      lock.unlock();
+      check_disks();
+      lock.lock();
+      next_disk_check = now + std::chrono::milliseconds(config_.disk_check_interval_ms);
+    }
+    if (now >= next_checkpoint) {
+      lock.unlock();
+      Status st = checkpoint();
+      if (!st.ok()) log_.warn("checkpoint failed: {}", st.to_string());
+      lock.lock();
+      next_checkpoint = now + std::chrono::milliseconds(config_.flush_interval_ms);
+    }
+    loop_cv_.wait_until(lock, std::min(next_checkpoint, next_disk_check),
+                        [&] { return stopping_; });
+  }
+}
+
+}  // namespace magnetar::bookie

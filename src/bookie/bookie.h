@@ -1,0 +1,104 @@
+#pragma once
+// The bookie's request semantics, independent of the network: BookKeeper's rules for adds
+// (master key, fencing, recovery adds), fence reads, long-poll reads, the LAC, read-only
+// mode and checkpoints.
+//
+// Durability: an add is written to ledger storage (memory first) and appended to the
+// journal; it is acknowledged only once the journal record is synced. Every
+// `flushInterval` a checkpoint takes the journal position, flushes ledger storage, and only
+// then lets the journal delete what storage now holds. At start the journal is replayed
+// from the last checkpoint into storage, so an acknowledged entry survives any crash.
+//
+// Threading: every public method is thread-safe. Callbacks run on the bookie's worker
+// threads (never on the caller's thread, so an event loop is never blocked by storage).
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "bookie/bookie_config.h"
+#include "bookie/journal/journal.h"
+#include "bookie/storage/ledger_storage.h"
+#include "common/asio.h"
+#include "common/env.h"
+#include "common/logging.h"
+#include "proto/bookie.pb.h"
+
+#include <boost/asio/thread_pool.hpp>
+
+namespace magnetar::bookie {
+
+using bookie_wire::BookieStatus;
+
+class Bookie {
+ public:
+  // Opens ledger storage, replays the journal into it, then opens the journal for appends.
+  static Result<std::unique_ptr<Bookie>> open(const BookieConfig& config,
+                                              Env& env = posix_env());
+  ~Bookie();
+  Bookie(const Bookie&) = delete;
+  Bookie& operator=(const Bookie&) = delete;
+
+  using AddCallback = std::function<void(BookieStatus)>;
+  using ReadCallback = std::function<void(BookieStatus, Buffer entry, int64_t lac)>;
+
+  // `entry` is the packaged entry (protocol/bookie_entry.h) exactly as the client sent it.
+  void add_entry(const bookie_wire::AddRequest& request, Buffer entry, AddCallback done);
+  // Fence reads, plain reads, reads of the last entry (-1) and long-poll reads.
+  void read_entry(const bookie_wire::ReadRequest& request, ReadCallback done);
+  bookie_wire::ReadLacResponse read_lac(int64_t ledger_id);
+  bookie_wire::BookieInfoResponse info();
+
+  bool read_only() const { return read_only_.load(); }
+  // Turns the bookie read-only (adds answer READ_ONLY; reads and fences go on).
+  void set_read_only(const std::string& reason);
+  // Registered by the server: called when the bookie turns read-only.
+  void on_read_only(std::function<void()> callback);
+
+  // One checkpoint now (also run every flushInterval by the bookie's own thread).
+  Status checkpoint();
+
+ private:
+  Bookie(const BookieConfig& config, Env& env);
+  Status start();
+  void checkpoint_loop();
+  void check_disks();
+  void complete_waiters(int64_t ledger_id);
+  void do_read(const bookie_wire::ReadRequest& request, ReadCallback done);
+
+  struct Waiter {
+    int64_t previous_lac;
+    bookie_wire::ReadRequest request;
+    ReadCallback done;
+    std::shared_ptr<asio::steady_timer> timer;
+  };
+
+  const BookieConfig config_;
+  Env& env_;
+  log::Logger log_;
+  std::unique_ptr<LedgerStorage> storage_;
+  std::unique_ptr<Journal> journal_;
+  std::atomic<bool> read_only_{false};
+  std::function<void()> on_read_only_;
+  std::mutex callbacks_mu_;
+
+  asio::thread_pool workers_{2};  // storage reads, adds, fences
+  asio::io_context timers_;       // long-poll deadlines
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> timers_guard_;
+  std::thread timers_thread_;
+
+  std::mutex waiters_mu_;
+  std::multimap<int64_t, std::shared_ptr<Waiter>> waiters_;  // by ledger id
+
+  std::mutex checkpoint_mu_;  // one checkpoint at a time
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool stopping_ = false;
+  std::thread checkpoint_thread_;
+};
+
+}  // namespace magnetar::bookie

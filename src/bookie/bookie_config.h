@@ -1,0 +1,47 @@
+#pragma once
+// A bookie's configuration, with BookKeeper's key names (conf/bookie.conf).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "metadata/metadata_store.h"
+
+namespace magnetar {
+class ConfigSchema;
+}
+
+namespace magnetar::bookie {
+
+struct BookieConfig {
+  int32_t bookie_port = 3181;
+  std::string advertised_address = "127.0.0.1";
+  std::vector<std::string> journal_directories = {"data/bookkeeper/journal"};
+  std::vector<std::string> ledger_directories = {"data/bookkeeper/ledgers"};
+  int64_t journal_max_size_mb = 2048;
+  int32_t journal_pre_alloc_size_mb = 16;
+  int32_t journal_max_group_wait_msec = 2;
+  int32_t journal_buffered_writes_threshold = 512 * 1024;
+  bool journal_flush_when_queue_empty = false;
+  bool journal_sync_data = true;
+  int32_t journal_max_backups = 5;
+  int32_t journal_queue_size = 10000;
+  int32_t write_cache_max_size_mb = 64;        // dbStorage_writeCacheMaxSizeMb
+  int64_t entry_log_size_limit = 1ll << 30;    // logSizeLimit
+  int32_t flush_interval_ms = 60000;           // flushInterval: checkpoint period
+  int32_t gc_wait_time_ms = 900000;            // gcWaitTime
+  bool read_only_mode_enabled = true;
+  double disk_usage_threshold = 0.95;
+  int32_t disk_check_interval_ms = 10000;
+  int32_t num_io_threads = 2;                  // event loops serving connections
+  int32_t max_frame_size = 5 * 1024 * 1024 + 64 * 1024;  // nettyMaxFrameSizeBytes
+  metadata::MetadataConfig metadata;
+
+  // "address:port", the bookie's id in the metadata store.
+  std::string bookie_id() const;
+};
+
+// Declares every key above on `schema`, bound to `config` (which must outlive the schema).
+void bind_bookie_config(ConfigSchema& schema, BookieConfig* config);
+
+}  // namespace magnetar::bookie

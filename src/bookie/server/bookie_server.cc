@@ -1,0 +1,286 @@
+#include "bookie/server/bookie_server.h"
+
+#include <deque>
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/write.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "protocol/bookie_frame.h"
+
+namespace magnetar::bookie {
+
+using asio::ip::tcp;
+using bookie_wire::BookieRequest;
+using bookie_wire::BookieResponse;
+
+// One client connection. Owned by shared_ptr: the read loop, the write loop and every
+// in-flight request hold it, so it lives until the last of them is done. All its state is
+// touched only on its loop (responses from bookie threads are posted there).
+class BookieServer::Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, Bookie& bookie, uint32_t max_frame, log::Logger log)
+      : socket_(std::move(socket)),
+        bookie_(bookie),
+        decoder_(max_frame),
+        log_(std::move(log)),
+        wakeup_(socket_.get_executor()) {
+    wakeup_.expires_at(asio::steady_timer::time_point::max());
+  }
+
+  void start() {
+    auto self = shared_from_this();
+    asio::co_spawn(socket_.get_executor(), [self]() { return self->read_loop(); },
+                   asio::detached);
+    asio::co_spawn(socket_.get_executor(), [self]() { return self->write_loop(); },
+                   asio::detached);
+  }
+
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    boost::system::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+    wakeup_.cancel();
+  }
+
+ private:
+  Task<void> read_loop() {
+    auto self = shared_from_this();
+    while (!closed_) {
+      Buffer chunk = Buffer::allocate(64 * 1024);
+      boost::system::error_code ec;
+      size_t n = co_await socket_.async_read_some(
+          asio::buffer(chunk.mutable_data(), chunk.size()),
+          asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) break;
+      chunk.truncate(n);
+      decoder_.feed(std::move(chunk));
+      while (true) {
+        auto frame = decoder_.next();
+        if (!frame.ok()) {
+          log_.warn("closing connection: {}", frame.status().to_string());
+          close();
+          co_return;
+        }
+        if (!frame->has_value()) break;
+        dispatch(std::move(**frame));
+      }
+    }
+    close();
+  }
+
+  void dispatch(protocol::BookieFrame<BookieRequest> frame) {
+    const BookieRequest& req = frame.header;
+    const uint64_t id = req.request_id();
+    auto self = shared_from_this();
+    auto executor = socket_.get_executor();
+    switch (req.op_case()) {
+      case BookieRequest::kAdd: {
+        bookie_wire::AddRequest add = req.add();
+        bookie_.add_entry(add, std::move(frame.body), [self, executor, id, add](BookieStatus st) {
+          asio::post(executor, [self, id, add, st] {
+            BookieResponse r;
+            r.set_request_id(id);
+            auto* a = r.mutable_add();
+            a->set_status(st);
+            a->set_ledger_id(add.ledger_id());
+            a->set_entry_id(add.entry_id());
+            self->send(r, Buffer());
+          });
+        });
+        return;
+      }
+      case BookieRequest::kRead: {
+        bookie_wire::ReadRequest read = req.read();
+        bookie_.read_entry(read, [self, executor, id, read](BookieStatus st, Buffer entry,
+                                                            int64_t lac) {
+          asio::post(executor, [self, id, read, st, entry = std::move(entry), lac]() mutable {
+            BookieResponse r;
+            r.set_request_id(id);
+            auto* rr = r.mutable_read();
+            rr->set_status(st);
+            rr->set_ledger_id(read.ledger_id());
+            rr->set_entry_id(read.entry_id());
+            rr->set_lac(lac);
+            self->send(r, std::move(entry));
+          });
+        });
+        return;
+      }
+      case BookieRequest::kReadLac: {
+        BookieResponse r;
+        r.set_request_id(id);
+        *r.mutable_read_lac() = bookie_.read_lac(req.read_lac().ledger_id());
+        send(r, Buffer());
+        return;
+      }
+      case BookieRequest::kInfo: {
+        BookieResponse r;
+        r.set_request_id(id);
+        *r.mutable_info() = bookie_.info();
+        send(r, Buffer());
+        return;
+      }
+      case BookieRequest::OP_NOT_SET:
+        break;
+    }
+    log_.warn("closing connection: request {} has no operation this bookie knows", id);
+    close();
+  }
+
+  void send(const BookieResponse& response, Buffer body) {
+    if (closed_) return;
+    BufferChain frame = protocol::encode_bookie_frame(response, BufferChain(std::move(body)));
+    outbox_.push_back(std::move(frame));
+    wakeup_.cancel_one();
+  }
+
+  Task<void> write_loop() {
+    auto self = shared_from_this();
+    std::vector<asio::const_buffer> iov;
+    while (!closed_) {
+      if (outbox_.empty()) {
+        boost::system::error_code ec;
+        co_await wakeup_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        continue;
+      }
+      // Everything queued goes out in one gathered write.
+      std::deque<BufferChain> batch;
+      batch.swap(outbox_);
+      iov.clear();
+      for (const BufferChain& c : batch) {
+        for (const Buffer& b : c.buffers()) iov.emplace_back(b.data(), b.size());
+      }
+      boost::system::error_code ec;
+      co_await asio::async_write(socket_, iov, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) {
+        close();
+        co_return;
+      }
+    }
+  }
+
+  tcp::socket socket_;
+  Bookie& bookie_;
+  protocol::BookieRequestDecoder decoder_;
+  log::Logger log_;
+  asio::steady_timer wakeup_;
+  std::deque<BufferChain> outbox_;
+  bool closed_ = false;
+};
+
+BookieServer::BookieServer(const BookieConfig& config, Bookie& bookie,
+                           std::shared_ptr<metadata::MetadataStore> store)
+    : config_(config),
+      bookie_(bookie),
+      store_(std::move(store)),
+      log_(log::Logger("bookie").with("bookie", config.bookie_id())) {}
+
+Result<std::unique_ptr<BookieServer>> BookieServer::start(
+    const BookieConfig& config, Bookie& bookie, std::shared_ptr<metadata::MetadataStore> store) {
+  std::unique_ptr<BookieServer> s(new BookieServer(config, bookie, std::move(store)));
+  MAGNETAR_TRY(s->listen());
+  if (s->store_) MAGNETAR_TRY(s->register_bookie());
+  bookie.on_read_only([srv = s.get()] { srv->on_read_only(); });
+  return s;
+}
+
+Status BookieServer::listen() {
+  for (int i = 0; i < std::max(1, config_.num_io_threads); ++i) {
+    loops_.push_back(std::make_unique<asio::io_context>(1));
+    guards_.emplace_back(loops_.back()->get_executor());
+  }
+  boost::system::error_code ec;
+  auto address = asio::ip::make_address(config_.advertised_address, ec);
+  if (ec) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("advertisedAddress '{}' is not an IP address",
+                              config_.advertised_address));
+  }
+  acceptor_ = std::make_unique<tcp::acceptor>(*loops_[0]);
+  tcp::endpoint endpoint(address, static_cast<uint16_t>(config_.bookie_port));
+  acceptor_->open(endpoint.protocol(), ec);
+  if (!ec) acceptor_->set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor_->bind(endpoint, ec);
+  if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status(Errc::kUnavailable, fmt::format("cannot listen on {}:{}: {}",
+                                                  config_.advertised_address, config_.bookie_port,
+                                                  ec.message()));
+  }
+  port_ = acceptor_->local_endpoint().port();
+  config_.bookie_port = port_;
+  log_ = log::Logger("bookie").with("bookie", config_.bookie_id());
+  asio::co_spawn(*loops_[0], accept_loop(), asio::detached);
+  for (auto& loop : loops_) {
+    threads_.emplace_back([l = loop.get()] { l->run(); });
+  }
+  log_.info("serving the bookie protocol on {}:{}", config_.advertised_address, port_);
+  return Status::OK();
+}
+
+Task<void> BookieServer::accept_loop() {
+  while (true) {
+    asio::io_context& loop = *loops_[next_loop_++ % loops_.size()];
+    tcp::socket socket(loop);
+    boost::system::error_code ec;
+    co_await acceptor_->async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      if (ec == asio::error::operation_aborted) co_return;
+      log_.warn("accept failed: {}", ec.message());
+      continue;
+    }
+    socket.set_option(tcp::no_delay(true), ec);
+    auto conn = std::make_shared<Connection>(std::move(socket), bookie_,
+                                             static_cast<uint32_t>(config_.max_frame_size), log_);
+    asio::post(loop, [conn] { conn->start(); });
+  }
+}
+
+Status BookieServer::register_bookie() {
+  nlohmann::json info = {{"bookieId", config_.bookie_id()},
+                         {"readOnly", bookie_.read_only()}};
+  std::string path = "/ledgers/available/" + config_.bookie_id();
+  auto r = run_sync<Result<metadata::PutResult>>([&]() {
+    return store_->put_recursive(path, info.dump(), metadata::PutOptions{-1, true, false});
+  });
+  if (!r.ok()) {
+    return Status(r.status().code(), fmt::format("cannot register bookie at {}: {}", path,
+                                                 r.status().message()));
+  }
+  return Status::OK();
+}
+
+void BookieServer::on_read_only() {
+  if (!store_) return;
+  std::string path = "/ledgers/available/readonly/" + config_.bookie_id();
+  // Runs on a bookie thread, not an event loop: a blocking wait is acceptable here.
+  auto r = run_sync<Result<metadata::PutResult>>([&]() {
+    return store_->put_recursive(path, "", metadata::PutOptions{std::nullopt, true, false});
+  });
+  if (!r.ok()) log_.warn("cannot register as read-only: {}", r.status().to_string());
+}
+
+void BookieServer::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (acceptor_) {
+    asio::post(*loops_[0], [a = acceptor_.get()] {
+      boost::system::error_code ec;
+      a->close(ec);
+    });
+  }
+  guards_.clear();
+  for (auto& loop : loops_) loop->stop();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+BookieServer::~BookieServer() { stop(); }
+
+}  // namespace magnetar::bookie

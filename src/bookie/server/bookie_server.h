@@ -1,0 +1,59 @@
+#pragma once
+// The bookie's network side: accepts connections on bookiePort and serves the bookie
+// protocol (protocol/bookie_frame.h) on a fixed set of event loops, one thread each. A
+// connection lives on one loop; requests are pipelined and answered as they complete
+// (responses carry request ids). A malformed frame closes that connection only.
+//
+// It also registers the bookie in the metadata store (ephemeral
+// /ledgers/available/<bookieId>, plus /ledgers/available/readonly/<bookieId> once read-only)
+// and guards the directories with a cookie (see cookie.h).
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "bookie/bookie.h"
+#include "common/asio.h"
+#include "metadata/metadata_store.h"
+
+#include <boost/asio/ip/tcp.hpp>
+
+namespace magnetar::bookie {
+
+class BookieServer {
+ public:
+  // Starts serving `bookie`. `store` (may be null: no registration, for tests) is the cluster
+  // metadata store. The server does not own the bookie; both must outlive... the server
+  // stops before the bookie is destroyed (see stop()).
+  static Result<std::unique_ptr<BookieServer>> start(const BookieConfig& config, Bookie& bookie,
+                                                     std::shared_ptr<metadata::MetadataStore> store);
+  ~BookieServer();
+
+  // The port actually bound (bookiePort 0 picks a free one).
+  int port() const { return port_; }
+  // Stops accepting, closes connections, joins the loops.
+  void stop();
+
+ private:
+  class Connection;
+  BookieServer(const BookieConfig& config, Bookie& bookie,
+               std::shared_ptr<metadata::MetadataStore> store);
+  Status listen();
+  Task<void> accept_loop();
+  Status register_bookie();
+  void on_read_only();
+
+  BookieConfig config_;
+  Bookie& bookie_;
+  std::shared_ptr<metadata::MetadataStore> store_;
+  log::Logger log_;
+  std::vector<std::unique_ptr<asio::io_context>> loops_;
+  std::vector<std::thread> threads_;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
+  std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
+  size_t next_loop_ = 0;
+  int port_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace magnetar::bookie

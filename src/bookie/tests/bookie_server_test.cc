@@ -1,0 +1,141 @@
+// The bookie protocol over a real TCP connection on 127.0.0.1: pipelined adds and reads,
+// and garbage from one client closing only that client's connection.
+
+#include "bookie/server/bookie_server.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <filesystem>
+
+#include "protocol/bookie_entry.h"
+#include "protocol/bookie_frame.h"
+
+namespace magnetar::bookie {
+namespace {
+
+using asio::ip::tcp;
+
+// A blocking test client.
+class Client {
+ public:
+  explicit Client(int port) : socket_(io_) {
+    socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port)));
+  }
+  void send(const bookie_wire::BookieRequest& r, const BufferChain& body = {}) {
+    write_raw(protocol::encode_bookie_frame(r, body).to_string());
+  }
+  void write_raw(const std::string& bytes) { asio::write(socket_, asio::buffer(bytes)); }
+  // Next response, or nullopt when the bookie closed the connection.
+  std::optional<protocol::BookieFrame<bookie_wire::BookieResponse>> receive() {
+    while (true) {
+      auto f = decoder_.next();
+      if (!f.ok()) return std::nullopt;
+      if (f->has_value()) return std::move(**f);
+      Buffer chunk = Buffer::allocate(65536);
+      boost::system::error_code ec;
+      size_t n = socket_.read_some(asio::buffer(chunk.mutable_data(), chunk.size()), ec);
+      if (ec) return std::nullopt;
+      chunk.truncate(n);
+      decoder_.feed(chunk);
+    }
+  }
+
+ private:
+  asio::io_context io_;
+  tcp::socket socket_;
+  protocol::BookieResponseDecoder decoder_;
+};
+
+class BookieServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("magnetar-bsrv-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    config_.journal_directories = {(dir_ / "journal").string()};
+    config_.ledger_directories = {(dir_ / "ledgers").string()};
+    config_.bookie_port = 0;
+    config_.journal_max_group_wait_msec = 1;
+    auto b = Bookie::open(config_);
+    ASSERT_TRUE(b.ok()) << b.status().to_string();
+    bookie_ = std::move(b).value();
+    auto s = BookieServer::start(config_, *bookie_, nullptr);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    server_ = std::move(s).value();
+  }
+  void TearDown() override {
+    server_.reset();
+    bookie_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  static bookie_wire::BookieRequest add(uint64_t id, int64_t ledger, int64_t entry) {
+    bookie_wire::BookieRequest r;
+    r.set_request_id(id);
+    r.mutable_add()->set_ledger_id(ledger);
+    r.mutable_add()->set_entry_id(entry);
+    r.mutable_add()->set_master_key("k");
+    return r;
+  }
+  static BufferChain body(int64_t ledger, int64_t entry) {
+    return protocol::package_entry(protocol::EntryHeader{ledger, entry, entry - 1, 0},
+                                   BufferChain(Buffer::copy_of("payload-" + std::to_string(entry))));
+  }
+
+  std::filesystem::path dir_;
+  BookieConfig config_;
+  std::unique_ptr<Bookie> bookie_;
+  std::unique_ptr<BookieServer> server_;
+};
+
+TEST_F(BookieServerTest, PipelinedAddsThenReads) {
+  Client c(server_->port());
+  constexpr int kEntries = 100;
+  for (int i = 0; i < kEntries; ++i) c.send(add(i, 11, i), body(11, i));
+  std::set<uint64_t> acked;
+  for (int i = 0; i < kEntries; ++i) {
+    auto r = c.receive();
+    ASSERT_TRUE(r.has_value());
+    ASSERT_TRUE(r->header.has_add());
+    EXPECT_EQ(r->header.add().status(), bookie_wire::OK);
+    acked.insert(r->header.request_id());
+  }
+  EXPECT_EQ(acked.size(), static_cast<size_t>(kEntries));
+  bookie_wire::BookieRequest read;
+  read.set_request_id(1000);
+  read.mutable_read()->set_ledger_id(11);
+  read.mutable_read()->set_entry_id(42);
+  c.send(read);
+  auto r = c.receive();
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->header.read().status(), bookie_wire::OK);
+  EXPECT_EQ(protocol::unpack_entry(r->body, 11, 42)->view(), "payload-42");
+  bookie_wire::BookieRequest info;
+  info.set_request_id(1001);
+  info.mutable_info();
+  c.send(info);
+  auto i = c.receive();
+  ASSERT_TRUE(i.has_value());
+  EXPECT_GT(i->header.info().total_disk_bytes(), 0u);
+}
+
+TEST_F(BookieServerTest, GarbageClosesOnlyThatConnection) {
+  Client good(server_->port());
+  Client bad(server_->port());
+  bad.write_raw(std::string("\x00\x00\x00\x10\x00\x00\x00\x08garbage!garbage!", 20));
+  EXPECT_FALSE(bad.receive().has_value());  // closed by the bookie
+  Client huge(server_->port());
+  huge.write_raw(std::string("\x7f\xff\xff\xff", 4));  // a 2 GiB frame header
+  EXPECT_FALSE(huge.receive().has_value());
+  good.send(add(1, 12, 0), body(12, 0));
+  auto r = good.receive();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->header.add().status(), bookie_wire::OK);
+}
+
+}  // namespace
+}  // namespace magnetar::bookie

@@ -1,0 +1,257 @@
+// The bookie's request semantics through its API (no network), and its durability across
+// a crash (a forked child acknowledges entries, then exits without any shutdown).
+
+#include "bookie/bookie.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <future>
+
+#include "protocol/bookie_entry.h"
+
+namespace magnetar::bookie {
+namespace {
+
+using bookie_wire::BookieStatus;
+
+Buffer entry(int64_t ledger, int64_t id, int64_t lac, std::string_view payload) {
+  return protocol::package_entry(protocol::EntryHeader{ledger, id, lac, 0},
+                                 BufferChain(Buffer::copy_of(payload)))
+      .flatten();
+}
+
+bookie_wire::AddRequest add_req(int64_t ledger, int64_t id, std::string key = "key",
+                                bool recovery = false) {
+  bookie_wire::AddRequest r;
+  r.set_ledger_id(ledger);
+  r.set_entry_id(id);
+  r.set_master_key(key);
+  r.set_recovery(recovery);
+  return r;
+}
+
+class BookieTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("magnetar-bookie-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    config_.journal_directories = {(dir_ / "journal").string()};
+    config_.ledger_directories = {(dir_ / "ledgers").string()};
+    config_.flush_interval_ms = 3600000;  // checkpoints only when a test asks
+    config_.journal_max_group_wait_msec = 1;
+  }
+  void TearDown() override {
+    bookie_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void open(Env& env = posix_env()) {
+    auto b = Bookie::open(config_, env);
+    ASSERT_TRUE(b.ok()) << b.status().to_string();
+    bookie_ = std::move(b).value();
+  }
+
+  BookieStatus add(int64_t ledger, int64_t id, int64_t lac, std::string_view payload,
+                   std::string key = "key", bool recovery = false) {
+    std::promise<BookieStatus> p;
+    bookie_->add_entry(add_req(ledger, id, key, recovery), entry(ledger, id, lac, payload),
+                       [&](BookieStatus s) { p.set_value(s); });
+    return p.get_future().get();
+  }
+
+  struct ReadResult {
+    BookieStatus status;
+    Buffer entry;
+    int64_t lac;
+  };
+  std::future<ReadResult> read_async(bookie_wire::ReadRequest r) {
+    auto p = std::make_shared<std::promise<ReadResult>>();
+    auto f = p->get_future();
+    bookie_->read_entry(r, [p](BookieStatus s, Buffer e, int64_t lac) {
+      p->set_value(ReadResult{s, std::move(e), lac});
+    });
+    return f;
+  }
+  ReadResult read(int64_t ledger, int64_t id) {
+    bookie_wire::ReadRequest r;
+    r.set_ledger_id(ledger);
+    r.set_entry_id(id);
+    return read_async(r).get();
+  }
+
+  std::filesystem::path dir_;
+  BookieConfig config_;
+  FaultInjectionEnv faulty_{posix_env()};  // declared before bookie_: outlives it
+  std::unique_ptr<Bookie> bookie_;
+};
+
+TEST_F(BookieTest, AddThenReadBackWithLac) {
+  open();
+  ASSERT_EQ(add(1, 0, -1, "zero"), bookie_wire::OK);
+  ASSERT_EQ(add(1, 1, 0, "one"), bookie_wire::OK);
+  ReadResult r = read(1, 1);
+  ASSERT_EQ(r.status, bookie_wire::OK);
+  auto payload = protocol::unpack_entry(r.entry, 1, 1);
+  ASSERT_TRUE(payload.ok()) << payload.status().to_string();
+  EXPECT_EQ(payload->view(), "one");
+  EXPECT_EQ(r.lac, 0);
+  EXPECT_EQ(read(1, -1).status, bookie_wire::OK);  // the last entry
+  EXPECT_EQ(read(1, 5).status, bookie_wire::NO_ENTRY);
+  EXPECT_EQ(read(2, 0).status, bookie_wire::NO_LEDGER);
+  auto lac = bookie_->read_lac(1);
+  EXPECT_EQ(lac.status(), bookie_wire::OK);
+  EXPECT_EQ(lac.lac(), 0);
+  EXPECT_EQ(lac.last_entry_id(), 1);
+}
+
+TEST_F(BookieTest, WrongMasterKeyIsUnauthorized) {
+  open();
+  ASSERT_EQ(add(1, 0, -1, "x", "right"), bookie_wire::OK);
+  EXPECT_EQ(add(1, 1, 0, "y", "wrong"), bookie_wire::UNAUTHORIZED);
+}
+
+TEST_F(BookieTest, EntryHeaderMustMatchTheRequest) {
+  open();
+  std::promise<BookieStatus> p;
+  bookie_->add_entry(add_req(1, 3), entry(1, 4, -1, "mismatch"),
+                     [&](BookieStatus s) { p.set_value(s); });
+  EXPECT_EQ(p.get_future().get(), bookie_wire::BAD_REQUEST);
+}
+
+TEST_F(BookieTest, FenceStopsNormalAddsButNotRecoveryAdds) {
+  open();
+  ASSERT_EQ(add(7, 0, -1, "a"), bookie_wire::OK);
+  bookie_wire::ReadRequest fence;
+  fence.set_ledger_id(7);
+  fence.set_entry_id(-1);
+  fence.set_fence(true);
+  fence.set_master_key("key");
+  ReadResult r = read_async(fence).get();
+  EXPECT_EQ(r.status, bookie_wire::OK);
+  EXPECT_EQ(add(7, 1, 0, "b"), bookie_wire::FENCED);
+  EXPECT_EQ(add(7, 1, 0, "b", "key", /*recovery=*/true), bookie_wire::OK);
+  // Fencing survives a restart (journal record, then storage).
+  bookie_.reset();
+  open();
+  EXPECT_EQ(add(7, 2, 1, "c"), bookie_wire::FENCED);
+}
+
+TEST_F(BookieTest, FenceOfALedgerWithoutEntriesSurvivesACrash) {
+  BookieConfig config = config_;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    auto b = Bookie::open(config);
+    if (!b.ok()) ::_exit(1);
+    bookie_wire::ReadRequest fence;
+    fence.set_ledger_id(21);
+    fence.set_entry_id(-1);
+    fence.set_fence(true);
+    fence.set_master_key("key");
+    std::promise<BookieStatus> p;
+    (*b)->read_entry(fence, [&](BookieStatus s, Buffer, int64_t) { p.set_value(s); });
+    p.get_future().get();  // answered once the fence is durable (NO_ENTRY: nothing stored)
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  open();  // replays the fence record of a ledger storage never saw
+  EXPECT_EQ(add(21, 0, -1, "old writer"), bookie_wire::FENCED);
+  EXPECT_EQ(add(21, 0, -1, "recovery", "key", /*recovery=*/true), bookie_wire::OK);
+}
+
+TEST_F(BookieTest, LongPollReadWaitsForTheNextEntry) {
+  open();
+  ASSERT_EQ(add(3, 0, -1, "first"), bookie_wire::OK);
+  bookie_wire::ReadRequest poll;
+  poll.set_ledger_id(3);
+  poll.set_entry_id(1);
+  poll.set_previous_lac(-1);
+  poll.set_timeout_ms(10000);
+  auto pending = read_async(poll);
+  EXPECT_EQ(pending.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout);
+  ASSERT_EQ(add(3, 1, 0, "second"), bookie_wire::OK);
+  ASSERT_EQ(pending.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  ReadResult r = pending.get();
+  EXPECT_EQ(r.status, bookie_wire::OK);
+  EXPECT_EQ(protocol::unpack_entry(r.entry, 3, 1)->view(), "second");
+}
+
+TEST_F(BookieTest, LongPollReadTimesOut) {
+  open();
+  ASSERT_EQ(add(4, 0, -1, "only"), bookie_wire::OK);
+  bookie_wire::ReadRequest poll;
+  poll.set_ledger_id(4);
+  poll.set_entry_id(1);
+  poll.set_previous_lac(-1);
+  poll.set_timeout_ms(100);
+  EXPECT_EQ(read_async(poll).get().status, bookie_wire::TIMED_OUT);
+}
+
+TEST_F(BookieTest, AcknowledgedEntriesSurviveACrash) {
+  BookieConfig config = config_;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    auto b = Bookie::open(config);
+    if (!b.ok()) ::_exit(1);
+    for (int i = 0; i < 200; ++i) {
+      std::promise<BookieStatus> p;
+      (*b)->add_entry(add_req(9, i), entry(9, i, i - 1, "entry-" + std::to_string(i)),
+                      [&](BookieStatus s) { p.set_value(s); });
+      if (p.get_future().get() != bookie_wire::OK) ::_exit(2);
+    }
+    ::_exit(0);  // no checkpoint, no flush, no destructor: what SIGKILL leaves
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  open();  // replays the journal
+  for (int i = 0; i < 200; ++i) {
+    ReadResult r = read(9, i);
+    ASSERT_EQ(r.status, bookie_wire::OK) << i;
+    EXPECT_EQ(protocol::unpack_entry(r.entry, 9, i)->view(), "entry-" + std::to_string(i));
+  }
+  // And again after a checkpoint trimmed the journal.
+  ASSERT_TRUE(bookie_->checkpoint().ok());
+  bookie_.reset();
+  open();
+  EXPECT_EQ(read(9, 199).status, bookie_wire::OK);
+}
+
+TEST_F(BookieTest, FailedJournalSyncMakesTheBookieReadOnlyWithoutFalseAcks) {
+  FaultInjectionEnv& env = faulty_;
+  open(env);
+  ASSERT_EQ(add(5, 0, -1, "ok"), bookie_wire::OK);
+  bool notified = false;
+  bookie_->on_read_only([&] { notified = true; });
+  env.fail_sync = true;
+  EXPECT_NE(add(5, 1, 0, "lost"), bookie_wire::OK);
+  EXPECT_TRUE(bookie_->read_only());
+  EXPECT_TRUE(notified);
+  env.fail_sync = false;
+  EXPECT_EQ(add(5, 2, 1, "after"), bookie_wire::READ_ONLY);
+  EXPECT_EQ(read(5, 0).status, bookie_wire::OK);  // reads go on
+  EXPECT_TRUE(bookie_->info().read_only());
+}
+
+TEST_F(BookieTest, FullDiskTurnsReadOnly) {
+  FaultInjectionEnv& env = faulty_;
+  config_.disk_check_interval_ms = 100;
+  config_.disk_usage_threshold = 0.5;
+  env.free_bytes_override = 1;  // as good as full
+  open(env);
+  for (int i = 0; i < 50 && !bookie_->read_only(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(bookie_->read_only());
+  EXPECT_EQ(add(1, 0, -1, "x"), bookie_wire::READ_ONLY);
+}
+
+}  // namespace
+}  // namespace magnetar::bookie

@@ -1,0 +1,558 @@
+#include "bookie/journal/journal.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/metrics.h"
+
+namespace magnetar::bookie {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// Counts callbacks down; wait() gives up after a generous deadline so a bug fails a test
+// instead of hanging it.
+class Latch {
+ public:
+  explicit Latch(size_t n) : left_(n) {}
+  void count_down() {
+    std::lock_guard lock(mu_);
+    if (left_ > 0 && --left_ == 0) cv_.notify_all();
+  }
+  bool wait(std::chrono::milliseconds timeout = 20s) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return left_ == 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t left_;
+};
+
+// A deterministic payload for (ledger, entry), `size` bytes.
+Buffer payload_for(int64_t ledger, int64_t entry, size_t size) {
+  std::string s(size, '\0');
+  uint32_t x = static_cast<uint32_t>(ledger * 7919 + entry * 104729 + 1);
+  for (auto& c : s) {
+    x = x * 1103515245u + 12345u;
+    c = static_cast<char>(x >> 24);
+  }
+  return Buffer::copy_of(s);
+}
+
+JournalRecord record(int64_t ledger, int64_t entry, size_t size,
+                     JournalRecordType type = JournalRecordType::kEntry) {
+  return JournalRecord{type, ledger, entry, payload_for(ledger, entry, size)};
+}
+
+struct Replayed {
+  JournalRecord record;
+  JournalPosition after;
+};
+
+// Wraps an Env and remembers, per file, how many bytes a successful sync covered (the file's
+// size when the sync began), so tests can check that acked records were synced first.
+class SyncTrackingEnv final : public Env {
+ public:
+  explicit SyncTrackingEnv(Env& base) : base_(base) {}
+
+  uint64_t synced_size(const std::string& path) {
+    std::lock_guard lock(mu_);
+    auto it = synced_.find(path);
+    return it == synced_.end() ? 0 : it->second;
+  }
+
+  Result<std::unique_ptr<WritableFile>> new_writable_file(const std::string& path) override {
+    MAGNETAR_ASSIGN_OR_RETURN(auto f, base_.new_writable_file(path));
+    return std::unique_ptr<WritableFile>(std::make_unique<File>(std::move(f), *this, path));
+  }
+  Result<std::unique_ptr<WritableFile>> reopen_writable_file(const std::string& path) override {
+    MAGNETAR_ASSIGN_OR_RETURN(auto f, base_.reopen_writable_file(path));
+    return std::unique_ptr<WritableFile>(std::make_unique<File>(std::move(f), *this, path));
+  }
+  Result<std::unique_ptr<RandomAccessFile>> open_file(const std::string& path) override {
+    return base_.open_file(path);
+  }
+  Status create_dirs(const std::string& path) override { return base_.create_dirs(path); }
+  Result<std::vector<std::string>> list_dir(const std::string& path) override {
+    return base_.list_dir(path);
+  }
+  Status remove_file(const std::string& path) override { return base_.remove_file(path); }
+  Status rename(const std::string& from, const std::string& to) override {
+    return base_.rename(from, to);
+  }
+  Status sync_dir(const std::string& path) override { return base_.sync_dir(path); }
+  bool exists(const std::string& path) override { return base_.exists(path); }
+  Result<DiskUsage> disk_usage(const std::string& path) override { return base_.disk_usage(path); }
+
+ private:
+  class File final : public WritableFile {
+   public:
+    File(std::unique_ptr<WritableFile> base, SyncTrackingEnv& env, std::string path)
+        : base_(std::move(base)), env_(env), path_(std::move(path)) {}
+    Status append(const void* data, size_t n) override { return base_->append(data, n); }
+    Status sync() override {
+      uint64_t covered = fs::file_size(path_);
+      MAGNETAR_TRY(base_->sync());
+      std::lock_guard lock(env_.mu_);
+      auto& s = env_.synced_[path_];
+      s = std::max(s, covered);
+      return Status::OK();
+    }
+    Status preallocate(uint64_t size) override { return base_->preallocate(size); }
+    uint64_t size() const override { return base_->size(); }
+    Status close() override { return base_->close(); }
+
+   private:
+    std::unique_ptr<WritableFile> base_;
+    SyncTrackingEnv& env_;
+    std::string path_;
+  };
+
+  Env& base_;
+  std::mutex mu_;
+  std::map<std::string, uint64_t> synced_;
+};
+
+class JournalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::temp_directory_path() /
+            ("magnetar-journal-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+               .string();
+    fs::remove_all(dir_);
+    options_.dir = dir_;
+    options_.max_group_wait = 1ms;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<Journal> open(Env& env) {
+    auto j = Journal::open(options_, env);
+    EXPECT_TRUE(j.ok()) << j.status().to_string();
+    return j.ok() ? std::move(*j) : nullptr;
+  }
+
+  std::vector<Replayed> replay(Env& env = posix_env(), JournalPosition* mark = nullptr) {
+    std::vector<Replayed> out;
+    auto r = Journal::replay(options_, env, [&](const JournalRecord& rec, JournalPosition after) {
+      out.push_back({rec, after});
+      return Status::OK();
+    });
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    if (r.ok() && mark != nullptr) *mark = *r;
+    return out;
+  }
+
+  // Appends `n` records of ledger `ledger` (entries first..first+n-1) one after another
+  // without waiting, then waits for every callback; returns their statuses and positions.
+  std::vector<std::pair<Status, JournalPosition>> append_and_wait(Journal& j, int64_t ledger,
+                                                                  int64_t first, int n,
+                                                                  size_t size = 100) {
+    std::vector<std::pair<Status, JournalPosition>> results(n);
+    Latch done(n);
+    for (int i = 0; i < n; ++i) {
+      j.append(record(ledger, first + i, size), [&, i](Status st, JournalPosition pos) {
+        results[i] = {std::move(st), pos};
+        done.count_down();
+      });
+    }
+    EXPECT_TRUE(done.wait());
+    return results;
+  }
+
+  std::vector<std::string> journal_files() {
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(dir_ + "/current")) {
+      if (e.path().extension() == ".txn") files.push_back(e.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+  }
+
+  std::string dir_;
+  JournalOptions options_;
+};
+
+TEST_F(JournalTest, ConcurrentAppendsReplayInOrderByteExact) {
+  constexpr int kThreads = 4, kPerThread = 250;
+  std::mutex mu;
+  std::map<std::pair<int64_t, int64_t>, JournalPosition> acked;
+  {
+    auto j = open(posix_env());
+    ASSERT_TRUE(j);
+    Latch done(kThreads * kPerThread);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kPerThread; ++i) {
+          size_t size = static_cast<size_t>((i * 37 + t * 11) % 1500);  // includes empty payloads
+          j->append(record(t, i, size), [&, t, i](Status st, JournalPosition pos) {
+            EXPECT_TRUE(st.ok()) << st.to_string();
+            std::lock_guard lock(mu);
+            acked[{t, i}] = pos;
+            done.count_down();
+          });
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    ASSERT_TRUE(done.wait());
+  }
+  auto records = replay();
+  ASSERT_EQ(records.size(), size_t{kThreads * kPerThread});
+  std::vector<int64_t> next(kThreads, 0);
+  JournalPosition prev;
+  for (const auto& r : records) {
+    int64_t t = r.record.ledger_id;
+    ASSERT_GE(t, 0);
+    ASSERT_LT(t, kThreads);
+    EXPECT_EQ(r.record.entry_id, next[t]++) << "each thread's records replay in its order";
+    size_t size = static_cast<size_t>((r.record.entry_id * 37 + t * 11) % 1500);
+    EXPECT_EQ(r.record.payload, payload_for(t, r.record.entry_id, size));
+    EXPECT_EQ(r.record.type, JournalRecordType::kEntry);
+    EXPECT_EQ(r.after, (acked[{t, r.record.entry_id}])) << "replay position = acked position";
+    EXPECT_LT(prev, r.after);
+    prev = r.after;
+  }
+}
+
+TEST_F(JournalTest, CallbacksRunOnlyAfterACoveringSyncOnTheCallbackThread) {
+  FaultInjectionEnv faults(posix_env());
+  SyncTrackingEnv env(faults);
+  auto j = open(env);
+  ASSERT_TRUE(j);
+  uint64_t syncs_at_open = faults.syncs;
+  constexpr int kRecords = 300;
+  std::atomic<int> uncovered{0}, wrong_thread{0}, failed{0};
+  Latch done(kRecords);
+  std::thread appender([&] {
+    auto me = std::this_thread::get_id();
+    for (int i = 0; i < kRecords; ++i) {
+      j->append(record(1, i, 300), [&, me](Status st, JournalPosition pos) {
+        if (!st.ok()) failed++;
+        if (std::this_thread::get_id() == me) wrong_thread++;
+        if (env.synced_size(journal_file_path(dir_, pos.file_id)) < pos.offset) uncovered++;
+        if (faults.syncs <= syncs_at_open) uncovered++;
+        done.count_down();
+      });
+      if (i % 50 == 0) std::this_thread::sleep_for(2ms);  // several groups
+    }
+  });
+  appender.join();
+  ASSERT_TRUE(done.wait());
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(uncovered, 0) << "a record was acked before a sync covered it";
+  EXPECT_EQ(wrong_thread, 0);
+  EXPECT_GE(j->last_durable().offset, 16u);
+}
+
+TEST_F(JournalTest, GroupCommitNeedsFarFewerSyncsThanRecords) {
+  FaultInjectionEnv env(posix_env());
+  auto j = open(env);
+  ASSERT_TRUE(j);
+  uint64_t before = env.syncs;
+  constexpr int kThreads = 8, kPerThread = 125;
+  Latch done(kThreads * kPerThread);
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        j->append(record(t, i, 200), [&](Status st, JournalPosition) {
+          if (!st.ok()) failed++;
+          done.count_down();
+        });
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_TRUE(done.wait());
+  uint64_t syncs = env.syncs - before;
+  EXPECT_EQ(failed, 0);
+  EXPECT_GE(syncs, 1u);
+  EXPECT_LT(syncs, 100u) << "1000 records took " << syncs << " syncs";
+}
+
+TEST_F(JournalTest, RollsAtMaxFileSizeAndReplayCrossesFiles) {
+  options_.max_file_size = 4096;
+  options_.prealloc_size = 1024;
+  {
+    auto j = open(posix_env());
+    ASSERT_TRUE(j);
+    auto results = append_and_wait(*j, 7, 0, 200, 200);
+    for (const auto& [st, pos] : results) ASSERT_TRUE(st.ok()) << st.to_string();
+    EXPECT_LT(results.front().second.file_id, results.back().second.file_id);
+  }
+  auto files = journal_files();
+  EXPECT_GE(files.size(), 8u);
+  for (const auto& f : files) EXPECT_LE(fs::file_size(f), 4096u) << f;
+  auto records = replay();
+  ASSERT_EQ(records.size(), 200u);
+  for (int i = 0; i < 200; ++i) {
+    EXPECT_EQ(records[i].record.entry_id, i);
+    EXPECT_EQ(records[i].record.payload, payload_for(7, i, 200));
+  }
+}
+
+TEST_F(JournalTest, CheckpointDeletesOldFilesKeepsBackupsAndReplayStartsAtTheMark) {
+  options_.max_file_size = 4096;
+  options_.prealloc_size = 0;
+  options_.max_backups = 2;
+  auto j = open(posix_env());
+  ASSERT_TRUE(j);
+  for (const auto& [st, pos] : append_and_wait(*j, 3, 0, 100, 200)) ASSERT_TRUE(st.ok());
+  JournalPosition mark = j->last_durable();
+  for (const auto& [st, pos] : append_and_wait(*j, 3, 100, 100, 200)) ASSERT_TRUE(st.ok());
+  size_t files_before = journal_files().size();
+  size_t older = 0;
+  for (const auto& f : journal_files()) {
+    older += fs::path(f).filename().string() <
+             fs::path(journal_file_path(dir_, mark.file_id)).filename().string();
+  }
+  ASSERT_GT(older, 2u);
+
+  ASSERT_TRUE(j->checkpoint_complete(mark).ok());
+  EXPECT_EQ(journal_files().size(), files_before - (older - 2)) << "two backups are kept";
+  EXPECT_TRUE(fs::exists(journal_file_path(dir_, mark.file_id)));
+
+  // An older mark never moves lastMark back; one beyond the durable end is refused.
+  ASSERT_TRUE(j->checkpoint_complete(JournalPosition{mark.file_id, 16}).ok());
+  JournalPosition beyond{j->last_durable().file_id + 1, 0};
+  EXPECT_TRUE(j->checkpoint_complete(beyond).is(Errc::kInvalidArgument));
+  j.reset();
+
+  JournalPosition replay_mark;
+  auto records = replay(posix_env(), &replay_mark);
+  EXPECT_EQ(replay_mark, mark);
+  ASSERT_EQ(records.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(records[i].record.entry_id, 100 + i);
+}
+
+TEST_F(JournalTest, TruncatedTailEndsReplayWithoutTheTornRecord) {
+  {
+    auto j = open(posix_env());
+    ASSERT_TRUE(j);
+    for (const auto& [st, pos] : append_and_wait(*j, 1, 0, 10)) ASSERT_TRUE(st.ok());
+  }
+  auto files = journal_files();
+  ASSERT_EQ(files.size(), 1u);
+  fs::resize_file(files[0], fs::file_size(files[0]) - 30);  // mid last record
+  auto records = replay();
+  ASSERT_EQ(records.size(), 9u);
+  EXPECT_EQ(records.back().record.entry_id, 8);
+}
+
+TEST_F(JournalTest, GarbageAfterTheLastRecordEndsReplayCleanly) {
+  {
+    auto j = open(posix_env());
+    ASSERT_TRUE(j);
+    for (const auto& [st, pos] : append_and_wait(*j, 1, 0, 10)) ASSERT_TRUE(st.ok());
+  }
+  auto files = journal_files();
+  ASSERT_EQ(files.size(), 1u);
+  {
+    std::ofstream out(files[0], std::ios::binary | std::ios::app);
+    // A plausible length (117 = 17 + 100) with a wrong CRC, then random bytes.
+    const char fake[] = {0, 0, 0, 117, 1, 2, 3, 4};
+    out.write(fake, sizeof fake);
+    std::string junk = payload_for(9, 9, 300).to_string();
+    out.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  auto records = replay();
+  ASSERT_EQ(records.size(), 10u);
+  EXPECT_EQ(records.back().record.payload, payload_for(1, 9, 100));
+}
+
+TEST_F(JournalTest, FailedSyncFailsTheGroupAndEveryLaterAppend) {
+  FaultInjectionEnv env(posix_env());
+  auto j = open(env);
+  ASSERT_TRUE(j);
+  std::atomic<int> failures_reported{0};
+  j->on_failure([&](const Status& st) {
+    EXPECT_TRUE(st.is(Errc::kIoError));
+    failures_reported++;
+  });
+  for (const auto& [st, pos] : append_and_wait(*j, 1, 0, 5)) ASSERT_TRUE(st.ok());
+
+  env.fail_sync = true;
+  auto in_flight = append_and_wait(*j, 1, 5, 20);
+  for (const auto& [st, pos] : in_flight) {
+    EXPECT_TRUE(st.is(Errc::kIoError)) << st.to_string();
+  }
+  env.fail_sync = false;  // the disk "recovers": the journal must stay failed
+  auto later = append_and_wait(*j, 1, 25, 20);
+  for (const auto& [st, pos] : later) EXPECT_TRUE(st.is(Errc::kIoError)) << st.to_string();
+
+  EXPECT_TRUE(j->failure().is(Errc::kIoError));
+  EXPECT_NE(j->failure().message().find(".txn"), std::string::npos) << "names the file";
+  EXPECT_EQ(failures_reported, 1);
+  j->on_failure([&](const Status&) { failures_reported++; });  // already notified
+  j.reset();
+  EXPECT_EQ(failures_reported, 1);
+
+  auto records = replay();
+  ASSERT_GE(records.size(), 5u) << "acked records survive";
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(records[i].record.entry_id, i);
+}
+
+TEST_F(JournalTest, DiskFullFailsWithResourceExhausted) {
+  FaultInjectionEnv env(posix_env());
+  auto j = open(env);
+  ASSERT_TRUE(j);
+  std::atomic<int> failures_reported{0};
+  j->on_failure([&](const Status& st) {
+    EXPECT_TRUE(st.is(Errc::kResourceExhausted)) << st.to_string();
+    failures_reported++;
+  });
+  for (const auto& [st, pos] : append_and_wait(*j, 1, 0, 5)) ASSERT_TRUE(st.ok());
+  env.disk_full = true;
+  for (const auto& [st, pos] : append_and_wait(*j, 1, 5, 10)) {
+    EXPECT_TRUE(st.is(Errc::kResourceExhausted)) << st.to_string();
+  }
+  env.disk_full = false;
+  for (const auto& [st, pos] : append_and_wait(*j, 1, 15, 10)) {
+    EXPECT_TRUE(st.is(Errc::kResourceExhausted)) << st.to_string();
+  }
+  EXPECT_TRUE(j->failure().is(Errc::kResourceExhausted));
+  j.reset();
+  EXPECT_EQ(failures_reported, 1);
+}
+
+TEST_F(JournalTest, ReopenAfterCleanCloseContinuesInANewFile) {
+  JournalPosition first_end;
+  {
+    auto j = open(posix_env());
+    ASSERT_TRUE(j);
+    auto r = append_and_wait(*j, 1, 0, 10);
+    first_end = r.back().second;
+  }
+  {
+    auto j = open(posix_env());
+    ASSERT_TRUE(j);
+    auto r = append_and_wait(*j, 1, 10, 10);
+    for (const auto& [st, pos] : r) ASSERT_TRUE(st.ok());
+    EXPECT_GT(r.front().second.file_id, first_end.file_id);
+  }
+  EXPECT_EQ(journal_files().size(), 2u);
+  auto records = replay();
+  ASSERT_EQ(records.size(), 20u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(records[i].record.entry_id, i);
+}
+
+TEST_F(JournalTest, WithoutSyncDataAcksPrecedeTheSyncAndCloseSyncs) {
+  options_.sync_data = false;
+  FaultInjectionEnv env(posix_env());
+  auto j = open(env);
+  ASSERT_TRUE(j);
+  uint64_t at_open = env.syncs;
+  JournalPosition durable_at_open = j->last_durable();
+  std::atomic<int> synced_before_ack{0};
+  Latch done(10);
+  for (int i = 0; i < 10; ++i) {
+    j->append(record(1, i, 100), [&](Status st, JournalPosition) {
+      EXPECT_TRUE(st.ok());
+      if (env.syncs != at_open) synced_before_ack++;
+      done.count_down();
+    });
+  }
+  ASSERT_TRUE(done.wait());
+  EXPECT_EQ(synced_before_ack, 0);
+  EXPECT_EQ(j->last_durable(), durable_at_open) << "nothing synced yet";
+  j.reset();
+  EXPECT_GT(env.syncs, at_open) << "close syncs";
+  EXPECT_EQ(replay().size(), 10u);
+}
+
+TEST_F(JournalTest, WithoutSyncDataATimerSyncsWithinASecond) {
+  options_.sync_data = false;
+  FaultInjectionEnv env(posix_env());
+  auto j = open(env);
+  ASSERT_TRUE(j);
+  uint64_t at_open = env.syncs;
+  auto r = append_and_wait(*j, 1, 0, 5);
+  auto deadline = std::chrono::steady_clock::now() + 3s;
+  while (j->last_durable() < r.back().second && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(j->last_durable(), r.back().second);
+  EXPECT_EQ(env.syncs, at_open + 1) << "one timed sync, no spinning";
+}
+
+TEST_F(JournalTest, QueueFullRejectsWithResourceExhausted) {
+  options_.queue_size = 4;
+  auto j = open(posix_env());
+  ASSERT_TRUE(j);
+  Latch first_started(1), release(1);
+  Latch all(5);
+  std::vector<Status> results(5);
+  // The first callback holds the callback thread, so nothing completes meanwhile.
+  j->append(record(1, 0, 10), [&](Status st, JournalPosition) {
+    results[0] = st;
+    first_started.count_down();
+    release.wait();
+    all.count_down();
+  });
+  ASSERT_TRUE(first_started.wait());
+  for (int i = 1; i < 5; ++i) {
+    j->append(record(1, i, 10), [&, i](Status st, JournalPosition) {
+      results[i] = std::move(st);
+      all.count_down();
+    });
+  }
+  release.count_down();
+  ASSERT_TRUE(all.wait());
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(results[i].ok()) << i << results[i].to_string();
+  EXPECT_TRUE(results[4].is(Errc::kResourceExhausted)) << results[4].to_string();
+}
+
+TEST_F(JournalTest, RecordTypesAndNegativeIdsRoundTrip) {
+  {
+    auto j = open(posix_env());
+    ASSERT_TRUE(j);
+    Latch done(3);
+    auto cb = [&](Status st, JournalPosition) {
+      EXPECT_TRUE(st.ok());
+      done.count_down();
+    };
+    j->append(record(5, -0x1000, 20, JournalRecordType::kMasterKey), cb);
+    j->append(record(5, -0x2000, 0, JournalRecordType::kFence), cb);
+    j->append(record(5, -0x4000, 8, JournalRecordType::kExplicitLac), cb);
+    ASSERT_TRUE(done.wait());
+  }
+  auto records = replay();
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0].record.type, JournalRecordType::kMasterKey);
+  EXPECT_EQ(records[0].record.entry_id, -0x1000);
+  EXPECT_EQ(records[0].record.payload, payload_for(5, -0x1000, 20));
+  EXPECT_EQ(records[1].record.type, JournalRecordType::kFence);
+  EXPECT_TRUE(records[1].record.payload.empty());
+  EXPECT_EQ(records[2].record.type, JournalRecordType::kExplicitLac);
+}
+
+TEST_F(JournalTest, ExportsMetrics) {
+  auto j = open(posix_env());
+  ASSERT_TRUE(j);
+  for (const auto& [st, pos] : append_and_wait(*j, 1, 0, 10)) ASSERT_TRUE(st.ok());
+  std::string text = metrics::default_registry().expose();
+  std::string label = "{journal=\"" + dir_ + "\"}";
+  EXPECT_NE(text.find("magnetar_bookie_journal_add_total" + label + " 10"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("magnetar_bookie_journal_sync_latency_ms_count" + label), std::string::npos);
+  EXPECT_NE(text.find("magnetar_bookie_journal_group_size_bucket"), std::string::npos);
+  EXPECT_NE(text.find("magnetar_bookie_journal_queue_size" + label), std::string::npos);
+}
+
+}  // namespace
+}  // namespace magnetar::bookie

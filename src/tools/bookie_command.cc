@@ -1,0 +1,65 @@
+// `magnetar bookie [--conf FILE] [--set key=value ...]`
+
+#include <csignal>
+#include <cstdio>
+
+#include "bookie/bookie.h"
+#include "bookie/cookie.h"
+#include "bookie/server/bookie_server.h"
+#include "common/config.h"
+#include "common/logging.h"
+#include "tools/commands.h"
+#include "tools/server_setup.h"
+
+namespace magnetar::tools {
+
+int run_bookie(const ServerArgs& args) {
+  bookie::BookieConfig config;
+  ConfigSchema schema("bookie");
+  bookie::bind_bookie_config(schema, &config);
+  if (args.print_template) {
+    std::fputs(schema.render_template().c_str(), stdout);
+    return 0;
+  }
+  block_shutdown_signals();
+  log::Logger log("bookie");
+  Status st = load_server_config(schema, args);
+  if (!st.ok()) {
+    std::fprintf(stderr, "error: %s\n", st.message().c_str());
+    return 2;
+  }
+  log.info("starting bookie {} with configuration:\n{}", config.bookie_id(),
+           schema.describe_effective());
+
+  auto stores = run_sync<Result<metadata::MetadataStores>>(
+      [&]() { return metadata::open_stores(config.metadata); });
+  if (!stores.ok()) {
+    log.error("cannot open the metadata store: {}", stores.status().to_string());
+    return 1;
+  }
+  st = bookie::check_and_stamp_cookie(config, *stores->cluster);
+  if (!st.ok()) {
+    log.error("{}", st.message());
+    return 1;
+  }
+  auto b = bookie::Bookie::open(config);
+  if (!b.ok()) {
+    log.error("cannot open bookie storage: {}", b.status().to_string());
+    return 1;
+  }
+  auto server = bookie::BookieServer::start(config, **b, stores->cluster);
+  if (!server.ok()) {
+    log.error("{}", server.status().to_string());
+    return 1;
+  }
+  int signal = wait_for_shutdown_signal();
+  log.info("signal {} received: stopping", signal);
+  (*server)->stop();
+  server->reset();
+  b->reset();
+  (void)run_sync<Status>([&]() { return stores->cluster->close(); });
+  log.info("bookie stopped");
+  return 0;
+}
+
+}  // namespace magnetar::tools
