@@ -21,8 +21,10 @@ using bookie_wire::BookieResponse;
 // touched only on its loop (responses from bookie threads are posted there).
 class BookieServer::Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket socket, Bookie& bookie, uint32_t max_frame, log::Logger log)
-      : socket_(std::move(socket)),
+  Connection(std::shared_ptr<asio::io_context> loop, tcp::socket socket, Bookie& bookie,
+             uint32_t max_frame, log::Logger log)
+      : loop_(std::move(loop)),
+        socket_(std::move(socket)),
         bookie_(bookie),
         decoder_(max_frame),
         log_(std::move(log)),
@@ -37,6 +39,8 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     asio::co_spawn(socket_.get_executor(), [self]() { return self->write_loop(); },
                    asio::detached);
   }
+
+  Executor executor() { return socket_.get_executor(); }
 
   void close() {
     if (closed_) return;
@@ -77,11 +81,13 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     const BookieRequest& req = frame.header;
     const uint64_t id = req.request_id();
     auto self = shared_from_this();
+    // The callbacks run on bookie threads; they keep the loop itself alive (see loops_).
     auto executor = socket_.get_executor();
+    auto loop = loop_;
     switch (req.op_case()) {
       case BookieRequest::kAdd: {
         bookie_wire::AddRequest add = req.add();
-        bookie_.add_entry(add, std::move(frame.body), [self, executor, id, add](BookieStatus st) {
+        bookie_.add_entry(add, std::move(frame.body), [self, loop, executor, id, add](BookieStatus st) {
           asio::post(executor, [self, id, add, st] {
             BookieResponse r;
             r.set_request_id(id);
@@ -96,8 +102,8 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
       }
       case BookieRequest::kRead: {
         bookie_wire::ReadRequest read = req.read();
-        bookie_.read_entry(read, [self, executor, id, read](BookieStatus st, Buffer entry,
-                                                            int64_t lac) {
+        bookie_.read_entry(read, [self, loop, executor, id, read](BookieStatus st, Buffer entry,
+                                                                  int64_t lac) {
           asio::post(executor, [self, id, read, st, entry = std::move(entry), lac]() mutable {
             BookieResponse r;
             r.set_request_id(id);
@@ -164,6 +170,7 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     }
   }
 
+  std::shared_ptr<asio::io_context> loop_;
   tcp::socket socket_;
   Bookie& bookie_;
   protocol::BookieRequestDecoder decoder_;
@@ -191,7 +198,7 @@ Result<std::unique_ptr<BookieServer>> BookieServer::start(
 
 Status BookieServer::listen() {
   for (int i = 0; i < std::max(1, config_.num_io_threads); ++i) {
-    loops_.push_back(std::make_unique<asio::io_context>(1));
+    loops_.push_back(std::make_shared<asio::io_context>(1));
     guards_.emplace_back(loops_.back()->get_executor());
   }
   boost::system::error_code ec;
@@ -225,8 +232,8 @@ Status BookieServer::listen() {
 
 Task<void> BookieServer::accept_loop() {
   while (true) {
-    asio::io_context& loop = *loops_[next_loop_++ % loops_.size()];
-    tcp::socket socket(loop);
+    std::shared_ptr<asio::io_context> loop = loops_[next_loop_++ % loops_.size()];
+    tcp::socket socket(*loop);
     boost::system::error_code ec;
     co_await acceptor_->async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
@@ -235,9 +242,14 @@ Task<void> BookieServer::accept_loop() {
       continue;
     }
     socket.set_option(tcp::no_delay(true), ec);
-    auto conn = std::make_shared<Connection>(std::move(socket), bookie_,
+    auto conn = std::make_shared<Connection>(loop, std::move(socket), bookie_,
                                              static_cast<uint32_t>(config_.max_frame_size), log_);
-    asio::post(loop, [conn] { conn->start(); });
+    {
+      std::lock_guard<std::mutex> lock(connections_mu_);
+      std::erase_if(connections_, [](const std::weak_ptr<Connection>& w) { return w.expired(); });
+      connections_.push_back(conn);
+    }
+    asio::post(*loop, [conn] { conn->start(); });
   }
 }
 
@@ -274,8 +286,24 @@ void BookieServer::stop() {
       a->close(ec);
     });
   }
+  {
+    std::lock_guard<std::mutex> lock(connections_mu_);
+    for (auto& weak : connections_) {
+      if (auto conn = weak.lock()) {
+        asio::post(conn->executor(), [conn] { conn->close(); });
+      }
+    }
+    connections_.clear();
+  }
+  // Let the loops finish their connections' coroutines; force whatever is left after 2 s.
   guards_.clear();
-  for (auto& loop : loops_) loop->stop();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (auto& loop : loops_) {
+    while (!loop->stopped() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    loop->stop();
+  }
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }

@@ -9,6 +9,7 @@
 // and guards the directories with a cookie (see cookie.h).
 
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -31,7 +32,8 @@ class BookieServer {
 
   // The port actually bound (bookiePort 0 picks a free one).
   int port() const { return port_; }
-  // Stops accepting, closes connections, joins the loops.
+  // Stops accepting, closes every connection (their pending requests are dropped), lets the
+  // loops drain and joins them.
   void stop();
 
  private:
@@ -47,11 +49,15 @@ class BookieServer {
   Bookie& bookie_;
   std::shared_ptr<metadata::MetadataStore> store_;
   log::Logger log_;
-  std::vector<std::unique_ptr<asio::io_context>> loops_;
+  // Shared: bookie callbacks of in-flight requests hold their loop, so a completion that
+  // arrives after the server is gone is queued on a live (stopped) context and dropped.
+  std::vector<std::shared_ptr<asio::io_context>> loops_;
   std::vector<std::thread> threads_;
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   size_t next_loop_ = 0;
+  std::mutex connections_mu_;
+  std::vector<std::weak_ptr<Connection>> connections_;
   int port_ = 0;
   bool stopped_ = false;
 };

@@ -137,5 +137,15 @@ TEST_F(BookieServerTest, GarbageClosesOnlyThatConnection) {
   EXPECT_EQ(r->header.add().status(), bookie_wire::OK);
 }
 
+TEST_F(BookieServerTest, StopClosesAcceptedConnections) {
+  Client c(server_->port());
+  c.send(add(1, 13, 0), body(13, 0));
+  ASSERT_TRUE(c.receive().has_value());
+  auto started = std::chrono::steady_clock::now();
+  server_->stop();
+  EXPECT_FALSE(c.receive().has_value());  // EOF, not a hang
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(3));
+}
+
 }  // namespace
 }  // namespace magnetar::bookie

@@ -1,0 +1,560 @@
+#include "ledger/bookkeeper.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ledger/signal.h"
+#include "protocol/bookie_entry.h"
+
+namespace magnetar::ledger {
+namespace {
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Status ledger_error(Errc code, int64_t ledger_id, std::string what) {
+  return Status(code, fmt::format("ledger {}: {}", ledger_id, what));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// BookKeeper
+
+BookKeeper::BookKeeper(metadata::MetadataStore& store, Executor executor,
+                       BookKeeperOptions options)
+    : store_(store),
+      executor_(executor),
+      options_(std::move(options)),
+      client_(executor, options_.bookie_client),
+      ids_(&store, executor, "/counters/ledger-id"),
+      log_(log::Logger("ledger")) {
+  if (!options_.placement) options_.placement = make_default_placement(0);
+}
+
+BookKeeper::~BookKeeper() = default;
+
+Task<Result<std::vector<std::string>>> BookKeeper::available_bookies() {
+  auto all = co_await store_.children("/ledgers/available");
+  if (!all.ok()) co_return all.status();
+  auto readonly = co_await store_.children("/ledgers/available/readonly");
+  if (!readonly.ok()) co_return readonly.status();
+  std::vector<std::string> out;
+  for (const std::string& b : *all) {
+    if (b == "readonly") continue;
+    if (std::find(readonly->begin(), readonly->end(), b) != readonly->end()) continue;
+    out.push_back(b);
+  }
+  co_return out;
+}
+
+Task<Result<std::shared_ptr<LedgerHandle>>> BookKeeper::create(
+    int ensemble_size, int write_quorum, int ack_quorum, std::string password,
+    std::map<std::string, std::string> custom) {
+  auto bookies = co_await available_bookies();
+  if (!bookies.ok()) co_return bookies.status();
+  std::set<std::string> none;
+  auto ensemble = options_.placement->new_ensemble(ensemble_size, write_quorum, ack_quorum,
+                                                   *bookies, none);
+  if (!ensemble.ok()) co_return ensemble.status();
+  auto id = co_await ids_.next();
+  if (!id.ok()) co_return id.status();
+
+  LedgerMetadata md;
+  md.ledger_id = *id;
+  md.ensemble_size = ensemble_size;
+  md.write_quorum = write_quorum;
+  md.ack_quorum = ack_quorum;
+  md.state = LedgerState::kOpen;
+  md.password = std::move(password);
+  md.ctime_ms = now_ms();
+  md.custom = std::move(custom);
+  Segment first;
+  first.first_entry_id = 0;
+  first.ensemble = std::move(ensemble).value();
+  md.segments.push_back(std::move(first));
+  Status valid = md.validate();
+  if (!valid.ok()) co_return valid;
+
+  std::string path = ledger_path(md.ledger_id);
+  std::string json = md.to_json();
+  metadata::PutOptions must_not_exist;
+  must_not_exist.expected_version = -1;
+  auto put = co_await store_.put_recursive(path, std::move(json), must_not_exist);
+  if (!put.ok()) co_return put.status();
+  log_.with("ledger_id", md.ledger_id)
+      .info("created ledger E={} Qw={} Qa={} ensemble={}", ensemble_size, write_quorum,
+            ack_quorum, fmt::join(md.segments.front().ensemble, ","));
+  co_return std::make_shared<LedgerHandle>(*this, std::move(md), put->stat.version, true);
+}
+
+Task<Result<LedgerMetadata>> BookKeeper::read_metadata(int64_t ledger_id) {
+  auto got = co_await store_.get(ledger_path(ledger_id));
+  if (!got.ok()) co_return got.status();
+  if (!got->has_value()) {
+    co_return Status(Errc::kNotFound, fmt::format("ledger {} does not exist", ledger_id));
+  }
+  co_return LedgerMetadata::from_json((*got)->value);
+}
+
+Task<Result<std::shared_ptr<LedgerHandle>>> BookKeeper::open(int64_t ledger_id,
+                                                             std::string password,
+                                                             bool recovery) {
+  auto got = co_await store_.get(ledger_path(ledger_id));
+  if (!got.ok()) co_return got.status();
+  if (!got->has_value()) {
+    co_return Status(Errc::kNotFound, fmt::format("ledger {} does not exist", ledger_id));
+  }
+  auto md = LedgerMetadata::from_json((*got)->value);
+  if (!md.ok()) co_return md.status();
+  if (md->password != password) {
+    co_return Status(Errc::kPermissionDenied,
+                     fmt::format("ledger {}: wrong password", ledger_id));
+  }
+  int64_t version = (*got)->stat.version;
+  auto handle = std::make_shared<LedgerHandle>(*this, std::move(md).value(), version, false);
+  if (handle->closed()) co_return handle;
+  // (Not a conditional expression: GCC 12 mishandles co_await in the arms of ?:.)
+  Status st;
+  if (recovery) {
+    st = co_await handle->recover();
+  } else {
+    st = co_await handle->refresh_lac();
+  }
+  if (!st.ok()) co_return st;
+  co_return handle;
+}
+
+Task<Status> BookKeeper::remove(int64_t ledger_id) {
+  // Bookies drop the entries of ledgers missing from the metadata at garbage collection.
+  Status st = co_await store_.remove(ledger_path(ledger_id));
+  if (st.is(Errc::kNotFound)) {
+    co_return Status(Errc::kNotFound, fmt::format("ledger {} does not exist", ledger_id));
+  }
+  co_return st;
+}
+
+Task<Result<std::vector<int64_t>>> BookKeeper::list_ledgers() {
+  auto names = co_await store_.children("/ledgers");
+  if (!names.ok()) co_return names.status();
+  std::vector<int64_t> out;
+  for (const std::string& n : *names) {
+    auto id = ledger_id_from_node_name(n);
+    if (id) out.push_back(*id);
+  }
+  std::sort(out.begin(), out.end());
+  co_return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// LedgerHandle: the write path
+
+struct LedgerHandle::PendingAdd {
+  explicit PendingAdd(Executor ex) : signal(std::move(ex)) {}
+  int64_t entry_id = 0;
+  size_t payload_size = 0;
+  BufferChain packaged;
+  std::set<int> acked;   // ensemble indexes that stored it
+  bool sent = false;     // held back while the ensemble changes
+  bool done = false;
+  Status result;
+  Signal signal;
+};
+
+LedgerHandle::LedgerHandle(BookKeeper& bk, LedgerMetadata metadata, int64_t metadata_version,
+                           bool writable)
+    : bk_(bk),
+      metadata_(std::move(metadata)),
+      metadata_version_(metadata_version),
+      writable_(writable),
+      master_key_(metadata_.master_key()),
+      log_(log::Logger("ledger").with("ledger_id", metadata_.ledger_id)) {
+  if (closed()) lac_ = metadata_.last_entry_id;
+}
+
+LedgerHandle::~LedgerHandle() = default;
+
+Task<Result<int64_t>> LedgerHandle::add(BufferChain payload) {
+  if (!failed_.ok()) co_return failed_;
+  if (!writable_ || closed()) {
+    co_return ledger_error(Errc::kInvalidArgument, id(), "not open for writing");
+  }
+  auto p = std::make_shared<PendingAdd>(bk_.executor());
+  p->entry_id = ++last_pushed_;
+  p->payload_size = payload.size();
+  protocol::EntryHeader header;
+  header.ledger_id = id();
+  header.entry_id = p->entry_id;
+  header.lac = lac_;
+  p->packaged = protocol::package_entry(header, payload);
+  pending_.push_back(p);
+  if (!changing_ensemble_) {
+    p->sent = true;
+    for (int index : metadata_.write_set(p->entry_id)) send(p, index);
+  }
+  co_await p->signal.wait();
+  if (!p->result.ok()) co_return p->result;
+  co_return p->entry_id;
+}
+
+void LedgerHandle::send(std::shared_ptr<PendingAdd> p, int index) {
+  std::string bookie = metadata_.ensemble_for(p->entry_id)[static_cast<size_t>(index)];
+  // The coroutine keeps the handle alive while the request is in flight.
+  asio::co_spawn(bk_.executor(), send_one(std::move(p), index, std::move(bookie)),
+                 asio::detached);
+}
+
+Task<void> LedgerHandle::send_one(std::shared_ptr<PendingAdd> p, int index, std::string bookie) {
+  auto self = shared_from_this();
+  bookie_wire::AddRequest request;
+  request.set_ledger_id(id());
+  request.set_entry_id(p->entry_id);
+  request.set_master_key(master_key_);
+  BufferChain entry = p->packaged;
+  auto r = co_await bk_.client().add(bookie, std::move(request), std::move(entry));
+  if (p->done) co_return;
+  // The bookie may have been replaced while this request was in flight: its answer no
+  // longer counts either way.
+  if (metadata_.ensemble_for(p->entry_id)[static_cast<size_t>(index)] != bookie) co_return;
+  if (r.ok() && r->status == bookie_wire::OK) {
+    p->acked.insert(index);
+    try_complete();
+    co_return;
+  }
+  if (r.ok() && (r->status == bookie_wire::FENCED || r->status == bookie_wire::UNAUTHORIZED)) {
+    fail(ledger_error(Errc::kFenced, id(),
+                      fmt::format("bookie {} refused entry {}: the ledger was fenced by a "
+                                  "recovering reader (another owner took over)",
+                                  bookie, p->entry_id)));
+    co_return;
+  }
+  std::string why = r.ok() ? fmt::format("status {}", bookie_wire::BookieStatus_Name(r->status))
+                           : r.status().to_string();
+  log_.with("bookie", bookie).warn("add of entry {} failed: {}; replacing the bookie",
+                                   p->entry_id, why);
+  failed_bookies_.insert(bookie);
+  if (!changing_ensemble_) {
+    changing_ensemble_ = true;
+    asio::co_spawn(bk_.executor(), change_ensemble(), asio::detached);
+  }
+}
+
+void LedgerHandle::try_complete() {
+  while (!pending_.empty() &&
+         static_cast<int>(pending_.front()->acked.size()) >= metadata_.ack_quorum) {
+    auto p = pending_.front();
+    pending_.pop_front();
+    lac_ = p->entry_id;
+    length_ += static_cast<int64_t>(p->payload_size);
+    p->done = true;
+    p->signal.set();
+  }
+}
+
+void LedgerHandle::fail(Status status) {
+  if (failed_.ok()) {
+    log_.error("ledger handle failed: {}", status.to_string());
+    failed_ = status;
+  }
+  while (!pending_.empty()) {
+    auto p = pending_.front();
+    pending_.pop_front();
+    p->done = true;
+    p->result = failed_;
+    p->signal.set();
+  }
+}
+
+Task<void> LedgerHandle::change_ensemble() {
+  auto self = shared_from_this();
+  while (!failed_bookies_.empty() && failed_.ok()) {
+    const int64_t first = lac_ + 1;  // entries from here on go to the new ensemble
+    std::vector<std::string> ensemble = metadata_.ensemble_for(first);
+    auto available = co_await bk_.available_bookies();
+    if (!available.ok()) {
+      fail(available.status());
+      break;
+    }
+    std::set<std::string> excluded(ensemble.begin(), ensemble.end());
+    excluded.insert(failed_bookies_.begin(), failed_bookies_.end());
+    std::vector<int> replaced;
+    Status st;
+    for (size_t i = 0; i < ensemble.size() && st.ok(); ++i) {
+      if (!failed_bookies_.count(ensemble[i])) continue;
+      auto r = bk_.placement().replace_bookie(ensemble, static_cast<int>(i),
+                                              metadata_.write_quorum, metadata_.ack_quorum,
+                                              *available, excluded);
+      if (!r.ok()) {
+        st = ledger_error(Errc::kUnavailable, id(),
+                          fmt::format("no bookie to replace {}: {}", ensemble[i],
+                                      r.status().message()));
+        break;
+      }
+      excluded.insert(*r);
+      ensemble[i] = std::move(r).value();
+      replaced.push_back(static_cast<int>(i));
+    }
+    if (!st.ok()) {
+      fail(st);
+      break;
+    }
+    LedgerMetadata updated = metadata_;
+    if (updated.segments.back().first_entry_id == first) {
+      updated.segments.back().ensemble = ensemble;
+    } else {
+      Segment s;
+      s.first_entry_id = first;
+      s.ensemble = ensemble;
+      updated.segments.push_back(std::move(s));
+    }
+    failed_bookies_.clear();
+    Status written = co_await write_metadata(std::move(updated));
+    if (!written.ok()) {
+      fail(written);
+      break;
+    }
+    log_.info("ensemble change from entry {}: {}", first, fmt::join(ensemble, ","));
+    // Unconfirmed entries lost their copy at the replaced positions: send them again.
+    for (auto& p : pending_) {
+      if (!p->sent) continue;
+      for (int index : metadata_.write_set(p->entry_id)) {
+        if (std::find(replaced.begin(), replaced.end(), index) == replaced.end()) continue;
+        p->acked.erase(index);
+        send(p, index);
+      }
+    }
+  }
+  changing_ensemble_ = false;
+  if (failed_.ok()) {
+    for (auto& p : pending_) {
+      if (p->sent) continue;
+      p->sent = true;
+      for (int index : metadata_.write_set(p->entry_id)) send(p, index);
+    }
+  }
+}
+
+Task<Status> LedgerHandle::write_metadata(LedgerMetadata updated) {
+  std::string path = ledger_path(id());
+  std::string json = updated.to_json();
+  metadata::PutOptions cas;
+  cas.expected_version = metadata_version_;
+  auto put = co_await bk_.store().put(path, std::move(json), cas);
+  if (!put.ok()) {
+    if (put.status().is(Errc::kBadVersion)) {
+      // Someone else changed the metadata: a recovering reader (fencing us) or a close.
+      co_return ledger_error(Errc::kFenced, id(),
+                             "ledger metadata changed underneath this writer (recovered by "
+                             "another client)");
+    }
+    co_return put.status();
+  }
+  metadata_ = std::move(updated);
+  metadata_version_ = put->stat.version;
+  co_return Status::OK();
+}
+
+Task<Status> LedgerHandle::close() {
+  auto self = shared_from_this();
+  while (!pending_.empty() && failed_.ok()) {
+    auto p = pending_.back();
+    co_await p->signal.wait();
+  }
+  if (!failed_.ok()) co_return failed_;
+  if (closed()) co_return Status::OK();
+  LedgerMetadata updated = metadata_;
+  updated.state = LedgerState::kClosed;
+  updated.last_entry_id = lac_;
+  updated.length = length_;
+  Status st = co_await write_metadata(std::move(updated));
+  if (st.ok()) log_.info("closed at entry {}", lac_);
+  co_return st;
+}
+
+// ---------------------------------------------------------------------------------------
+// Reads
+
+Task<Result<Buffer>> LedgerHandle::read_entry(int64_t entry_id, int* negatives,
+                                              int* unreachable) {
+  const auto& ensemble = metadata_.ensemble_for(entry_id);
+  Status last_error = ledger_error(Errc::kNotFound, id(),
+                                   fmt::format("entry {} not found on any replica", entry_id));
+  for (int index : metadata_.write_set(entry_id)) {
+    std::string bookie = ensemble[static_cast<size_t>(index)];
+    bookie_wire::ReadRequest request;
+    request.set_ledger_id(id());
+    request.set_entry_id(entry_id);
+    auto r = co_await bk_.client().read(bookie, std::move(request));
+    if (!r.ok()) {
+      ++*unreachable;
+      last_error = r.status();
+      continue;
+    }
+    if (r->status == bookie_wire::NO_ENTRY || r->status == bookie_wire::NO_LEDGER) {
+      ++*negatives;
+      continue;
+    }
+    if (r->status != bookie_wire::OK) {
+      ++*unreachable;
+      last_error = ledger_error(Errc::kUnavailable, id(),
+                                fmt::format("bookie {} answered {} for entry {}", bookie,
+                                            bookie_wire::BookieStatus_Name(r->status), entry_id));
+      continue;
+    }
+    auto payload = protocol::unpack_entry(r->entry, id(), entry_id);
+    if (!payload.ok()) {
+      ++*unreachable;
+      log_.with("bookie", bookie).warn("bad copy of entry {}: {}; trying another replica",
+                                       entry_id, payload.status().to_string());
+      last_error = payload.status();
+      continue;
+    }
+    co_return std::move(payload).value();
+  }
+  co_return last_error;
+}
+
+Task<Result<std::vector<LedgerEntry>>> LedgerHandle::read(int64_t first, int64_t last) {
+  auto self = shared_from_this();
+  if (first < 0 || last < first) {
+    co_return ledger_error(Errc::kInvalidArgument, id(),
+                           fmt::format("bad entry range [{}, {}]", first, last));
+  }
+  if (last > lac_) {
+    co_return ledger_error(Errc::kInvalidArgument, id(),
+                           fmt::format("entry {} is past the last confirmed entry {}", last,
+                                       lac_));
+  }
+  std::vector<LedgerEntry> out;
+  out.reserve(static_cast<size_t>(last - first + 1));
+  for (int64_t e = first; e <= last; ++e) {
+    int negatives = 0, unreachable = 0;
+    auto payload = co_await read_entry(e, &negatives, &unreachable);
+    if (!payload.ok()) co_return payload.status();
+    LedgerEntry entry;
+    entry.entry_id = e;
+    entry.payload = std::move(payload).value();
+    out.push_back(std::move(entry));
+  }
+  co_return out;
+}
+
+Task<Status> LedgerHandle::refresh_lac() {
+  auto self = shared_from_this();
+  int64_t best = lac_;
+  int answered = 0;
+  for (const std::string& bookie : metadata_.segments.back().ensemble) {
+    auto r = co_await bk_.client().read_lac(bookie, id());
+    if (!r.ok()) continue;
+    ++answered;
+    if (r->status() == bookie_wire::OK) best = std::max(best, r->lac());
+  }
+  if (answered == 0) {
+    co_return ledger_error(Errc::kUnavailable, id(), "no bookie of the last ensemble answered");
+  }
+  lac_ = best;
+  co_return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------
+// Recovery
+
+Task<Status> LedgerHandle::recover() {
+  auto self = shared_from_this();
+  const int E = metadata_.ensemble_size, Qw = metadata_.write_quorum, Qa = metadata_.ack_quorum;
+  // 1. Mark the ledger in recovery (a writer's later metadata update then fails by CAS).
+  if (metadata_.state == LedgerState::kOpen) {
+    LedgerMetadata updated = metadata_;
+    updated.state = LedgerState::kInRecovery;
+    Status st = co_await write_metadata(std::move(updated));
+    if (!st.ok()) co_return st;
+  }
+  // 2. Fence every bookie of the last ensemble; collect what LAC each knows.
+  const std::vector<std::string> ensemble = metadata_.segments.back().ensemble;
+  std::vector<bool> fenced(ensemble.size(), false);
+  int64_t max_lac = metadata_.segments.back().first_entry_id - 1;
+  for (size_t i = 0; i < ensemble.size(); ++i) {
+    bookie_wire::ReadRequest fence;
+    fence.set_ledger_id(id());
+    fence.set_entry_id(-1);
+    fence.set_fence(true);
+    fence.set_master_key(master_key_);
+    auto r = co_await bk_.client().read(ensemble[i], std::move(fence));
+    if (!r.ok()) continue;
+    if (r->status == bookie_wire::OK || r->status == bookie_wire::NO_ENTRY ||
+        r->status == bookie_wire::NO_LEDGER) {
+      fenced[i] = true;
+      max_lac = std::max(max_lac, r->lac);
+      if (r->status == bookie_wire::OK) {
+        auto h = protocol::peek_entry_header(r->entry);
+        if (h.ok()) max_lac = std::max(max_lac, h->lac);
+      }
+    }
+  }
+  // No write set may keep Qa unfenced bookies, or the old writer could still complete adds.
+  for (int start = 0; start < E; ++start) {
+    int covered = 0;
+    for (int k = 0; k < Qw; ++k) covered += fenced[static_cast<size_t>((start + k) % E)] ? 1 : 0;
+    if (covered < Qw - Qa + 1) {
+      co_return ledger_error(Errc::kUnavailable, id(),
+                             fmt::format("recovery could fence only {} of the bookies of write "
+                                         "set {}; need {}",
+                                         covered, start, Qw - Qa + 1));
+    }
+  }
+  lac_ = max_lac;
+  // 3. Read forward past the LAC; re-replicate what exists with recovery adds.
+  int64_t e = max_lac + 1;
+  while (true) {
+    int negatives = 0, unreachable = 0;
+    auto payload = co_await read_entry(e, &negatives, &unreachable);
+    if (!payload.ok()) {
+      if (negatives >= Qw - Qa + 1) break;  // could never have been acknowledged
+      co_return ledger_error(Errc::kUnavailable, id(),
+                             fmt::format("recovery cannot tell whether entry {} exists: {}", e,
+                                         payload.status().to_string()));
+    }
+    protocol::EntryHeader header;
+    header.ledger_id = id();
+    header.entry_id = e;
+    header.lac = e - 1;
+    BufferChain packaged = protocol::package_entry(header, BufferChain(*payload));
+    int acks = 0;
+    const auto& writers = metadata_.ensemble_for(e);
+    for (int index : metadata_.write_set(e)) {
+      bookie_wire::AddRequest add;
+      add.set_ledger_id(id());
+      add.set_entry_id(e);
+      add.set_master_key(master_key_);
+      add.set_recovery(true);
+      auto r = co_await bk_.client().add(writers[static_cast<size_t>(index)], std::move(add),
+                                         packaged);
+      if (r.ok() && r->status == bookie_wire::OK) ++acks;
+    }
+    if (acks < Qa) {
+      co_return ledger_error(Errc::kUnavailable, id(),
+                             fmt::format("recovery could re-replicate entry {} to only {} "
+                                         "bookies; need {}",
+                                         e, acks, Qa));
+    }
+    lac_ = e;
+    ++e;
+  }
+  // 4. Close: from now on everyone agrees on the last entry.
+  LedgerMetadata updated = metadata_;
+  updated.state = LedgerState::kClosed;
+  updated.last_entry_id = lac_;
+  updated.length = -1;  // entries carry their own size, not the ledger's: unknown here
+  Status st = co_await write_metadata(std::move(updated));
+  if (!st.ok()) co_return st;
+  log_.info("recovered and closed at entry {}", lac_);
+  co_return Status::OK();
+}
+
+}  // namespace magnetar::ledger

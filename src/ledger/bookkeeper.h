@@ -1,0 +1,134 @@
+#pragma once
+// The ledger client, BookKeeper's model:
+//
+//  - create(): a new ledger id (cluster-wide counter), an ensemble of E bookies chosen by the
+//    placement policy, metadata stored at ledger_path(id) with state OPEN.
+//  - LedgerHandle::add(): entries are striped (entry e goes to the write set
+//    (e + i) % E, i < Qw), sent in a pipeline, and completed strictly in order once Qa
+//    bookies of each write set answered. Each entry carries the LAC (last add confirmed).
+//    A bookie that fails is replaced (ensemble change recorded with CAS in the metadata,
+//    a new segment starting at LAC + 1) and the unconfirmed entries are re-sent to its
+//    replacement.
+//  - open(recovery = true): fences the last ensemble (no old writer can reach Qa again),
+//    reads forward from the highest LAC any bookie knows, re-replicates the recovered tail
+//    with recovery adds, and closes the ledger: every reader then sees the same entries.
+//  - read(): each entry from any replica of its write set, its CRC32C digest verified; a
+//    corrupt or missing copy is read from the next replica.
+//
+// Threading: a BookKeeper object and its handles live on one executor (event loop); call
+// them from coroutines running there.
+
+#include <deque>
+#include <map>
+#include <set>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/asio.h"
+#include "common/logging.h"
+#include "ledger/bookie_client.h"
+#include "ledger/ledger_metadata.h"
+#include "ledger/placement.h"
+#include "metadata/id_generator.h"
+#include "metadata/metadata_store.h"
+
+namespace magnetar::ledger {
+
+class LedgerHandle;
+
+struct BookKeeperOptions {
+  BookieClientOptions bookie_client;
+  // Defaults to the random placement policy.
+  std::shared_ptr<PlacementPolicy> placement;
+};
+
+struct LedgerEntry {
+  int64_t entry_id;
+  Buffer payload;
+};
+
+class BookKeeper {
+ public:
+  // `store` (the cluster metadata store) must outlive this object.
+  BookKeeper(metadata::MetadataStore& store, Executor executor, BookKeeperOptions options = {});
+  ~BookKeeper();
+
+  Task<Result<std::shared_ptr<LedgerHandle>>> create(int ensemble_size, int write_quorum,
+                                                     int ack_quorum, std::string password,
+                                                     std::map<std::string, std::string> custom = {});
+  // recovery = false: read-only view up to the LAC known to the bookies (or the last entry
+  // of a closed ledger). recovery = true: fence, recover, close (the new owner's way in).
+  Task<Result<std::shared_ptr<LedgerHandle>>> open(int64_t ledger_id, std::string password,
+                                                   bool recovery);
+  Task<Status> remove(int64_t ledger_id);
+  Task<Result<std::vector<int64_t>>> list_ledgers();
+  Task<Result<LedgerMetadata>> read_metadata(int64_t ledger_id);
+  // Writable bookies registered under /ledgers/available (read-only ones excluded).
+  Task<Result<std::vector<std::string>>> available_bookies();
+
+  BookieClient& client() { return client_; }
+  metadata::MetadataStore& store() { return store_; }
+  PlacementPolicy& placement() { return *options_.placement; }
+  const Executor& executor() const { return executor_; }
+
+ private:
+  metadata::MetadataStore& store_;
+  Executor executor_;
+  BookKeeperOptions options_;
+  BookieClient client_;
+  metadata::IdGenerator ids_;
+  log::Logger log_;
+};
+
+class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
+ public:
+  LedgerHandle(BookKeeper& bk, LedgerMetadata metadata, int64_t metadata_version, bool writable);
+  ~LedgerHandle();
+
+  int64_t id() const { return metadata_.ledger_id; }
+  const LedgerMetadata& metadata() const { return metadata_; }
+  int64_t last_add_confirmed() const { return lac_; }
+  bool closed() const { return metadata_.state == LedgerState::kClosed; }
+
+  // Appends; returns the entry id once Qa bookies of its write set stored it. Adds complete
+  // in order; after a failure of the handle (fenced, no replacement bookie) every pending
+  // and later add fails.
+  Task<Result<int64_t>> add(BufferChain payload);
+  // Entries [first, last], which must not be past the LAC (or the last entry when closed).
+  Task<Result<std::vector<LedgerEntry>>> read(int64_t first, int64_t last);
+  // Waits for pending adds, then records state CLOSED with the last entry in the metadata.
+  Task<Status> close();
+
+  // Recovery (used by BookKeeper::open): fence, find the end, re-replicate, close.
+  Task<Status> recover();
+  // Reads the LAC known to the bookies of the last ensemble (for open without recovery).
+  Task<Status> refresh_lac();
+
+ private:
+  struct PendingAdd;
+  void send(std::shared_ptr<PendingAdd> p, int index);
+  Task<void> send_one(std::shared_ptr<PendingAdd> p, int index, std::string bookie);
+  void try_complete();
+  void fail(Status status);
+  Task<void> change_ensemble();
+  Task<Status> write_metadata(LedgerMetadata updated);
+  Task<Result<Buffer>> read_entry(int64_t entry_id, int* negatives, int* unreachable);
+
+  BookKeeper& bk_;
+  LedgerMetadata metadata_;
+  int64_t metadata_version_;
+  const bool writable_;
+  const std::string master_key_;  // SHA-1 of the password, sent with every request
+  log::Logger log_;
+
+  int64_t last_pushed_ = -1;  // last entry id handed out
+  int64_t lac_ = -1;          // last entry confirmed (all before it confirmed too)
+  int64_t length_ = 0;        // bytes of confirmed entries written through this handle
+  Status failed_;             // sticky
+  std::deque<std::shared_ptr<PendingAdd>> pending_;
+  bool changing_ensemble_ = false;
+  std::set<std::string> failed_bookies_;  // waiting for (or excluded by) an ensemble change
+};
+
+}  // namespace magnetar::ledger

@@ -1,0 +1,191 @@
+// The ledger client against real bookies: quorum adds, striping, ensemble change on a dead
+// bookie, recovery fencing the old writer, a corrupt replica.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "ledger/bookkeeper.h"
+#include "ledger/tests/ledger_test_support.h"
+
+namespace magnetar::ledger {
+namespace {
+
+using test::Cluster;
+
+BufferChain payload(int i) { return BufferChain(Buffer::copy_of("entry-" + std::to_string(i))); }
+
+std::string test_name() {
+  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
+}
+
+TEST(LedgerHandleTest, AddReadCloseAndReopen) {
+  Cluster c(test_name());
+  for (int i = 0; i < 3; ++i) c.add_bookie();
+  BookKeeper bk(c.store(), c.executor());
+  auto lh = c.await(bk.create(3, 3, 2, "secret"));
+  ASSERT_TRUE(lh.ok()) << lh.status().to_string();
+  for (int i = 0; i < 100; ++i) {
+    auto id = c.await((*lh)->add(payload(i)));
+    ASSERT_TRUE(id.ok()) << id.status().to_string();
+    EXPECT_EQ(*id, i);
+  }
+  EXPECT_EQ((*lh)->last_add_confirmed(), 99);
+  auto entries = c.await((*lh)->read(0, 99));
+  ASSERT_TRUE(entries.ok()) << entries.status().to_string();
+  ASSERT_EQ(entries->size(), 100u);
+  EXPECT_EQ((*entries)[42].payload.view(), "entry-42");
+  ASSERT_TRUE(c.await((*lh)->close()).ok());
+
+  auto again = c.await(bk.open((*lh)->id(), "secret", false));
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_TRUE((*again)->closed());
+  EXPECT_EQ((*again)->metadata().last_entry_id, 99);
+  EXPECT_EQ(c.await((*again)->read(99, 99))->front().payload.view(), "entry-99");
+  EXPECT_FALSE(c.await((*again)->read(100, 100)).ok());
+  EXPECT_EQ(c.await(bk.open((*lh)->id(), "wrong", false)).status().code(),
+            make_error_code(Errc::kPermissionDenied));
+}
+
+TEST(LedgerHandleTest, ConcurrentAddsCompleteInOrder) {
+  Cluster c(test_name());
+  for (int i = 0; i < 3; ++i) c.add_bookie();
+  BookKeeper bk(c.store(), c.executor());
+  auto lh = c.await(bk.create(3, 2, 2, ""));
+  ASSERT_TRUE(lh.ok());
+  std::vector<int64_t> completed;
+  int finished = 0;
+  for (int i = 0; i < 200; ++i) {
+    asio::co_spawn(
+        c.executor(),
+        [&, h = *lh, i]() -> Task<void> {
+          BufferChain p = payload(i);
+          auto r = co_await h->add(std::move(p));
+          if (r.ok()) completed.push_back(*r);
+          ++finished;
+        },
+        asio::detached);
+  }
+  c.await([&]() -> Task<bool> {
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    while (finished < 200) {
+      t.expires_after(std::chrono::milliseconds(5));
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    co_return true;
+  }());
+  ASSERT_EQ(completed.size(), 200u);
+  EXPECT_TRUE(std::is_sorted(completed.begin(), completed.end()));
+  auto entries = c.await((*lh)->read(0, 199));
+  ASSERT_TRUE(entries.ok()) << entries.status().to_string();
+  for (int i = 0; i < 200; ++i) EXPECT_EQ((*entries)[i].payload.view(), "entry-" + std::to_string(i));
+}
+
+TEST(LedgerHandleTest, DeadBookieIsReplacedAndEveryAckedEntryReadsBack) {
+  Cluster c(test_name());
+  for (int i = 0; i < 4; ++i) c.add_bookie();
+  BookKeeper bk(c.store(), c.executor());
+  auto lh = c.await(bk.create(3, 3, 2, "p"));
+  ASSERT_TRUE(lh.ok()) << lh.status().to_string();
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(c.await((*lh)->add(payload(i))).ok());
+  std::string victim = (*lh)->metadata().segments.front().ensemble[1];
+  c.find(victim)->stop();
+  c.unregister(victim);
+  for (int i = 50; i < 100; ++i) {
+    auto id = c.await((*lh)->add(payload(i)));
+    ASSERT_TRUE(id.ok()) << "entry " << i << ": " << id.status().to_string();
+  }
+  const auto& segments = (*lh)->metadata().segments;
+  ASSERT_EQ(segments.size(), 2u);
+  EXPECT_EQ(std::count(segments.back().ensemble.begin(), segments.back().ensemble.end(), victim), 0);
+  ASSERT_TRUE(c.await((*lh)->close()).ok());
+  auto reader = c.await(bk.open((*lh)->id(), "p", false));
+  ASSERT_TRUE(reader.ok());
+  auto entries = c.await((*reader)->read(0, 99));
+  ASSERT_TRUE(entries.ok()) << entries.status().to_string();
+  for (int i = 0; i < 100; ++i) EXPECT_EQ((*entries)[i].payload.view(), "entry-" + std::to_string(i));
+}
+
+TEST(LedgerHandleTest, RecoveryFencesTheOldWriterAndBothAgreeOnTheEnd) {
+  Cluster c(test_name());
+  for (int i = 0; i < 3; ++i) c.add_bookie();
+  BookKeeper writer_bk(c.store(), c.executor());
+  auto writer = c.await(writer_bk.create(3, 3, 2, "p"));
+  ASSERT_TRUE(writer.ok());
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(c.await((*writer)->add(payload(i))).ok());
+
+  BookKeeper reader_bk(c.store(), c.executor());
+  auto recovered = c.await(reader_bk.open((*writer)->id(), "p", true));
+  ASSERT_TRUE(recovered.ok()) << recovered.status().to_string();
+  EXPECT_TRUE((*recovered)->closed());
+  EXPECT_EQ((*recovered)->metadata().last_entry_id, 19);
+
+  auto late = c.await((*writer)->add(payload(20)));
+  ASSERT_FALSE(late.ok());
+  EXPECT_TRUE(late.status().is(Errc::kFenced)) << late.status().to_string();
+  EXPECT_EQ((*writer)->last_add_confirmed(), (*recovered)->metadata().last_entry_id);
+  auto all = c.await((*recovered)->read(0, 19));
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->back().payload.view(), "entry-19");
+  // Opening for recovery again is a no-op on a closed ledger.
+  auto again = c.await(reader_bk.open((*writer)->id(), "p", true));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->metadata().last_entry_id, 19);
+}
+
+TEST(LedgerHandleTest, CorruptCopyIsReadFromAnotherReplica) {
+  Cluster c(test_name());
+  for (int i = 0; i < 3; ++i) c.add_bookie();
+  BookKeeper bk(c.store(), c.executor());
+  auto lh = c.await(bk.create(3, 3, 3, "p"));
+  ASSERT_TRUE(lh.ok());
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(c.await((*lh)->add(payload(i))).ok());
+  // Entry 0 is read from the first bookie of its write set first: corrupt that copy on disk.
+  std::string first = (*lh)->metadata().ensemble_for(0)[static_cast<size_t>(
+      (*lh)->metadata().write_set(0).front())];
+  test::TestBookie* b = c.find(first);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(b->bookie->checkpoint().ok());  // entries now live in entry logs
+  int flipped = 0;
+  for (auto& f : std::filesystem::recursive_directory_iterator(b->config.ledger_directories[0])) {
+    if (f.path().extension() != ".log") continue;
+    std::fstream file(f.path(), std::ios::in | std::ios::out | std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    size_t at = bytes.find("entry-0");
+    if (at == std::string::npos) continue;
+    file.seekp(static_cast<std::streamoff>(at + 6));
+    file.put('X');
+    ++flipped;
+  }
+  ASSERT_EQ(flipped, 1);
+  auto entries = c.await((*lh)->read(0, 0));
+  ASSERT_TRUE(entries.ok()) << entries.status().to_string();
+  EXPECT_EQ(entries->front().payload.view(), "entry-0");
+}
+
+TEST(LedgerHandleTest, NotEnoughBookiesIsAClearError) {
+  Cluster c(test_name());
+  for (int i = 0; i < 2; ++i) c.add_bookie();
+  BookKeeper bk(c.store(), c.executor());
+  auto lh = c.await(bk.create(3, 3, 2, ""));
+  ASSERT_FALSE(lh.ok());
+  EXPECT_TRUE(lh.status().is(Errc::kUnavailable)) << lh.status().to_string();
+}
+
+TEST(LedgerHandleTest, DeleteRemovesTheMetadata) {
+  Cluster c(test_name());
+  for (int i = 0; i < 3; ++i) c.add_bookie();
+  BookKeeper bk(c.store(), c.executor());
+  auto lh = c.await(bk.create(3, 2, 2, ""));
+  ASSERT_TRUE(lh.ok());
+  auto before = c.await(bk.list_ledgers());
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(before->size(), 1u);
+  ASSERT_TRUE(c.await(bk.remove((*lh)->id())).ok());
+  EXPECT_TRUE(c.await(bk.list_ledgers())->empty());
+  EXPECT_TRUE(c.await(bk.remove((*lh)->id())).is(Errc::kNotFound));
+}
+
+}  // namespace
+}  // namespace magnetar::ledger

@@ -1,0 +1,108 @@
+#pragma once
+// Real bookies (journal, storage, TCP server) running in the test process on 127.0.0.1,
+// registered in a metadata store, for ledger client tests.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "bookie/bookie.h"
+#include "bookie/server/bookie_server.h"
+#include "common/asio.h"
+#include "metadata/metadata_store.h"
+
+namespace magnetar::ledger::test {
+
+struct TestBookie {
+  bookie::BookieConfig config;
+  std::unique_ptr<bookie::Bookie> bookie;
+  std::unique_ptr<bookie::BookieServer> server;
+  std::string id() const { return config.bookie_id(); }
+  void stop() {
+    if (server) server->stop();
+    server.reset();
+    bookie.reset();
+  }
+};
+
+// Owns an io_context the client runs on, a memory: store, and N bookies.
+class Cluster {
+ public:
+  explicit Cluster(const std::string& name) {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("magnetar-ledger-" + std::to_string(::getpid()) + "-" + name);
+    std::filesystem::remove_all(dir_);
+    store_ = await(metadata::open_store("memory:" + name + std::to_string(::getpid()))).value();
+  }
+  ~Cluster() {
+    for (auto& b : bookies_) b->stop();
+    (void)await(store_->close());
+    std::filesystem::remove_all(dir_);
+  }
+
+  TestBookie& add_bookie() {
+    auto b = std::make_unique<TestBookie>();
+    size_t n = bookies_.size();
+    b->config.journal_directories = {(dir_ / ("bk" + std::to_string(n)) / "journal").string()};
+    b->config.ledger_directories = {(dir_ / ("bk" + std::to_string(n)) / "ledgers").string()};
+    b->config.bookie_port = 0;
+    b->config.journal_max_group_wait_msec = 1;
+    b->config.flush_interval_ms = 3600000;
+    auto opened = bookie::Bookie::open(b->config);
+    EXPECT_TRUE(opened.ok()) << opened.status().to_string();
+    b->bookie = std::move(opened).value();
+    std::shared_ptr<metadata::MetadataStore> shared(store_.get(), [](metadata::MetadataStore*) {});
+    auto server = bookie::BookieServer::start(b->config, *b->bookie, shared);
+    EXPECT_TRUE(server.ok()) << server.status().to_string();
+    b->server = std::move(server).value();
+    b->config.bookie_port = b->server->port();
+    bookies_.push_back(std::move(b));
+    return *bookies_.back();
+  }
+
+  TestBookie* find(const std::string& id) {
+    for (auto& b : bookies_) {
+      if (b->server && b->id() == id) return b.get();
+    }
+    return nullptr;
+  }
+
+  // Removes a stopped bookie's registration (its ephemeral node would linger in a memory
+  // store shared by the whole test, as a dead process's would until its session expires).
+  void unregister(const std::string& id) {
+    (void)await(store_->remove("/ledgers/available/" + id));
+  }
+
+  template <typename T>
+  T await(Task<T> task) {
+    std::optional<T> out;
+    std::exception_ptr error;
+    bool done = false;
+    asio::co_spawn(
+        io_, [&]() -> Task<void> { out.emplace(co_await std::move(task)); },
+        [&](std::exception_ptr e) {
+          error = e;
+          done = true;
+        });
+    while (!done) io_.run_one_for(std::chrono::milliseconds(50));
+    if (error) std::rethrow_exception(error);
+    return std::move(*out);
+  }
+
+  Executor executor() { return io_.get_executor(); }
+  metadata::MetadataStore& store() { return *store_; }
+  std::vector<std::unique_ptr<TestBookie>>& bookies() { return bookies_; }
+
+ private:
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> guard_{io_.get_executor()};
+  std::filesystem::path dir_;
+  std::unique_ptr<metadata::MetadataStore> store_;
+  std::vector<std::unique_ptr<TestBookie>> bookies_;
+};
+
+}  // namespace magnetar::ledger::test

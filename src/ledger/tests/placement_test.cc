@@ -1,0 +1,502 @@
+#include "ledger/placement.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <functional>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "metadata/metadata_store.h"
+
+namespace magnetar::ledger {
+namespace {
+
+constexpr int kSeeds = 200;
+
+// "<prefix><i>:3181" for i in [0, n).
+std::vector<std::string> bookies(int n, std::string_view prefix = "b") {
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) out.push_back(fmt::format("{}{}:3181", prefix, i));
+  return out;
+}
+
+// `groups` groups of `per_group` bookies; bookie "<g>-<i>:3181" at location(g, i).
+struct Cluster {
+  std::vector<std::string> bookies;
+  BookieTopology topology;
+};
+
+Cluster cluster(int groups, int per_group,
+                const std::function<std::string(int, int)>& location) {
+  Cluster c;
+  for (int g = 0; g < groups; ++g) {
+    for (int i = 0; i < per_group; ++i) {
+      std::string id = fmt::format("g{}-{}:3181", g, i);
+      c.topology.location[id] = location(g, i);
+      c.bookies.push_back(std::move(id));
+    }
+  }
+  return c;
+}
+
+// Racks "/default-region/rack<g>".
+Cluster racks(int count, int per_rack) {
+  return cluster(count, per_rack, [](int g, int) { return fmt::format("/default-region/rack{}", g); });
+}
+
+// Regions "/region<g>/rack<i>": every bookie on its own rack.
+Cluster regions(int count, int per_region) {
+  return cluster(count, per_region,
+                 [](int g, int i) { return fmt::format("/region{}/rack{}", g, i); });
+}
+
+// The E write sets of an ensemble: cyclic windows of Qw positions.
+std::vector<std::vector<std::string>> write_sets(const std::vector<std::string>& ensemble, int qw) {
+  std::vector<std::vector<std::string>> out;
+  const size_t e = ensemble.size();
+  for (size_t start = 0; start < e; ++start) {
+    std::vector<std::string> set;
+    for (int i = 0; i < qw; ++i) set.push_back(ensemble[(start + i) % e]);
+    out.push_back(std::move(set));
+  }
+  return out;
+}
+
+size_t distinct_racks(const BookieTopology& t, const std::vector<std::string>& set) {
+  std::set<std::string> racks;
+  for (const auto& b : set) racks.insert(t.location_of(b));
+  return racks.size();
+}
+
+size_t distinct_regions(const BookieTopology& t, const std::vector<std::string>& set) {
+  std::set<std::string> regions;
+  for (const auto& b : set) regions.insert(t.region_of(b));
+  return regions.size();
+}
+
+// The fewest regions any `qa` bookies of `set` span (every ack quorum of the write set).
+size_t min_regions_of_ack_quorums(const BookieTopology& t, const std::vector<std::string>& set,
+                                  int qa) {
+  size_t fewest = set.size();
+  for (uint32_t mask = 0; mask < (1u << set.size()); ++mask) {
+    if (std::popcount(mask) != qa) continue;
+    std::vector<std::string> subset;
+    for (size_t i = 0; i < set.size(); ++i) {
+      if (mask & (1u << i)) subset.push_back(set[i]);
+    }
+    fewest = std::min(fewest, distinct_regions(t, subset));
+  }
+  return fewest;
+}
+
+void expect_distinct(const std::vector<std::string>& ensemble, size_t size) {
+  EXPECT_EQ(ensemble.size(), size);
+  EXPECT_EQ(std::set<std::string>(ensemble.begin(), ensemble.end()).size(), ensemble.size());
+}
+
+// --- default ------------------------------------------------------------------------------
+
+TEST(PlacementTest, DefaultPicksDistinctBookiesAndHonoursExclusions) {
+  const auto all = bookies(6);
+  const std::set<std::string> excluded = {all[0], all[3]};
+  std::set<std::string> ever_chosen;
+  for (uint64_t seed = 0; seed < kSeeds; ++seed) {
+    auto policy = make_default_placement(seed);
+    auto ens = policy->new_ensemble(3, 2, 2, all, excluded);
+    ASSERT_TRUE(ens.ok()) << ens.status().to_string();
+    expect_distinct(*ens, 3);
+    for (const auto& b : *ens) {
+      EXPECT_FALSE(excluded.count(b)) << b;
+      ever_chosen.insert(b);
+    }
+  }
+  EXPECT_EQ(ever_chosen.size(), 4u);  // random: every allowed bookie gets picked sometimes
+}
+
+TEST(PlacementTest, DefaultIsReproducibleForASeed) {
+  const auto all = bookies(10);
+  auto a = make_default_placement(7)->new_ensemble(5, 3, 2, all, {});
+  auto b = make_default_placement(7)->new_ensemble(5, 3, 2, all, {});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b);
+}
+
+TEST(PlacementTest, DefaultFailsWithoutEnoughBookies) {
+  auto policy = make_default_placement(1);
+  auto all = bookies(5);
+  all.push_back(all[0]);  // duplicates count once
+  auto r = policy->new_ensemble(5, 2, 2, all, {all[1]});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().is(Errc::kUnavailable));
+  EXPECT_NE(r.status().message().find("not enough bookies: need 5, have 4"), std::string::npos)
+      << r.status().to_string();
+  EXPECT_TRUE(r.status().retriable());
+}
+
+TEST(PlacementTest, InvalidQuorumsAreInvalidArguments) {
+  auto policy = make_default_placement(1);
+  const auto all = bookies(5);
+  EXPECT_TRUE(policy->new_ensemble(3, 4, 2, all, {}).status().is(Errc::kInvalidArgument));
+  EXPECT_TRUE(policy->new_ensemble(3, 2, 3, all, {}).status().is(Errc::kInvalidArgument));
+  EXPECT_TRUE(policy->new_ensemble(3, 2, 0, all, {}).status().is(Errc::kInvalidArgument));
+  const std::vector<std::string> ens = {all[0], all[1], all[2]};
+  EXPECT_TRUE(policy->replace_bookie(ens, 3, 2, 2, all, {}).status().is(Errc::kInvalidArgument));
+  EXPECT_TRUE(policy->replace_bookie(ens, -1, 2, 2, all, {}).status().is(Errc::kInvalidArgument));
+  EXPECT_TRUE(policy->replace_bookie(ens, 0, 4, 2, all, {}).status().is(Errc::kInvalidArgument));
+}
+
+TEST(PlacementTest, DefaultReplacementIsNeitherAMemberNorExcluded) {
+  const auto all = bookies(5);
+  const std::vector<std::string> ens = {all[0], all[1], all[2]};
+  for (uint64_t seed = 0; seed < kSeeds; ++seed) {
+    auto r = make_default_placement(seed)->replace_bookie(ens, 1, 2, 2, all, {all[3]});
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(*r, all[4]);
+  }
+  auto none = make_default_placement(1)->replace_bookie(ens, 1, 2, 2, all, {all[3], all[4]});
+  EXPECT_TRUE(none.status().is(Errc::kUnavailable)) << none.status().to_string();
+}
+
+// --- rack-aware ---------------------------------------------------------------------------
+
+TEST(PlacementTest, RackAwareEveryWriteSetSpansTwoRacks) {
+  const Cluster c = racks(3, 2);
+  for (bool enforce : {false, true}) {
+    for (uint64_t seed = 0; seed < kSeeds; ++seed) {
+      auto policy = make_rack_aware_placement(c.topology, 2, enforce, seed);
+      auto ens = policy->new_ensemble(3, 2, 2, c.bookies, {});
+      ASSERT_TRUE(ens.ok()) << ens.status().to_string();
+      expect_distinct(*ens, 3);
+      for (const auto& set : write_sets(*ens, 2)) {
+        EXPECT_EQ(distinct_racks(c.topology, set), 2u) << "seed " << seed;
+      }
+    }
+  }
+}
+
+TEST(PlacementTest, RackAwareLargerEnsembles) {
+  const Cluster c = racks(3, 3);
+  for (uint64_t seed = 0; seed < kSeeds; ++seed) {
+    // min racks 3 > Qw: each write set of 2 needs 2 racks; of 3 needs 3.
+    auto policy = make_rack_aware_placement(c.topology, 3, true, seed);
+    auto ens = policy->new_ensemble(6, 2, 2, c.bookies, {});
+    ASSERT_TRUE(ens.ok()) << ens.status().to_string();
+    for (const auto& set : write_sets(*ens, 2)) EXPECT_EQ(distinct_racks(c.topology, set), 2u);
+    // Every 3 consecutive on 3 racks forces the period ABCABC: E must be a multiple of 3.
+    auto ens3 = policy->new_ensemble(6, 3, 2, c.bookies, {});
+    ASSERT_TRUE(ens3.ok()) << ens3.status().to_string();
+    expect_distinct(*ens3, 6);
+    for (const auto& set : write_sets(*ens3, 3)) EXPECT_EQ(distinct_racks(c.topology, set), 3u);
+  }
+}
+
+TEST(PlacementTest, RackAwareFindsTheOnlyValidArrangement) {
+  // Two racks of two, E=4, Qw=2: only alternating racks around the ring works.
+  const Cluster c = racks(2, 2);
+  for (uint64_t seed = 0; seed < kSeeds; ++seed) {
+    auto ens = make_rack_aware_placement(c.topology, 2, true, seed)->new_ensemble(4, 2, 2, c.bookies, {});
+    ASSERT_TRUE(ens.ok()) << ens.status().to_string();
+    for (const auto& set : write_sets(*ens, 2)) EXPECT_EQ(distinct_racks(c.topology, set), 2u);
+  }
+  // Full write sets (Qw = E) only need two racks in the whole ensemble.
+  for (uint64_t seed = 0; seed < kSeeds; ++seed) {
+    auto ens = make_rack_aware_placement(c.topology, 2, true, seed)->new_ensemble(3, 3, 2, c.bookies, {});
+    ASSERT_TRUE(ens.ok()) << ens.status().to_string();
+    EXPECT_EQ(distinct_racks(c.topology, *ens), 2u);
+  }
+}
+
+TEST(PlacementTest, RackAwareOneRackFallsBackToRandomUnlessEnforced) {
+  const Cluster c = racks(1, 5);
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    auto ens = make_rack_aware_placement(c.topology, 2, false, seed)->new_ensemble(3, 2, 2, c.bookies, {});
+    ASSERT_TRUE(ens.ok()) << ens.status().to_string();
+    expect_distinct(*ens, 3);
+  }
+  auto enforced = make_rack_aware_placement(c.topology, 2, true, 1)->new_ensemble(3, 2, 2, c.bookies, {});
+  ASSERT_FALSE(enforced.ok());
+  EXPECT_TRUE(enforced.status().is(Errc::kUnavailable)) << enforced.status().to_string();
+}
+
+TEST(PlacementTest, RackAwareUnevenRacksDegradeOrFail) {
+  // Rack 0 has five bookies, rack 1 one: E=4, Qw=2 would need two bookies of rack 1.
+  Cluster c = racks(1, 5);
+  c.bookies.push_back("lonely:3181");
+  c.topology.location["lonely:3181"] = "/default-region/rack1";
+  auto enforced = make_rack_aware_placement(c.topology, 2, true, 3)->new_ensemble(4, 2, 2, c.bookies, {});
+  EXPECT_TRUE(enforced.status().is(Errc::kUnavailable)) << enforced.status().to_string();
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    auto relaxed = make_rack_aware_placement(c.topology, 2, false, seed)->new_ensemble(4, 2, 2, c.bookies, {});
+    ASSERT_TRUE(relaxed.ok()) << relaxed.status().to_string();
+    expect_distinct(*relaxed, 4);
+  }
+}
+
+TEST(PlacementTest, RackAwareEnforcedNeverPicksUnknownRacks) {
+  Cluster c = racks(2, 2);
+  const auto unknown = bookies(4, "unknown");
+  c.bookies.insert(c.bookies.end(), unknown.begin(), unknown.end());
+  for (uint64_t seed = 0; seed < kSeeds; ++seed) {
+    auto ens = make_rack_aware_placement(c.topology, 2, true, seed)->new_ensemble(4, 2, 2, c.bookies, {});
+    ASSERT_TRUE(ens.ok()) << ens.status().to_string();
+    for (const auto& b : *ens) EXPECT_EQ(b.rfind("unknown", 0), std::string::npos) << b;
+  }
+  // Without enforce they are ordinary candidates (in the default rack).
+  auto more = make_rack_aware_placement(c.topology, 2, false, 1)->new_ensemble(7, 2, 2, c.bookies, {});
+  EXPECT_TRUE(more.ok()) << more.status().to_string();
+  auto too_many = make_rack_aware_placement(c.topology, 2, true, 1)->new_ensemble(5, 2, 2, c.bookies, {});
+  EXPECT_NE(too_many.status().message().find("need 5, have 4"), std::string::npos)
+      << too_many.status().to_string();
+}
+
+TEST(PlacementTest, RackAwareReplacementKeepsTwoRacksPerWriteSet) {
+  const Cluster c = racks(3, 3);
+  for (uint64_t seed = 0; seed < kSeeds; ++seed) {
+    auto policy = make_rack_aware_placement(c.topology, 2, true, seed);
+    auto ens = policy->new_ensemble(3, 2, 2, c.bookies, {});
+    ASSERT_TRUE(ens.ok()) << ens.status().to_string();
+    const int index = static_cast<int>(seed % 3);
+    auto r = policy->replace_bookie(*ens, index, 2, 2, c.bookies, {});
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(std::count(ens->begin(), ens->end(), *r), 0);
+    auto changed = *ens;
+    changed[index] = *r;
+    for (const auto& set : write_sets(changed, 2)) EXPECT_EQ(distinct_racks(c.topology, set), 2u);
+  }
+}
+
+TEST(PlacementTest, RackAwareReplacementWithOnlyBadCandidates) {
+  const Cluster c = racks(2, 3);  // rack0: g0-0..2, rack1: g1-0..2
+  // E=2, Qw=2: replacing g1-0 must come from rack 1, but all of rack 1 is excluded.
+  const std::vector<std::string> ens = {"g0-0:3181", "g1-0:3181"};
+  const std::set<std::string> excluded = {"g1-1:3181", "g1-2:3181"};
+  auto enforced = make_rack_aware_placement(c.topology, 2, true, 1)->replace_bookie(ens, 1, 2, 2, c.bookies, excluded);
+  EXPECT_TRUE(enforced.status().is(Errc::kUnavailable)) << enforced.status().to_string();
+  auto relaxed = make_rack_aware_placement(c.topology, 2, false, 1)->replace_bookie(ens, 1, 2, 2, c.bookies, excluded);
+  ASSERT_TRUE(relaxed.ok()) << relaxed.status().to_string();
+  EXPECT_EQ(c.topology.location_of(*relaxed), "/default-region/rack0");
+  // Without exclusions the replacement comes from rack 1.
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    auto r = make_rack_aware_placement(c.topology, 2, true, seed)->replace_bookie(ens, 1, 2, 2, c.bookies, {});
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(c.topology.location_of(*r), "/default-region/rack1");
+  }
+}
+
+// --- region-aware -------------------------------------------------------------------------
+
+TEST(PlacementTest, RegionAwareEveryAckQuorumSpansTwoRegions) {
+  const Cluster c = regions(2, 3);
+  for (uint64_t seed = 0; seed < kSeeds; ++seed) {
+    auto policy = make_region_aware_placement(c.topology, 2, true, seed);
+    auto ens = policy->new_ensemble(4, 4, 3, c.bookies, {});
+    ASSERT_TRUE(ens.ok()) << ens.status().to_string();
+    expect_distinct(*ens, 4);
+    for (const auto& set : write_sets(*ens, 4)) {
+      EXPECT_EQ(distinct_regions(c.topology, set), 2u);
+      EXPECT_EQ(min_regions_of_ack_quorums(c.topology, set, 3), 2u) << "seed " << seed;
+    }
+  }
+}
+
+TEST(PlacementTest, RegionAwareStripedEnsembles) {
+  const Cluster c = regions(2, 4);
+  for (uint64_t seed = 0; seed < kSeeds; ++seed) {
+    auto policy = make_region_aware_placement(c.topology, 2, true, seed);
+    // Qw=3 over two regions needs Qa=3; the ring must never hold three of a region in a row.
+    auto ens = policy->new_ensemble(6, 3, 3, c.bookies, {});
+    ASSERT_TRUE(ens.ok()) << ens.status().to_string();
+    for (const auto& set : write_sets(*ens, 3)) EXPECT_EQ(distinct_regions(c.topology, set), 2u);
+    // Qw=4, Qa=3: every write set is two and two.
+    auto ens4 = policy->new_ensemble(8, 4, 3, c.bookies, {});
+    ASSERT_TRUE(ens4.ok()) << ens4.status().to_string();
+    for (const auto& set : write_sets(*ens4, 4)) {
+      EXPECT_EQ(min_regions_of_ack_quorums(c.topology, set, 3), 2u);
+    }
+  }
+}
+
+TEST(PlacementTest, RegionAwareSpreadsTheEnsembleEvenly) {
+  const Cluster c = regions(3, 4);
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    auto ens = make_region_aware_placement(c.topology, 2, true, seed)->new_ensemble(6, 3, 2, c.bookies, {});
+    ASSERT_TRUE(ens.ok()) << ens.status().to_string();
+    std::map<std::string, int> per_region;
+    for (const auto& b : *ens) ++per_region[c.topology.region_of(b)];
+    EXPECT_EQ(per_region, (std::map<std::string, int>{{"region0", 2}, {"region1", 2}, {"region2", 2}}));
+    // Three regions relax Qa: any 2 of a write set of 3 span 2 regions (one copy per region).
+    for (const auto& set : write_sets(*ens, 3)) {
+      EXPECT_EQ(min_regions_of_ack_quorums(c.topology, set, 2), 2u) << "seed " << seed;
+    }
+  }
+}
+
+TEST(PlacementTest, RegionAwareRejectsAnAckQuorumTooSmallForTwoRegions) {
+  const Cluster c = regions(2, 3);
+  // Qa=2 of Qw=4 over 2 regions: two acks could both come from one region.
+  auto r = make_region_aware_placement(c.topology, 2, true, 1)->new_ensemble(4, 4, 2, c.bookies, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().is(Errc::kUnavailable));
+  EXPECT_NE(r.status().message().find("Qa > Qw - floor(Qw / 2)"), std::string::npos)
+      << r.status().to_string();
+  // Not enforced: still spread 2 + 2, durability best effort.
+  auto relaxed = make_region_aware_placement(c.topology, 2, false, 1)->new_ensemble(4, 4, 2, c.bookies, {});
+  ASSERT_TRUE(relaxed.ok()) << relaxed.status().to_string();
+  EXPECT_EQ(distinct_regions(c.topology, *relaxed), 2u);
+}
+
+TEST(PlacementTest, RegionAwareImpossibleRingIsUnavailable) {
+  // E=5, Qw=4, Qa=3 over two regions: some write set always leaves out a bookie of the
+  // smaller region and holds three of the larger one.
+  const Cluster c = regions(2, 3);
+  auto r = make_region_aware_placement(c.topology, 2, true, 1)->new_ensemble(5, 4, 3, c.bookies, {});
+  EXPECT_TRUE(r.status().is(Errc::kUnavailable)) << r.status().to_string();
+}
+
+TEST(PlacementTest, RegionAwareOneRegionOrUnknownRegions) {
+  const Cluster one = regions(1, 6);
+  auto r = make_region_aware_placement(one.topology, 2, true, 1)->new_ensemble(4, 4, 3, one.bookies, {});
+  EXPECT_TRUE(r.status().is(Errc::kUnavailable)) << r.status().to_string();
+  auto relaxed = make_region_aware_placement(one.topology, 2, false, 1)->new_ensemble(4, 4, 3, one.bookies, {});
+  EXPECT_TRUE(relaxed.ok()) << relaxed.status().to_string();
+
+  // Bookies with no (or a rack-only) location are in no known region: never chosen when
+  // enforced, even though "default-region" would look like a second region.
+  Cluster c = one;
+  c.bookies.push_back("nowhere-1:3181");
+  c.bookies.push_back("nowhere-2:3181");
+  c.bookies.push_back("rackonly:3181");
+  c.topology.location["rackonly:3181"] = "/rack9";
+  auto enforced = make_region_aware_placement(c.topology, 2, true, 1)->new_ensemble(4, 4, 3, c.bookies, {});
+  EXPECT_TRUE(enforced.status().is(Errc::kUnavailable)) << enforced.status().to_string();
+}
+
+TEST(PlacementTest, RegionAwareReplacementStaysInTheFailedRegion) {
+  const Cluster c = regions(2, 4);
+  for (uint64_t seed = 0; seed < kSeeds; ++seed) {
+    auto policy = make_region_aware_placement(c.topology, 2, true, seed);
+    auto ens = policy->new_ensemble(4, 4, 3, c.bookies, {});
+    ASSERT_TRUE(ens.ok()) << ens.status().to_string();
+    const int index = static_cast<int>(seed % 4);
+    auto r = policy->replace_bookie(*ens, index, 4, 3, c.bookies, {});
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(std::count(ens->begin(), ens->end(), *r), 0);
+    EXPECT_EQ(c.topology.region_of(*r), c.topology.region_of((*ens)[index]));
+    auto changed = *ens;
+    changed[index] = *r;
+    for (const auto& set : write_sets(changed, 4)) {
+      EXPECT_EQ(min_regions_of_ack_quorums(c.topology, set, 3), 2u);
+    }
+  }
+}
+
+TEST(PlacementTest, RegionAwareReplacementWithTheFailedRegionExhausted) {
+  const Cluster c = regions(2, 2);  // region0: g0-0, g0-1; region1: g1-0, g1-1
+  const std::vector<std::string> ens = {"g0-0:3181", "g1-0:3181", "g0-1:3181", "g1-1:3181"};
+  Cluster bigger = c;
+  for (const char* extra : {"g1-2:3181", "g1-3:3181"}) {
+    bigger.bookies.push_back(extra);
+    bigger.topology.location[extra] = "/region1/rack9";
+  }
+  // Region 0 has no spare bookie: a region-1 bookie would put 3 of 4 copies in region 1.
+  auto enforced = make_region_aware_placement(bigger.topology, 2, true, 1)
+                      ->replace_bookie(ens, 0, 4, 3, bigger.bookies, {});
+  EXPECT_TRUE(enforced.status().is(Errc::kUnavailable)) << enforced.status().to_string();
+  auto relaxed = make_region_aware_placement(bigger.topology, 2, false, 1)
+                     ->replace_bookie(ens, 0, 4, 3, bigger.bookies, {});
+  ASSERT_TRUE(relaxed.ok()) << relaxed.status().to_string();
+  EXPECT_EQ(bigger.topology.region_of(*relaxed), "region1");
+}
+
+// --- topology -----------------------------------------------------------------------------
+
+TEST(PlacementTopologyTest, LocationsAndRegions) {
+  BookieTopology t;
+  t.location = {{"a:1", "/eu/r1"}, {"b:1", "/r2"}, {"c:1", ""}, {"d:1", "/"}};
+  EXPECT_EQ(t.location_of("a:1"), "/eu/r1");
+  EXPECT_EQ(t.region_of("a:1"), "eu");
+  EXPECT_EQ(t.location_of("b:1"), "/r2");
+  EXPECT_EQ(t.region_of("b:1"), "default-region");
+  EXPECT_EQ(t.location_of("c:1"), kDefaultLocation);
+  EXPECT_EQ(t.location_of("d:1"), kDefaultLocation);
+  EXPECT_EQ(t.location_of("missing:1"), kDefaultLocation);
+  EXPECT_EQ(t.region_of("missing:1"), "default-region");
+
+  for (std::string_view ok : {"", "/", "/r1", "/eu/r1"}) {
+    EXPECT_TRUE(validate_location(ok).ok()) << ok;
+  }
+  for (std::string_view bad : {"eu/r1", "/eu/r1/", "/eu//r1", "/a/b/c", "/eu/r\n1"}) {
+    EXPECT_TRUE(validate_location(bad).is(Errc::kInvalidArgument)) << bad;
+  }
+}
+
+using StorePtr = std::unique_ptr<metadata::MetadataStore>;
+
+StorePtr open_memory_store(std::string name) {
+  auto store = run_sync<Result<StorePtr>>([&]() { return metadata::open_store("memory:" + name); });
+  MAGNETAR_ASSERT(store.ok(), store.status().to_string());
+  return std::move(store).value();
+}
+
+TEST(PlacementTopologyTest, LoadsWhatWasSet) {
+  StorePtr store = open_memory_store("placement-topology-load");
+  auto empty = run_sync<Result<BookieTopology>>([&]() { return load_topology(*store); });
+  ASSERT_TRUE(empty.ok()) << empty.status().to_string();
+  EXPECT_TRUE(empty->location.empty());
+
+  auto set = [&](std::string bookie, std::string location) {
+    return run_sync<Status>([&]() { return set_bookie_location(*store, bookie, location); });
+  };
+  ASSERT_TRUE(set("b1:3181", "/eu/r1").ok());
+  ASSERT_TRUE(set("b2:3181", "/us/r1").ok());
+  ASSERT_TRUE(set("b2:3181", "/us/r2").ok());  // overwrite
+  EXPECT_TRUE(set("b3:3181", "us/r2").is(Errc::kInvalidArgument));
+  EXPECT_TRUE(set("", "/us/r2").is(Errc::kInvalidArgument));
+  EXPECT_TRUE(set("a/b", "/us/r2").is(Errc::kInvalidArgument));
+
+  auto loaded = run_sync<Result<BookieTopology>>([&]() { return load_topology(*store); });
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_EQ(loaded->location,
+            (std::map<std::string, std::string>{{"b1:3181", "/eu/r1"}, {"b2:3181", "/us/r2"}}));
+  EXPECT_EQ(loaded->region_of("b2:3181"), "us");
+
+  // The layout is /ledgers/topology/<bookieId> = location.
+  auto raw = run_sync<Result<std::optional<metadata::GetResult>>>(
+      [&]() { return store->get("/ledgers/topology/b1:3181"); });
+  ASSERT_TRUE(raw.ok() && raw->has_value());
+  EXPECT_EQ((*raw)->value, "/eu/r1");
+}
+
+TEST(PlacementTopologyTest, CorruptLocationNamesTheNode) {
+  StorePtr store = open_memory_store("placement-topology-corrupt");
+  auto put = run_sync<Result<metadata::PutResult>>(
+      [&]() { return store->put_recursive("/ledgers/topology/bad:3181", "no-slash"); });
+  ASSERT_TRUE(put.ok()) << put.status().to_string();
+  auto loaded = run_sync<Result<BookieTopology>>([&]() { return load_topology(*store); });
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_TRUE(loaded.status().is(Errc::kCorruption));
+  EXPECT_NE(loaded.status().message().find("/ledgers/topology/bad:3181"), std::string::npos)
+      << loaded.status().to_string();
+}
+
+TEST(PlacementTopologyTest, LoadedTopologyDrivesRackAwarePlacement) {
+  StorePtr store = open_memory_store("placement-topology-drive");
+  const auto all = bookies(4);
+  for (int i = 0; i < 4; ++i) {
+    std::string location = fmt::format("/default-region/rack{}", i % 2);
+    ASSERT_TRUE(run_sync<Status>([&]() { return set_bookie_location(*store, all[i], location); }).ok());
+  }
+  auto topology = run_sync<Result<BookieTopology>>([&]() { return load_topology(*store); });
+  ASSERT_TRUE(topology.ok()) << topology.status().to_string();
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    auto ens = make_rack_aware_placement(*topology, 2, true, seed)->new_ensemble(4, 2, 2, all, {});
+    ASSERT_TRUE(ens.ok()) << ens.status().to_string();
+    for (const auto& set : write_sets(*ens, 2)) EXPECT_EQ(distinct_racks(*topology, set), 2u);
+  }
+}
+
+}  // namespace
+}  // namespace magnetar::ledger
