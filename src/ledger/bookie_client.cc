@@ -14,6 +14,10 @@
 
 namespace magnetar::ledger {
 
+namespace {
+constexpr std::chrono::milliseconds kReconnectQuarantine{1000};
+}  // namespace
+
 using asio::ip::tcp;
 using bookie_wire::BookieRequest;
 using bookie_wire::BookieResponse;
@@ -93,6 +97,11 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
   }
 
   bool dead() const { return dead_; }
+  // Dead without ever having connected, less than `window` ago: the bookie is down, and
+  // trying again at once would only cost another failed connect per request.
+  bool unreachable_within(std::chrono::milliseconds window) const {
+    return dead_ && !connected_ && Clock::now() - died_at_ < window;
+  }
 
   // Queues `request` and waits for its answer, `timeout`, or the connection's failure.
   // `expected` is the op the answer must carry.
@@ -126,6 +135,7 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
   void fail(Errc code, const std::string& why) {
     if (dead_) return;
     dead_ = true;
+    died_at_ = Clock::now();
     Status status(code, fmt::format("bookie {}: {}", bookie_, why));
     if (code == Errc::kCancelled) {
       log_.debug("connection closed: {}", why);
@@ -184,6 +194,7 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
       co_return;
     }
     socket_.set_option(tcp::no_delay(true), ec);
+    connected_ = true;
     log_.debug("connected");
     asio::co_spawn(executor_, [self]() { return self->write_loop(); }, asio::detached);
     co_await read_loop();
@@ -275,6 +286,8 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
   std::unordered_map<uint64_t, std::shared_ptr<Pending>> pending_;  // by request id
   uint64_t next_request_id_ = 1;
   bool dead_ = false;
+  bool connected_ = false;
+  Clock::time_point died_at_{};
 };
 
 BookieClient::BookieClient(Executor executor, BookieClientOptions options)
@@ -332,6 +345,13 @@ Result<std::shared_ptr<BookieClient::Connection>> BookieClient::connection_for(
   }
   auto it = connections_.find(bookie);
   if (it != connections_.end() && !it->second->dead()) return it->second;
+  // Quarantine, as BookKeeper's client does: at most one connect attempt per second to a
+  // bookie that refused the last one; requests fail at once meanwhile.
+  if (it != connections_.end() && it->second->unreachable_within(kReconnectQuarantine)) {
+    return Status(Errc::kUnavailable,
+                  fmt::format("bookie {}: unreachable (the last connect failed under {} ms ago)",
+                              bookie, kReconnectQuarantine.count()));
+  }
   MAGNETAR_ASSIGN_OR_RETURN(tcp::endpoint endpoint, parse_bookie_id(bookie));
   auto conn = std::make_shared<Connection>(executor_, bookie, endpoint, options_,
                                            log_.with("bookie", bookie));

@@ -234,11 +234,13 @@ Task<void> LedgerHandle::send_one(std::shared_ptr<PendingAdd> p, int index, std:
                                   bookie, p->entry_id)));
     co_return;
   }
-  std::string why = r.ok() ? fmt::format("status {}", bookie_wire::BookieStatus_Name(r->status))
-                           : r.status().to_string();
-  log_.with("bookie", bookie).warn("add of entry {} failed: {}; replacing the bookie",
-                                   p->entry_id, why);
-  failed_bookies_.insert(bookie);
+  if (failed_bookies_.insert(bookie).second) {
+    std::string why = r.ok() ? fmt::format("status {}",
+                                           bookie_wire::BookieStatus_Name(r->status))
+                             : r.status().to_string();
+    log_.with("bookie", bookie).warn("add of entry {} failed: {}; replacing the bookie",
+                                     p->entry_id, why);
+  }
   if (!changing_ensemble_) {
     changing_ensemble_ = true;
     asio::co_spawn(bk_.executor(), change_ensemble(), asio::detached);
@@ -385,7 +387,12 @@ Task<Result<Buffer>> LedgerHandle::read_entry(int64_t entry_id, int* negatives,
   const auto& ensemble = metadata_.ensemble_for(entry_id);
   Status last_error = ledger_error(Errc::kNotFound, id(),
                                    fmt::format("entry {} not found on any replica", entry_id));
-  for (int index : metadata_.write_set(entry_id)) {
+  // Replicas that failed recently go last, so a dead bookie costs nothing while others serve.
+  std::vector<int> order = metadata_.write_set(entry_id);
+  std::stable_partition(order.begin(), order.end(), [&](int index) {
+    return !suspects_.count(ensemble[static_cast<size_t>(index)]);
+  });
+  for (int index : order) {
     std::string bookie = ensemble[static_cast<size_t>(index)];
     bookie_wire::ReadRequest request;
     request.set_ledger_id(id());
@@ -393,9 +400,11 @@ Task<Result<Buffer>> LedgerHandle::read_entry(int64_t entry_id, int* negatives,
     auto r = co_await bk_.client().read(bookie, std::move(request));
     if (!r.ok()) {
       ++*unreachable;
+      suspects_.insert(bookie);
       last_error = r.status();
       continue;
     }
+    suspects_.erase(bookie);
     if (r->status == bookie_wire::NO_ENTRY || r->status == bookie_wire::NO_LEDGER) {
       ++*negatives;
       continue;

@@ -129,6 +129,7 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   std::deque<std::shared_ptr<PendingAdd>> pending_;
   bool changing_ensemble_ = false;
   std::set<std::string> failed_bookies_;  // waiting for (or excluded by) an ensemble change
+  std::set<std::string> suspects_;        // failed a read: tried last until they answer again
 };
 
 }  // namespace magnetar::ledger

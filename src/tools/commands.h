@@ -1,6 +1,7 @@
 #pragma once
 // The subcommands of the `magnetar` binary, one file each.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,5 +18,18 @@ struct ServerArgs {
 
 // `magnetar bookie`: runs a bookie until SIGINT/SIGTERM.
 int run_bookie(const ServerArgs& args);
+
+struct ShellArgs {
+  ServerArgs server;
+  std::string command;
+  int ensemble = 3, write_quorum = 2, ack_quorum = 2;  // simpletest -e -w -a
+  int entries = 1000;                                   // simpletest -n
+  int entry_size = 1024;                                // simpletest -s
+  int64_t ledger_id = -1;
+  int64_t from = 0, to = -1;                            // read-ledger --from --to
+};
+
+// `magnetar bookkeeper <command>`: BookKeeper's shell commands.
+int run_bookkeeper_shell(const ShellArgs& args);
 
 }  // namespace magnetar::tools

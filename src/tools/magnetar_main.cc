@@ -39,6 +39,29 @@ int main(int argc, char** argv) {
   auto* bookie = app.add_subcommand("bookie", "Run a bookie (BookKeeper-style storage server)");
   add_server_options(bookie, bookie_args);
 
+  magnetar::tools::ShellArgs shell;
+  auto* bk = app.add_subcommand("bookkeeper", "BookKeeper shell commands against the cluster");
+  bk->add_option("-c,--conf", shell.server.conf, "Configuration file giving metadataStoreUrl");
+  bk->add_option("--set", shell.server.sets, "Override one key: --set key=value (repeatable)");
+  bk->require_subcommand(1);
+  auto* simple = bk->add_subcommand("simpletest", "Write a new ledger, read it back, print rates");
+  simple->add_option("-e,--ensemble", shell.ensemble, "Ensemble size");
+  simple->add_option("-w,--writeQuorum", shell.write_quorum, "Write quorum");
+  simple->add_option("-a,--ackQuorum", shell.ack_quorum, "Ack quorum");
+  simple->add_option("-n,--numEntries", shell.entries, "Entries to write")->check(CLI::PositiveNumber);
+  simple->add_option("-s,--entrySize", shell.entry_size, "Entry size in bytes")->check(CLI::PositiveNumber);
+  bk->add_subcommand("list-bookies", "List the writable and read-only bookies");
+  bk->add_subcommand("list-ledgers", "List every ledger id");
+  auto* lmd = bk->add_subcommand("ledger-metadata", "Print a ledger's metadata");
+  lmd->add_option("ledger_id", shell.ledger_id, "Ledger id")->required();
+  auto* rl = bk->add_subcommand("read-ledger", "Print a ledger's entries, one per line");
+  rl->add_option("ledger_id", shell.ledger_id, "Ledger id")->required();
+  rl->add_option("--from", shell.from, "First entry id");
+  rl->add_option("--to", shell.to, "Last entry id (default: the last confirmed)");
+  auto* dl = bk->add_subcommand("delete-ledger", "Delete a ledger");
+  dl->add_option("ledger_id", shell.ledger_id, "Ledger id")->required();
+  dl->add_flag("-f,--force")->description("Accepted for compatibility: the shell never asks");
+
   CLI11_PARSE(app, argc, argv);
 
   if (version->parsed()) {
@@ -48,5 +71,9 @@ int main(int argc, char** argv) {
   }
   if (decode->parsed()) return magnetar::tools::decode_frames(capture, unpack);
   if (bookie->parsed()) return magnetar::tools::run_bookie(bookie_args);
+  if (bk->parsed()) {
+    shell.command = bk->get_subcommands().front()->get_name();
+    return magnetar::tools::run_bookkeeper_shell(shell);
+  }
   return 0;
 }

@@ -4,6 +4,8 @@
 #include "ledger/bookie_client.h"
 
 #include <gtest/gtest.h>
+
+#include <thread>
 #include <unistd.h>
 
 #include <filesystem>
@@ -319,6 +321,13 @@ TEST_F(BookieClientTest, StoppedBookieFailsEveryPendingRequestThenReconnects) {
 
   start_bookie();
   ASSERT_EQ(bookie_id_, "127.0.0.1:" + std::to_string(config_.bookie_port));
+  // The refused connect above quarantines the bookie for a second: no connect attempt, an
+  // immediate error. After that, the next request reconnects.
+  auto quarantined = loop_.await(client.read(bookie_id_, read_request(5, 0)));
+  ASSERT_FALSE(quarantined.ok());
+  EXPECT_NE(quarantined.status().message().find("unreachable"), std::string::npos)
+      << quarantined.status().to_string();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   auto again = loop_.await(client.read(bookie_id_, read_request(5, 0)));
   ASSERT_TRUE(again.ok()) << again.status().to_string();
   ASSERT_EQ(again->status, bookie_wire::OK);
