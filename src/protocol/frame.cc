@@ -70,55 +70,27 @@ Status decode_payload_section(const Buffer& frame, Reader& r, const DecoderOptio
     r.skip(bem_size);
   }
 
-  const uint8_t* entry_start = r.pos();
-  uint32_t expected_crc = 0;
-  if (r.peek_u16(&magic) && magic == kMagicCrc32c) {
-    r.skip(2);
-    if (!r.u32(&expected_crc)) return malformed("frame ends inside the checksum");
-    out.had_checksum = true;
-  }
-
-  const uint8_t* checksummed = r.pos();
-  uint32_t metadata_size = 0;
-  if (!r.u32(&metadata_size)) return malformed("payload command without metadata size");
-  if (metadata_size > r.remaining()) {
-    return malformed(fmt::format("metadata size {} exceeds the {} bytes left in the frame",
-                                 metadata_size, r.remaining()));
-  }
-  const uint8_t* metadata = r.pos();
-  r.skip(metadata_size);
-  const uint8_t* payload = r.pos();
-  size_t payload_size = r.remaining();
-
-  if (out.had_checksum) {
-    uint32_t actual = crc32c::value(checksummed, static_cast<size_t>(payload + payload_size -
-                                                                     checksummed));
-    if (actual != expected_crc) {
-      return Status(Error::kChecksumMismatch,
-                    fmt::format("checksum mismatch: frame says {:#010x}, computed {:#010x}",
-                                expected_crc, actual));
-    }
-  }
-
-  out.metadata_bytes = frame.slice(offset_of(metadata), metadata_size);
-  out.payload = frame.slice(offset_of(payload), payload_size);
+  // What follows is an entry: [magic + crc][metadataSize][metadata][payload].
+  Buffer entry = frame.slice(offset_of(r.pos()), r.remaining());
+  MAGNETAR_ASSIGN_OR_RETURN(EntryView view, parse_entry(entry));
+  out.had_checksum = view.had_checksum;
+  out.metadata_bytes = std::move(view.metadata_bytes);
+  out.payload = std::move(view.payload);
   if (options.parse_metadata &&
-      !out.metadata.ParseFromArray(metadata, static_cast<int>(metadata_size))) {
+      !out.metadata.ParseFromArray(out.metadata_bytes.data(),
+                                   static_cast<int>(out.metadata_bytes.size()))) {
     return Status(Error::kBadMetadata, "message metadata does not parse or lacks required fields");
   }
   if (out.had_checksum) {
-    out.entry = frame.slice(offset_of(entry_start), frame.size() - offset_of(entry_start));
+    out.entry = std::move(entry);
   } else {
     // Old clients (protocol < v6) send no checksum; stored entries always carry one.
-    BufferChain entry;
     Buffer head = Buffer::allocate(6);
     store_be16(head.mutable_data(), kMagicCrc32c);
-    store_be32(head.mutable_data() + 2,
-               crc32c::value(checksummed, static_cast<size_t>(payload + payload_size -
-                                                              checksummed)));
-    entry.append(std::move(head));
-    entry.append(frame.slice(offset_of(checksummed), frame.size() - offset_of(checksummed)));
-    out.entry = entry.flatten();
+    store_be32(head.mutable_data() + 2, crc32c::value(entry.data(), entry.size()));
+    BufferChain with_checksum(std::move(head));
+    with_checksum.append(entry);
+    out.entry = with_checksum.flatten();
   }
   return Status::OK();
 }

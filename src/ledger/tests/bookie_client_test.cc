@@ -20,6 +20,7 @@
 #include "bookie/bookie.h"
 #include "bookie/server/bookie_server.h"
 #include "protocol/bookie_entry.h"
+#include "testing/event_loop.h"
 
 namespace magnetar::ledger {
 namespace {
@@ -28,55 +29,7 @@ using asio::ip::tcp;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// One io_context that lives as long as the test, driven from the test body: the client and
-// the fake bookies run on it, and run_until() turns it while the test waits.
-class TestLoop {
- public:
-  Executor executor() { return io_.get_executor(); }
-  asio::io_context& context() { return io_; }
-
-  // Starts `task` on the loop; the returned slot holds its value once it has finished.
-  template <typename T>
-  std::shared_ptr<std::optional<T>> spawn(Task<T> task) {
-    auto slot = std::make_shared<std::optional<T>>();
-    asio::co_spawn(
-        io_,
-        [slot, task = std::move(task)]() mutable -> Task<void> {
-          slot->emplace(co_await std::move(task));
-        },
-        [](std::exception_ptr e) {
-          if (e) ADD_FAILURE() << "a coroutine threw";
-        });
-    return slot;
-  }
-
-  // Runs `task` to completion (other work on the loop goes on meanwhile).
-  template <typename T>
-  T await(Task<T> task, std::chrono::milliseconds timeout = 30s) {
-    auto slot = spawn(std::move(task));
-    if (!run_until([&] { return slot->has_value(); }, timeout)) {
-      throw std::runtime_error("coroutine did not finish in time");
-    }
-    return std::move(**slot);
-  }
-
-  // Turns the loop until `pred` holds or `timeout` passes; returns pred().
-  bool run_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 30s) {
-    const auto deadline = Clock::now() + timeout;
-    while (!pred() && Clock::now() < deadline) io_.run_one_for(10ms);
-    return pred();
-  }
-
-  void run_for(std::chrono::milliseconds d) {
-    const auto deadline = Clock::now() + d;
-    while (Clock::now() < deadline) io_.run_one_for(5ms);
-  }
-
- private:
-  asio::io_context io_;
-  // Keeps run_one_for() waiting (rather than returning at once) when nothing is queued.
-  asio::executor_work_guard<asio::io_context::executor_type> guard_{io_.get_executor()};
-};
+using TestLoop = magnetar::testing::EventLoop;
 
 class BookieClientTest : public ::testing::Test {
  protected:

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <boost/asio/executor_work_guard.hpp>
 #include <filesystem>
 #include <memory>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "bookie/server/bookie_server.h"
 #include "common/asio.h"
 #include "metadata/metadata_store.h"
+#include "testing/event_loop.h"
 
 namespace magnetar::ledger::test {
 
@@ -79,27 +79,15 @@ class Cluster {
 
   template <typename T>
   T await(Task<T> task) {
-    std::optional<T> out;
-    std::exception_ptr error;
-    bool done = false;
-    asio::co_spawn(
-        io_, [&]() -> Task<void> { out.emplace(co_await std::move(task)); },
-        [&](std::exception_ptr e) {
-          error = e;
-          done = true;
-        });
-    while (!done) io_.run_one_for(std::chrono::milliseconds(50));
-    if (error) std::rethrow_exception(error);
-    return std::move(*out);
+    return loop_.await(std::move(task));
   }
 
-  Executor executor() { return io_.get_executor(); }
+  Executor executor() { return loop_.executor(); }
   metadata::MetadataStore& store() { return *store_; }
   std::vector<std::unique_ptr<TestBookie>>& bookies() { return bookies_; }
 
  private:
-  asio::io_context io_;
-  asio::executor_work_guard<asio::io_context::executor_type> guard_{io_.get_executor()};
+  testing::EventLoop loop_;
   std::filesystem::path dir_;
   std::unique_ptr<metadata::MetadataStore> store_;
   std::vector<std::unique_ptr<TestBookie>> bookies_;
