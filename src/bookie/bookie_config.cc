@@ -49,6 +49,9 @@ void bind_bookie_config(ConfigSchema& s, BookieConfig* c) {
   s.bind("diskCheckInterval", &c->disk_check_interval_ms, "Disk usage check period (ms)")
       .range(100, 3600000);
   s.bind("numIOThreads", &c->num_io_threads, "Event loops serving connections").range(1, 64);
+  s.bind("httpServerEnabled", &c->http_server_enabled,
+         "Serve Prometheus metrics at http://advertisedAddress:httpServerPort/metrics");
+  s.bind("httpServerPort", &c->http_server_port, "HTTP port (0 picks a free one)").range(0, 65535);
   s.bind("nettyMaxFrameSizeBytes", &c->max_frame_size, "Largest request frame accepted")
       .range(64 * 1024, 1 << 30);
   metadata::bind_metadata_config(s, &c->metadata);

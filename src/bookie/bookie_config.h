@@ -34,6 +34,8 @@ struct BookieConfig {
   double disk_usage_threshold = 0.95;
   int32_t disk_check_interval_ms = 10000;
   int32_t num_io_threads = 2;                  // event loops serving connections
+  bool http_server_enabled = true;             // /metrics (Prometheus)
+  int32_t http_server_port = 8000;
   int32_t max_frame_size = 5 * 1024 * 1024 + 64 * 1024;  // nettyMaxFrameSizeBytes
   metadata::MetadataConfig metadata;
 

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
@@ -272,6 +273,12 @@ class LocalDatabase {
   }
 
   Status load() {
+    std::error_code mkdir_error;
+    std::filesystem::create_directories(name_, mkdir_error);
+    if (mkdir_error) {
+      return Status(Error::kBackend, fmt::format("cannot create metadata directory '{}': {}",
+                                                 name_, mkdir_error.message()));
+    }
     rocksdb::Options options;
     options.create_if_missing = true;
     options.max_open_files = 256;

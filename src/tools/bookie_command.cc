@@ -8,6 +8,7 @@
 #include "bookie/server/bookie_server.h"
 #include "common/config.h"
 #include "common/logging.h"
+#include "http/http_server.h"
 #include "tools/commands.h"
 #include "tools/server_setup.h"
 
@@ -52,7 +53,22 @@ int run_bookie(const ServerArgs& args) {
     log.error("{}", server.status().to_string());
     return 1;
   }
+  std::unique_ptr<http::HttpServer> web;
+  if (config.http_server_enabled) {
+    http::ServerOptions web_options;
+    web_options.address = config.advertised_address;
+    web_options.port = config.http_server_port;
+    auto started = http::HttpServer::start(web_options, log);
+    if (!started.ok()) {
+      log.error("{}", started.status().to_string());
+      return 1;
+    }
+    web = std::move(started).value();
+    http::add_metrics_route(*web);
+    log.info("metrics at http://{}:{}/metrics", config.advertised_address, web->port());
+  }
   int signal = wait_for_shutdown_signal();
+  if (web) web->stop();
   log.info("signal {} received: stopping", signal);
   (*server)->stop();
   server->reset();

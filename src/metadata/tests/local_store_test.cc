@@ -80,6 +80,14 @@ TEST_F(RocksDbStoreTest, DataSurvivesReopenAndEphemeralsOfADeadProcessAreRemoved
   ASSERT_TRUE(loop.await((*store)->close()).ok());
 }
 
+TEST_F(RocksDbStoreTest, MissingParentDirectoriesAreCreated) {
+  Loop loop;
+  auto store = loop.await(open_store(url_ + "/deeper/still"));
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
+  ASSERT_TRUE(loop.await((*store)->put("/x", "1")).ok());
+  ASSERT_TRUE(loop.await((*store)->close()).ok());
+}
+
 TEST_F(RocksDbStoreTest, SecondProcessCannotOpenADirectoryInUse) {
   Loop loop;
   auto store = loop.await(open_store(url_));

@@ -1,0 +1,275 @@
+#include "http/http_server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <variant>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/metrics.h"
+
+namespace magnetar::http {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using asio::ip::tcp;
+
+Response Response::json(int status, std::string body) {
+  Response r;
+  r.status = status;
+  r.content_type = "application/json";
+  r.body = std::move(body);
+  return r;
+}
+
+Response Response::error(int status, std::string_view reason) {
+  nlohmann::json j = {{"reason", std::string(reason)}};
+  return json(status, j.dump());
+}
+
+std::optional<std::string> url_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return std::nullopt;
+    auto hex = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+      return -1;
+    };
+    int hi = hex(s[i + 1]), lo = hex(s[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+class HttpServer::Impl {
+ public:
+  Impl(ServerOptions options, log::Logger log)
+      : options_(std::move(options)), log_(std::move(log)), acceptor_(io_) {}
+
+  Status listen() {
+    boost::system::error_code ec;
+    auto address = asio::ip::make_address(options_.address, ec);
+    if (ec) {
+      return Status(Errc::kInvalidArgument,
+                    fmt::format("'{}' is not an IP address", options_.address));
+    }
+    tcp::endpoint endpoint(address, static_cast<uint16_t>(options_.port));
+    acceptor_.open(endpoint.protocol(), ec);
+    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return Status(Errc::kUnavailable, fmt::format("cannot listen for HTTP on {}:{}: {}",
+                                                    options_.address, options_.port,
+                                                    ec.message()));
+    }
+    port_ = acceptor_.local_endpoint().port();
+    asio::co_spawn(io_, accept_loop(), asio::detached);
+    thread_ = std::thread([this] { io_.run(); });
+    return Status::OK();
+  }
+
+  void stop() {
+    if (stopped_.exchange(true)) return;
+    asio::post(io_, [this] {
+      boost::system::error_code ec;
+      acceptor_.close(ec);
+    });
+    io_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  void route(std::string method, std::string path, Handler h, bool prefix) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (prefix) {
+      prefixes_.push_back({std::move(method), std::move(path), std::move(h)});
+      std::sort(prefixes_.begin(), prefixes_.end(), [](const Route& a, const Route& b) {
+        return a.path.size() > b.path.size();
+      });
+    } else {
+      exact_[{std::move(method), std::move(path)}] = std::move(h);
+    }
+  }
+
+  int port() const { return port_; }
+
+ private:
+  struct Route {
+    std::string method;
+    std::string path;
+    Handler handler;
+  };
+
+  // The handler for a request, or an error response (404 / 405).
+  std::variant<Handler, Response> find(const Request& r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = exact_.find({r.method, r.path});
+    if (it != exact_.end()) return it->second;
+    bool path_known = false;
+    for (const auto& [key, h] : exact_) path_known = path_known || key.second == r.path;
+    for (const Route& route : prefixes_) {
+      if (r.path.rfind(route.path, 0) != 0) continue;
+      if (route.method == r.method) return route.handler;
+      path_known = true;
+    }
+    if (path_known) return Response::error(405, "Method Not Allowed");
+    return Response::error(404, "Not Found");
+  }
+
+  Task<void> accept_loop() {
+    while (true) {
+      boost::system::error_code ec;
+      tcp::socket socket(io_);
+      co_await acceptor_.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) {
+        if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
+        continue;
+      }
+      asio::co_spawn(io_, session(std::move(socket)), asio::detached);
+    }
+  }
+
+  static Request convert(const bhttp::request<bhttp::string_body>& req) {
+    Request r;
+    r.method = std::string(req.method_string());
+    r.target = std::string(req.target());
+    std::string_view target = r.target;
+    size_t q = target.find('?');
+    r.path = std::string(target.substr(0, q));
+    if (q != std::string_view::npos) {
+      std::string_view query = target.substr(q + 1);
+      while (!query.empty()) {
+        size_t amp = query.find('&');
+        std::string_view pair = query.substr(0, amp);
+        size_t eq = pair.find('=');
+        auto key = url_decode(pair.substr(0, eq));
+        auto value = url_decode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+        if (key && value && !key->empty()) r.query[*key] = *value;
+        if (amp == std::string_view::npos) break;
+        query.remove_prefix(amp + 1);
+      }
+    }
+    for (const auto& field : req) {
+      std::string name(field.name_string());
+      std::transform(name.begin(), name.end(), name.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      r.headers[name] = std::string(field.value());
+    }
+    r.body = req.body();
+    return r;
+  }
+
+  Task<void> session(tcp::socket socket) {
+    beast::tcp_stream stream(std::move(socket));
+    beast::flat_buffer buffer;
+    while (true) {
+      boost::system::error_code ec;
+      stream.expires_after(options_.idle_timeout);
+      bhttp::request_parser<bhttp::string_body> parser;
+      parser.body_limit(options_.max_body_bytes);
+      co_await bhttp::async_read(stream, buffer, parser,
+                                 asio::redirect_error(asio::use_awaitable, ec));
+      Response response;
+      bool keep_alive = false;
+      unsigned version = 11;
+      if (ec == bhttp::error::body_limit) {
+        response = Response::error(413, "request body too large");
+      } else if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout ||
+                 ec == asio::error::eof || ec == asio::error::connection_reset) {
+        break;
+      } else if (ec) {
+        response = Response::error(400, fmt::format("malformed HTTP request: {}", ec.message()));
+      } else {
+        const auto& req = parser.get();
+        keep_alive = req.keep_alive();
+        version = req.version();
+        Request request = convert(req);
+        auto found = find(request);
+        if (std::holds_alternative<Response>(found)) {
+          response = std::get<Response>(std::move(found));
+        } else {
+          Handler handler = std::get<Handler>(std::move(found));
+          try {
+            response = co_await handler(request);
+          } catch (const std::exception& e) {
+            log_.error("handler for {} {} threw: {}", request.method, request.path, e.what());
+            response = Response::error(500, "internal error");
+          }
+        }
+      }
+      bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(response.status),
+                                               version};
+      res.set(bhttp::field::server, "Magnetar");
+      res.set(bhttp::field::content_type, response.content_type);
+      for (const auto& [k, v] : response.headers) res.set(k, v);
+      res.keep_alive(keep_alive);
+      res.body() = std::move(response.body);
+      res.prepare_payload();
+      co_await bhttp::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec || !keep_alive) break;
+    }
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  }
+
+  ServerOptions options_;
+  log::Logger log_;
+  asio::io_context io_{1};
+  tcp::acceptor acceptor_;
+  std::thread thread_;
+  std::atomic<bool> stopped_{false};
+  int port_ = 0;
+  std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, Handler> exact_;
+  std::vector<Route> prefixes_;
+};
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  port_ = impl_->port();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+Result<std::unique_ptr<HttpServer>> HttpServer::start(ServerOptions options, log::Logger log) {
+  auto impl = std::make_unique<Impl>(std::move(options), std::move(log));
+  MAGNETAR_TRY(impl->listen());
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+void HttpServer::route(std::string method, std::string path, Handler handler) {
+  impl_->route(std::move(method), std::move(path), std::move(handler), false);
+}
+
+void HttpServer::route_prefix(std::string method, std::string prefix, Handler handler) {
+  impl_->route(std::move(method), std::move(prefix), std::move(handler), true);
+}
+
+void HttpServer::stop() {
+  if (impl_) impl_->stop();
+}
+
+void add_metrics_route(HttpServer& server) {
+  server.route("GET", "/metrics", [](const Request&) -> Task<Response> {
+    Response r;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = metrics::default_registry().expose();
+    co_return r;
+  });
+}
+
+}  // namespace magnetar::http
