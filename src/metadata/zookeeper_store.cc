@@ -266,7 +266,8 @@ class ZooKeeperStore final : public MetadataStore {
         options_(options),
         log_(log::Logger("metadata").with("zk", connect_string_)),
         work_(asio::make_work_guard(janitor_)),
-        reopen_timer_(janitor_) {
+        reopen_timer_(janitor_),
+        disconnect_timer_(janitor_) {
     static std::once_flag quiet_client;
     // The C client logs every connection attempt to stderr at INFO by default. Keep only
     // its warnings and errors, routed to our logger at debug level (zk_client_log): the
@@ -282,6 +283,7 @@ class ZooKeeperStore final : public MetadataStore {
     std::shared_ptr<Session> session = begin_close().value_or(nullptr);
     asio::post(janitor_, [this, session] {
       reopen_timer_.cancel();
+      disconnect_timer_.cancel();
       if (session) retire(*session, ZCLOSING);
     });
     work_.reset();
@@ -550,6 +552,36 @@ class ZooKeeperStore final : public MetadataStore {
     if (event) notify_session(*event);
     if (rearm) rearm_all(*session);
     if (expired) asio::post(janitor_, [this, session] { replace_session(session); });
+    if (event == SessionEvent::kConnectionLost) {
+      asio::post(janitor_, [this, session] { start_disconnect_timer(session); });
+    } else if (event == SessionEvent::kReconnected) {
+      asio::post(janitor_, [this] { disconnect_timer_.cancel(); });
+    }
+  }
+
+  // A client cut off from the ensemble only learns that its session expired when it
+  // reconnects; meanwhile the servers may have expired it and someone else may own what its
+  // ephemeral nodes claimed. So after session_timeout without a connection the session is
+  // treated as lost here too, as Pulsar's session watcher does: listeners hear
+  // kSessionLost (owners stop at once), the handle is closed and a new session opened.
+  void start_disconnect_timer(Session* session) {
+    disconnect_timer_.expires_after(options_.session_timeout);
+    disconnect_timer_.async_wait([this, session](const boost::system::error_code& ec) {
+      if (ec) return;
+      {
+        std::lock_guard lock(mu_);
+        if (closed_ || session_.get() != session ||
+            session->state != SessionState::kDisconnected) {
+          return;
+        }
+        session->state = SessionState::kExpired;
+      }
+      log_.warn("no connection for the session timeout ({} ms): session treated as lost; "
+                "opening a new one",
+                options_.session_timeout.count());
+      notify_session(SessionEvent::kSessionLost);
+      replace_session(session);
+    });
   }
 
   // A data watch (exists/get) fired.
@@ -869,6 +901,9 @@ class ZooKeeperStore final : public MetadataStore {
   asio::io_context janitor_;
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   asio::steady_timer reopen_timer_;  // janitor thread only
+  // Runs while disconnected: at session_timeout the session is treated as lost (janitor
+  // thread only).
+  asio::steady_timer disconnect_timer_;
   std::thread janitor_thread_;
 };
 

@@ -260,6 +260,40 @@ TEST(ZooKeeperStoreTest, ExpiredSessionIsReplacedAndItsEphemeralsAreGone) {
   EXPECT_TRUE(loop.await(observer->close()).ok());
 }
 
+TEST(ZooKeeperStoreTest, PartitionedClientTreatsItsSessionAsLostAfterTheTimeout) {
+  // The server stays healthy; only this client is cut off. It must not wait for a reconnect
+  // to learn that its ephemerals may be gone: after the session timeout it says so itself.
+  auto zk = testing::ZooKeeperServer::start();
+  ASSERT_TRUE(zk.ok()) << zk.status().to_string();
+  Relay relay((*zk)->port());
+  Loop loop;
+  auto store = open_zk(loop, fmt::format("127.0.0.1:{}", relay.port()),
+                       short_timeouts(1600ms, 2000ms));
+  ASSERT_TRUE(store);
+  SessionEvents events;
+  events.attach(*store, loop);
+  ASSERT_TRUE(loop.await(store->put("/owned", "mine", ephemeral())).ok());
+  const int64_t first_session = store->session_id();
+
+  auto cut_at = std::chrono::steady_clock::now();
+  relay.cut();
+  ASSERT_TRUE(loop.run_until([&] { return events.has(SessionEvent::kSessionLost); }, 10s))
+      << events.describe();
+  auto lost_after = std::chrono::steady_clock::now() - cut_at;
+  EXPECT_GE(lost_after, 1500ms);  // not before the session timeout...
+  EXPECT_LT(lost_after, 6s);      // ...and without waiting for a reconnection
+  EXPECT_FALSE(events.has(SessionEvent::kReconnected)) << events.describe();
+
+  relay.restore();
+  ASSERT_TRUE(loop.run_until([&] { return events.has(SessionEvent::kSessionReestablished); },
+                             20s))
+      << events.describe();
+  EXPECT_NE(store->session_id(), first_session);
+  auto mine = loop.await(store->put("/owned", "again", ephemeral()));
+  EXPECT_TRUE(mine.ok()) << mine.status().to_string();
+  (void)loop.await(store->close());
+}
+
 TEST(ZooKeeperStoreTest, ServerRestartWithinTheSessionTimeoutIsTransparent) {
   auto zk = testing::ZooKeeperServer::start();
   ASSERT_TRUE(zk.ok()) << zk.status().to_string();
