@@ -241,9 +241,34 @@ Task<void> LedgerHandle::send_one(std::shared_ptr<PendingAdd> p, int index, std:
     log_.with("bookie", bookie).warn("add of entry {} failed: {}; replacing the bookie",
                                      p->entry_id, why);
   }
-  if (!changing_ensemble_) {
+  if (!changing_ensemble_ && !change_retry_scheduled_) {
     changing_ensemble_ = true;
     asio::co_spawn(bk_.executor(), change_ensemble(), asio::detached);
+  }
+}
+
+bool LedgerHandle::ack_quorum_survives() const {
+  const auto& ensemble = metadata_.ensemble_for(lac_ + 1);
+  const int E = metadata_.ensemble_size;
+  for (int start = 0; start < E; ++start) {
+    int healthy = 0;
+    for (int k = 0; k < metadata_.write_quorum; ++k) {
+      healthy += failed_bookies_.count(ensemble[static_cast<size_t>((start + k) % E)]) ? 0 : 1;
+    }
+    if (healthy < metadata_.ack_quorum) return false;
+  }
+  return true;
+}
+
+Task<void> LedgerHandle::retry_change_later() {
+  auto self = shared_from_this();
+  asio::steady_timer timer(bk_.executor(), std::chrono::seconds(1));
+  boost::system::error_code ec;
+  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  change_retry_scheduled_ = false;
+  if (failed_.ok() && !failed_bookies_.empty() && !changing_ensemble_ && !closed()) {
+    changing_ensemble_ = true;
+    co_await change_ensemble();
   }
 }
 
@@ -303,6 +328,17 @@ Task<void> LedgerHandle::change_ensemble() {
       replaced.push_back(static_cast<int>(i));
     }
     if (!st.ok()) {
+      if (st.is(Errc::kUnavailable) && ack_quorum_survives()) {
+        // Delayed ensemble change (BookKeeper's delayEnsembleChange): every write set still
+        // reaches Qa without the failed bookies, so keep writing with what is left and look
+        // for a replacement again in a second. Entries stay on >= Qa bookies meanwhile.
+        log_.warn("{}; continuing on the remaining bookies of each write set (ack quorum {} "
+                  "still reachable), retrying the ensemble change every second",
+                  st.message(), metadata_.ack_quorum);
+        change_retry_scheduled_ = true;
+        asio::co_spawn(bk_.executor(), retry_change_later(), asio::detached);
+        break;
+      }
       fail(st);
       break;
     }

@@ -112,6 +112,9 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   void try_complete();
   void fail(Status status);
   Task<void> change_ensemble();
+  // True when every write set still has Qa bookies outside failed_bookies_.
+  bool ack_quorum_survives() const;
+  Task<void> retry_change_later();
   Task<Status> write_metadata(LedgerMetadata updated);
   Task<Result<Buffer>> read_entry(int64_t entry_id, int* negatives, int* unreachable);
 
@@ -130,6 +133,7 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   bool changing_ensemble_ = false;
   std::set<std::string> failed_bookies_;  // waiting for (or excluded by) an ensemble change
   std::set<std::string> suspects_;        // failed a read: tried last until they answer again
+  bool change_retry_scheduled_ = false;   // degraded: no replacement yet, retry on a timer
 };
 
 }  // namespace magnetar::ledger

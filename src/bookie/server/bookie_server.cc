@@ -83,7 +83,7 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     auto self = shared_from_this();
     // The callbacks run on bookie threads; they keep the loop itself alive (see loops_).
     auto executor = socket_.get_executor();
-    auto loop = loop_;
+    std::shared_ptr<asio::io_context> loop = loop_.lock();
     switch (req.op_case()) {
       case BookieRequest::kAdd: {
         bookie_wire::AddRequest add = req.add();
@@ -170,7 +170,9 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     }
   }
 
-  std::shared_ptr<asio::io_context> loop_;
+  // Weak: the loop's queued handlers own this connection, so owning the loop back would be a
+  // cycle. In-flight bookie callbacks hold it strongly instead.
+  std::weak_ptr<asio::io_context> loop_;
   tcp::socket socket_;
   Bookie& bookie_;
   protocol::BookieRequestDecoder decoder_;
@@ -256,15 +258,43 @@ Task<void> BookieServer::accept_loop() {
 Status BookieServer::register_bookie() {
   nlohmann::json info = {{"bookieId", config_.bookie_id()},
                          {"readOnly", bookie_.read_only()}};
-  std::string path = "/ledgers/available/" + config_.bookie_id();
-  auto r = run_sync<Result<metadata::PutResult>>([&]() {
-    return store_->put_recursive(path, info.dump(), metadata::PutOptions{-1, true, false});
-  });
-  if (!r.ok()) {
-    return Status(r.status().code(), fmt::format("cannot register bookie at {}: {}", path,
-                                                 r.status().message()));
+  const std::string path = "/ledgers/available/" + config_.bookie_id();
+  const std::string value = info.dump();
+  // A previous process of this bookie (killed and restarted quickly) may still hold the node
+  // through its not-yet-expired session: wait for it to go, as BookKeeper does. Startup
+  // only, not an event loop: blocking waits are fine here.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(2 * config_.metadata.session_timeout_ms) +
+                        std::chrono::seconds(5);
+  bool told = false;
+  while (true) {
+    auto r = run_sync<Result<metadata::PutResult>>([&]() {
+      return store_->put_recursive(path, value, metadata::PutOptions{-1, true, false});
+    });
+    if (r.ok()) return Status::OK();
+    if (!r.status().is(Errc::kBadVersion)) {
+      return Status(r.status().code(), fmt::format("cannot register bookie at {}: {}", path,
+                                                   r.status().message()));
+    }
+    auto existing = run_sync<Result<std::optional<metadata::GetResult>>>(
+        [&]() { return store_->get(path); });
+    if (existing.ok() && existing->has_value() &&
+        (*existing)->stat.ephemeral_owner == store_->session_id()) {
+      return Status::OK();  // ours already
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Status(Errc::kAlreadyExists,
+                    fmt::format("cannot register bookie at {}: another live process holds "
+                                "this bookie id",
+                                path));
+    }
+    if (!told) {
+      log_.warn("{} is still held by a previous process's session; waiting for it to expire",
+                path);
+      told = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
-  return Status::OK();
 }
 
 void BookieServer::on_read_only() {

@@ -107,6 +107,41 @@ TEST(LedgerHandleTest, DeadBookieIsReplacedAndEveryAckedEntryReadsBack) {
   for (int i = 0; i < 100; ++i) EXPECT_EQ((*entries)[i].payload.view(), "entry-" + std::to_string(i));
 }
 
+TEST(LedgerHandleTest, WithoutASpareBookieWritesGoOnAtTheAckQuorum) {
+  Cluster c(test_name());
+  for (int i = 0; i < 3; ++i) c.add_bookie();
+  BookKeeper bk(c.store(), c.executor());
+  auto lh = c.await(bk.create(3, 3, 2, "p"));
+  ASSERT_TRUE(lh.ok()) << lh.status().to_string();
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(c.await((*lh)->add(payload(i))).ok());
+  std::string victim = (*lh)->metadata().segments.front().ensemble[0];
+  c.find(victim)->stop();
+  c.unregister(victim);
+  // No replacement exists, but every write set still has Qa = 2 live bookies.
+  for (int i = 50; i < 100; ++i) {
+    auto id = c.await((*lh)->add(payload(i)));
+    ASSERT_TRUE(id.ok()) << "entry " << i << ": " << id.status().to_string();
+  }
+  EXPECT_EQ((*lh)->metadata().segments.size(), 1u);
+  auto entries = c.await((*lh)->read(0, 99));
+  ASSERT_TRUE(entries.ok()) << entries.status().to_string();
+  EXPECT_EQ((*entries)[99].payload.view(), "entry-99");
+  // A spare appears: the retried ensemble change replaces the dead bookie.
+  c.add_bookie();
+  for (int i = 100; i < 200 && (*lh)->metadata().segments.size() == 1; ++i) {
+    ASSERT_TRUE(c.await((*lh)->add(payload(i))).ok());
+    c.await([&]() -> Task<bool> {
+      asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(20));
+      co_await t.async_wait(asio::use_awaitable);
+      co_return true;
+    }());
+  }
+  ASSERT_EQ((*lh)->metadata().segments.size(), 2u);
+  const auto& now = (*lh)->metadata().segments.back().ensemble;
+  EXPECT_EQ(std::count(now.begin(), now.end(), victim), 0);
+  ASSERT_TRUE(c.await((*lh)->close()).ok());
+}
+
 TEST(LedgerHandleTest, RecoveryFencesTheOldWriterAndBothAgreeOnTheEnd) {
   Cluster c(test_name());
   for (int i = 0; i < 3; ++i) c.add_bookie();

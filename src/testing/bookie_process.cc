@@ -1,0 +1,417 @@
+#include "testing/bookie_process.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <system_error>
+#include <thread>
+
+#include "common/logging.h"
+
+extern char** environ;
+
+namespace magnetar::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr const char* kHost = "127.0.0.1";
+constexpr milliseconds kStopGrace{10000};
+constexpr milliseconds kPollInterval{20};
+constexpr int kLogTailLines = 40;
+// A picked port may be taken by another process before the bookie binds it.
+constexpr int kMaxStartAttempts = 3;
+
+const log::Logger& logger() {
+  static const log::Logger l("bookie-fixture");
+  return l;
+}
+
+std::string errno_text(int err) {
+  return std::generic_category().message(err);
+}
+
+// Closes a file descriptor when it goes out of scope.
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  ~ScopedFd() { reset(); }
+  int get() const { return fd_; }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+// Binds 127.0.0.1:0 and releases the port the kernel chose.
+Result<int> pick_free_port() {
+  ScopedFd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (s.get() < 0) return Status(Errc::kIoError, "socket: " + errno_text(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(s.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return Status(Errc::kIoError, "picking a free port: " + errno_text(errno));
+  }
+  return static_cast<int>(ntohs(addr.sin_port));
+}
+
+Result<std::string> make_temp_dir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path =
+      fmt::format("{}/magnetar-bookie-XXXXXX", tmp != nullptr && *tmp != '\0' ? tmp : "/tmp");
+  if (::mkdtemp(path.data()) == nullptr) {
+    return Status(Errc::kIoError, fmt::format("mkdtemp {}: {}", path, errno_text(errno)));
+  }
+  return path;
+}
+
+// The bytes of `path` from `offset` on (at most the last `window` bytes when window > 0).
+std::string read_from(const std::string& path, long offset, long window) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  in.seekg(0, std::ios::end);
+  const long size = static_cast<long>(in.tellg());
+  long begin = std::min(offset, size);
+  if (window > 0) begin = std::max(begin, size - window);
+  in.seekg(begin);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+long file_size(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<long>(size);
+}
+
+// Everything the forked child uses, prepared before fork(): in a multi-threaded parent the
+// child may only make async-signal-safe calls until exec.
+struct ChildSetup {
+  pid_t parent;
+  const char* binary;
+  char** argv;
+  int stdin_fd;
+  int log_fd;
+  int error_pipe;  // write end, close-on-exec: a failed exec reports its errno here
+  int max_fd;
+};
+
+[[noreturn]] void exec_child(const ChildSetup& s) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != s.parent) ::_exit(127);  // the parent died before prctl took effect
+  // Signal dispositions and the mask survive exec: the bookie must see SIGTERM as usual.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGCHLD})
+    ::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (::dup2(s.stdin_fd, 0) < 0 || ::dup2(s.log_fd, 1) < 0 || ::dup2(s.log_fd, 2) < 0) {
+    const int err = errno;
+    (void)!::write(s.error_pipe, &err, sizeof err);
+    ::_exit(127);
+  }
+  // No socket or file of the test may stay open in the bookie.
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    for (int fd = 3; fd < s.max_fd; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  ::execve(s.binary, s.argv, environ);
+  const int err = errno;
+  (void)!::write(s.error_pipe, &err, sizeof err);
+  ::_exit(127);
+}
+
+}  // namespace
+
+BookieProcess::BookieProcess(Key, BookieProcessOptions options, std::string data_dir, bool owns_dir,
+                             int port)
+    : options_(std::move(options)),
+      data_dir_(std::move(data_dir)),
+      owns_dir_(owns_dir),
+      port_(port) {}
+
+BookieProcess::~BookieProcess() {
+  kill();
+  if (owns_dir_) {
+    std::error_code ec;
+    std::filesystem::remove_all(data_dir_, ec);
+  }
+}
+
+Result<std::unique_ptr<BookieProcess>> BookieProcess::launch(BookieProcessOptions options) {
+  if (options.binary.empty() || ::access(options.binary.c_str(), X_OK) != 0) {
+    return Status(Errc::kNotFound,
+                  fmt::format("magnetar binary '{}' is not executable", options.binary));
+  }
+  bool owns_dir = false;
+  std::string dir = options.data_dir;
+  if (dir.empty()) {
+    MAGNETAR_ASSIGN_OR_RETURN(dir, make_temp_dir());
+    owns_dir = true;
+  } else {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Status(Errc::kIoError, fmt::format("mkdir {}: {}", dir, ec.message()));
+  }
+  int port = options.port;
+  if (port == 0) {
+    auto picked = pick_free_port();
+    if (!picked.ok()) {
+      std::error_code ec;
+      if (owns_dir) std::filesystem::remove_all(dir, ec);
+      return picked.status();
+    }
+    port = *picked;
+  }
+  auto process =
+      std::make_unique<BookieProcess>(Key(), std::move(options), std::move(dir), owns_dir, port);
+  MAGNETAR_TRY(process->spawn());
+  return process;
+}
+
+Result<std::unique_ptr<BookieProcess>> BookieProcess::start(BookieProcessOptions options) {
+  for (int attempt = 1;; ++attempt) {
+    const auto began = Clock::now();
+    MAGNETAR_ASSIGN_OR_RETURN(auto process, launch(options));
+    Status st = process->wait_until_serving(options.start_timeout);
+    if (st.ok()) {
+      logger().info("bookie {} (pid {}) serving after {} ms", process->id(), process->pid(),
+                    std::chrono::duration_cast<milliseconds>(Clock::now() - began).count());
+      return process;
+    }
+    process->kill();
+    if (options.port != 0 || attempt == kMaxStartAttempts || !process->lost_port_race()) return st;
+    logger().warn("port {} was taken before the bookie bound it; retrying on another",
+                  process->port());
+    // The failed attempt stamped its cookie (naming the old port) in the directories.
+    if (!options.data_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(process->journal_dir(), ec);
+      std::filesystem::remove_all(process->ledger_dir(), ec);
+    }
+  }
+}
+
+std::vector<std::string> BookieProcess::arguments() const {
+  std::vector<std::pair<std::string, std::string>> sets = {
+      {"bookiePort", std::to_string(port_)},
+      {"advertisedAddress", kHost},
+      {"journalDirectories", journal_dir()},
+      {"ledgerDirectories", ledger_dir()},
+      {"metadataStoreUrl", options_.metadata_url},
+      // The metrics endpoint's default port (8000) would collide between bookies.
+      {"httpServerPort", "0"},
+  };
+  sets.insert(sets.end(), options_.settings.begin(), options_.settings.end());
+  std::vector<std::string> args = {options_.binary, "bookie"};
+  for (const auto& [key, value] : sets) {
+    args.push_back("--set");
+    args.push_back(key + "=" + value);
+  }
+  return args;
+}
+
+Status BookieProcess::spawn() {
+  std::vector<std::string> args = arguments();
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  const std::string log = log_path();
+  ScopedFd log_fd(::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (log_fd.get() < 0) {
+    return Status(Errc::kIoError, fmt::format("open {}: {}", log, errno_text(errno)));
+  }
+  ScopedFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (null_fd.get() < 0) return Status(Errc::kIoError, "open /dev/null: " + errno_text(errno));
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    return Status(Errc::kIoError, "pipe2: " + errno_text(errno));
+  }
+  ScopedFd error_read(pipe_fds[0]);
+  ScopedFd error_write(pipe_fds[1]);
+  log_offset_ = file_size(log);
+
+  const ChildSetup setup{::getpid(),
+                         options_.binary.c_str(),
+                         argv.data(),
+                         null_fd.get(),
+                         log_fd.get(),
+                         error_write.get(),
+                         static_cast<int>(std::min(::sysconf(_SC_OPEN_MAX), 65536L))};
+  const pid_t pid = ::fork();
+  if (pid < 0) return Status(Errc::kIoError, "fork: " + errno_text(errno));
+  if (pid == 0) exec_child(setup);
+
+  // The pipe reaches EOF at a successful exec (close-on-exec) or carries the exec's errno.
+  error_write.reset();
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(error_read.get(), &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  if (n > 0) {
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return Status(Errc::kNotFound,
+                  fmt::format("cannot run {}: {}", options_.binary, errno_text(child_errno)));
+  }
+  pid_ = pid;
+  exit_status_ = -1;
+  return Status::OK();
+}
+
+std::string BookieProcess::id() const {
+  return fmt::format("{}:{}", kHost, port_);
+}
+
+bool BookieProcess::running() const {
+  if (pid_ < 0) return false;
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &status, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == 0) return true;
+  exit_status_ = r == pid_ ? status : -1;  // -1: reaped elsewhere (ECHILD)
+  pid_ = -1;
+  return false;
+}
+
+std::string BookieProcess::describe_state() const {
+  if (running()) return "running";
+  if (exit_status_ >= 0 && WIFEXITED(exit_status_)) {
+    return fmt::format("exited with status {}", WEXITSTATUS(exit_status_));
+  }
+  if (exit_status_ >= 0 && WIFSIGNALED(exit_status_)) {
+    return fmt::format("killed by signal {}", WTERMSIG(exit_status_));
+  }
+  return "exited";
+}
+
+int BookieProcess::exit_code() const {
+  if (running() || exit_status_ < 0 || !WIFEXITED(exit_status_)) return -1;
+  return WEXITSTATUS(exit_status_);
+}
+
+std::string BookieProcess::log_tail(int lines) const {
+  // The last lines are in the last 64 KiB even of a long test's log.
+  std::string text = read_from(log_path(), 0, 64 * 1024);
+  size_t start = text.size();
+  if (start > 0 && text[start - 1] == '\n') --start;
+  for (int i = 0; i < lines && start > 0; ++i) {
+    const size_t newline = text.rfind('\n', start - 1);
+    start = newline == std::string::npos ? 0 : newline;
+  }
+  if (start < text.size() && text[start] == '\n') ++start;
+  return text.substr(start);
+}
+
+std::string BookieProcess::log_of_this_run() const {
+  return read_from(log_path(), log_offset_, 0);
+}
+
+bool BookieProcess::lost_port_race() const {
+  const std::string text = log_of_this_run();
+  return text.find("cannot listen on") != std::string::npos &&
+         text.find("in use") != std::string::npos;
+}
+
+Status BookieProcess::wait_until_serving(milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  const std::string marker = fmt::format("serving the bookie protocol on {}", id());
+  while (true) {
+    // Read the log before checking the process: a bookie that logged the line and then died
+    // is reported as dead by the next poll, never as serving after its exit.
+    const bool logged = log_of_this_run().find(marker) != std::string::npos;
+    if (!running()) {
+      return Status(
+          Errc::kUnavailable,
+          fmt::format("bookie {} {} before serving\n--- last {} lines of {} ---\n{}", id(),
+                      describe_state(), kLogTailLines, log_path(), log_tail(kLogTailLines)));
+    }
+    if (logged) return Status::OK();
+    if (Clock::now() >= deadline) {
+      return Status(
+          Errc::kTimeout,
+          fmt::format("bookie {} not serving after {} ms\n--- last {} lines of {} ---\n{}", id(),
+                      timeout.count(), kLogTailLines, log_path(), log_tail(kLogTailLines)));
+    }
+    std::this_thread::sleep_for(kPollInterval);
+  }
+}
+
+bool BookieProcess::wait_for_exit(milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (running()) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return true;
+}
+
+void BookieProcess::kill() {
+  if (pid_ < 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  exit_status_ = r == pid_ ? status : -1;
+  pid_ = -1;
+}
+
+Status BookieProcess::stop() {
+  if (!running()) return Status::OK();
+  ::kill(pid_, SIGTERM);
+  if (!wait_for_exit(kStopGrace)) {
+    logger().warn("bookie {} ignored SIGTERM for {} ms; killing it", id(), kStopGrace.count());
+    kill();
+  }
+  if (exit_code() != 0) {
+    return Status(
+        Errc::kInternal,
+        fmt::format("bookie {} {} on SIGTERM\n--- last {} lines of {} ---\n{}", id(),
+                    describe_state(), kLogTailLines, log_path(), log_tail(kLogTailLines)));
+  }
+  return Status::OK();
+}
+
+Status BookieProcess::restart() {
+  MAGNETAR_TRY(stop());
+  const auto began = Clock::now();
+  MAGNETAR_TRY(spawn());
+  Status st = wait_until_serving(options_.start_timeout);
+  if (!st.ok()) {
+    kill();
+    return st;
+  }
+  logger().info("bookie {} (pid {}) serving again after {} ms", id(), pid_,
+                std::chrono::duration_cast<milliseconds>(Clock::now() - began).count());
+  return Status::OK();
+}
+
+}  // namespace magnetar::testing
