@@ -1,0 +1,213 @@
+// Bookie and ledger throughput and latency over real TCP on 127.0.0.1, fsync on:
+//  - BM_BookieAdd: one bookie, adds at full pipelining (`inflight` outstanding).
+//  - BM_BookieAddLatency: one bookie, adds paced at half the rate BM_BookieAdd measured
+//    for the same size; reports p50/p99/p99.9 latency (ms).
+//  - BM_LedgerAdd: E=3, Qw=3, Qa=2 over three bookies through the ledger client.
+// Journal and ledger directories go under $MAGNETAR_BENCH_DIR (default /tmp): put it on the
+// disk being measured, and run fio there in the same session for comparison.
+
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "bookie/bookie.h"
+#include "bookie/server/bookie_server.h"
+#include "ledger/bookie_client.h"
+#include "ledger/bookkeeper.h"
+#include "metadata/metadata_store.h"
+#include "protocol/bookie_entry.h"
+#include "testing/event_loop.h"
+
+namespace {
+
+using namespace magnetar;
+using Clock = std::chrono::steady_clock;
+
+std::filesystem::path bench_dir() {
+  const char* d = std::getenv("MAGNETAR_BENCH_DIR");
+  return std::filesystem::path(d != nullptr ? d : "/tmp") /
+         ("magnetar-bookie-bench-" + std::to_string(::getpid()));
+}
+
+struct LocalBookie {
+  bookie::BookieConfig config;
+  std::unique_ptr<bookie::Bookie> bookie;
+  std::unique_ptr<bookie::BookieServer> server;
+
+  LocalBookie(const std::filesystem::path& dir, std::shared_ptr<metadata::MetadataStore> store) {
+    config.journal_directories = {(dir / "journal").string()};
+    config.ledger_directories = {(dir / "ledgers").string()};
+    config.bookie_port = 0;
+    config.flush_interval_ms = 10000;
+    bookie = bookie::Bookie::open(config).value();
+    server = bookie::BookieServer::start(config, *bookie, std::move(store)).value();
+    config.bookie_port = server->port();
+  }
+  ~LocalBookie() {
+    server->stop();
+    bookie.reset();
+    server.reset();
+  }
+  std::string id() const { return config.bookie_id(); }
+};
+
+std::map<int64_t, double> g_max_rate;  // entry size -> adds/s measured at full pipelining
+
+// Issues `count` adds of `size` bytes to one bookie with at most `inflight` outstanding;
+// when `pace` > 0, starts one add every 1/pace seconds. Returns each add's latency (ms).
+std::vector<double> run_adds(magnetar::testing::EventLoop& loop, ledger::BookieClient& client,
+                             const std::string& bookie, int64_t ledger, int64_t first,
+                             int count, size_t size, int inflight, double pace) {
+  std::vector<double> latencies;
+  latencies.reserve(static_cast<size_t>(count));
+  int started = 0, finished = 0, outstanding = 0;
+  const std::string payload(size, 'b');
+  const auto t0 = Clock::now();
+  while (finished < count) {
+    while (started < count && outstanding < inflight) {
+      if (pace > 0) {
+        auto due = t0 + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(started / pace));
+        if (Clock::now() < due) break;
+      }
+      int64_t entry = first + started;
+      ++started;
+      ++outstanding;
+      bookie_wire::AddRequest r;
+      r.set_ledger_id(ledger);
+      r.set_entry_id(entry);
+      r.set_master_key("bench-master-key-20b");
+      BufferChain packaged = protocol::package_entry(
+          protocol::EntryHeader{ledger, entry, entry - 1, 0}, BufferChain(Buffer::copy_of(payload)));
+      auto sent_at = Clock::now();
+      auto task = [&, r, packaged, sent_at]() mutable -> Task<void> {
+        auto result = co_await client.add(bookie, std::move(r), std::move(packaged));
+        if (!result.ok() || result->status != bookie_wire::OK) std::abort();
+        latencies.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent_at).count());
+        ++finished;
+        --outstanding;
+      };
+      asio::co_spawn(loop.executor(), task, asio::detached);
+    }
+    loop.run_until([&] { return finished == count || (outstanding < inflight && started < count); },
+                   std::chrono::milliseconds(1));
+  }
+  return latencies;
+}
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+void BM_BookieAdd(benchmark::State& state) {
+  const size_t size = static_cast<size_t>(state.range(0));
+  const int inflight = static_cast<int>(state.range(1));
+  auto dir = bench_dir();
+  std::filesystem::remove_all(dir);
+  LocalBookie b(dir, nullptr);
+  magnetar::testing::EventLoop loop;
+  ledger::BookieClient client(loop.executor());
+  int64_t next = 0, total = 0;
+  const int batch = 20000;
+  double seconds = 0;
+  for (auto _ : state) {
+    auto t = Clock::now();
+    run_adds(loop, client, b.id(), 1, next, batch, size, inflight, 0);
+    seconds += std::chrono::duration<double>(Clock::now() - t).count();
+    next += batch;
+    total += batch;
+  }
+  state.SetItemsProcessed(total);
+  state.SetBytesProcessed(total * static_cast<int64_t>(size));
+  g_max_rate[static_cast<int64_t>(size)] = static_cast<double>(total) / seconds;
+  loop.await([&]() -> Task<bool> {
+    co_await client.close();
+    co_return true;
+  }());
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_BookieAdd)->ArgNames({"size", "inflight"})->Args({100, 1024})->Args({1024, 1024})
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+
+void BM_BookieAddLatency(benchmark::State& state) {
+  const size_t size = static_cast<size_t>(state.range(0));
+  double rate = g_max_rate.count(static_cast<int64_t>(size))
+                    ? g_max_rate[static_cast<int64_t>(size)] / 2
+                    : 1000;
+  auto dir = bench_dir();
+  std::filesystem::remove_all(dir);
+  LocalBookie b(dir, nullptr);
+  magnetar::testing::EventLoop loop;
+  ledger::BookieClient client(loop.executor());
+  std::vector<double> all;
+  int64_t next = 0;
+  const int count = std::max(2000, static_cast<int>(rate * 3));  // ~3 s per iteration
+  for (auto _ : state) {
+    auto lat = run_adds(loop, client, b.id(), 1, next, count, size, 1 << 20, rate);
+    next += count;
+    all.insert(all.end(), lat.begin(), lat.end());
+  }
+  state.counters["rate_per_s"] = rate;
+  state.counters["p50_ms"] = percentile(all, 0.50);
+  state.counters["p99_ms"] = percentile(all, 0.99);
+  state.counters["p999_ms"] = percentile(all, 0.999);
+  state.counters["max_ms"] = *std::max_element(all.begin(), all.end());
+  loop.await([&]() -> Task<bool> {
+    co_await client.close();
+    co_return true;
+  }());
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_BookieAddLatency)->ArgNames({"size"})->Arg(100)->Arg(1024)
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+
+void BM_LedgerAdd(benchmark::State& state) {
+  const size_t size = static_cast<size_t>(state.range(0));
+  auto dir = bench_dir();
+  std::filesystem::remove_all(dir);
+  magnetar::testing::EventLoop loop;
+  std::shared_ptr<metadata::MetadataStore> store(
+      loop.await(metadata::open_store("memory:bookie-bench")).value());
+  std::vector<std::unique_ptr<LocalBookie>> bookies;
+  for (int i = 0; i < 3; ++i) {
+    bookies.push_back(std::make_unique<LocalBookie>(dir / std::to_string(i), store));
+  }
+  ledger::BookKeeper bk(*store, loop.executor());
+  auto lh = loop.await(bk.create(3, 3, 2, "")).value();
+  const std::string payload(size, 'l');
+  int64_t total = 0;
+  for (auto _ : state) {
+    int finished = 0, started = 0;
+    const int batch = 20000, window = 1024;
+    while (finished < batch) {
+      while (started < batch && started - finished < window) {
+        ++started;
+        auto task = [&]() -> Task<void> {
+          BufferChain p(Buffer::copy_of(payload));
+          auto r = co_await lh->add(std::move(p));
+          if (!r.ok()) std::abort();
+          ++finished;
+        };
+        asio::co_spawn(loop.executor(), task, asio::detached);
+      }
+      loop.run_until([&] { return finished == batch || started - finished < window; },
+                     std::chrono::milliseconds(1));
+    }
+    total += batch;
+  }
+  state.SetItemsProcessed(total);
+  state.SetBytesProcessed(total * static_cast<int64_t>(size));
+  (void)loop.await(lh->close());
+  bookies.clear();
+  (void)loop.await(store->close());
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_LedgerAdd)->ArgNames({"size"})->Arg(100)->Arg(1024)->Unit(benchmark::kMillisecond)
+    ->UseRealTime()->Iterations(3);
+
+}  // namespace
