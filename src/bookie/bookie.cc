@@ -321,6 +321,22 @@ Status Bookie::checkpoint() {
   return journal_->checkpoint_complete(mark);
 }
 
+Result<uint64_t> Bookie::garbage_collect(const std::function<bool(int64_t)>& is_live) {
+  int dropped = 0;
+  for (int64_t ledger : storage_->ledgers()) {
+    if (is_live(ledger)) continue;
+    Status st = storage_->delete_ledger(ledger);
+    if (!st.ok()) return st;
+    ++dropped;
+  }
+  auto reclaimed = storage_->garbage_collect();
+  if (reclaimed.ok() && (dropped > 0 || *reclaimed > 0)) {
+    log_.info("garbage collection dropped {} deleted ledgers, reclaimed {} bytes", dropped,
+              *reclaimed);
+  }
+  return reclaimed;
+}
+
 void Bookie::check_disks() {
   for (const auto& dir : {config_.journal_directories.front(), config_.ledger_directories.front()}) {
     auto usage = env_.disk_usage(dir);

@@ -348,21 +348,4 @@ Result<LedgerMetadata> LedgerMetadata::from_json(std::string_view text) {
   return m;
 }
 
-std::string ledger_path(int64_t ledger_id) {
-  MAGNETAR_ASSERT(ledger_id >= 0, "ledger_path of a negative ledger id");
-  return fmt::format("/ledgers/L{:019d}", ledger_id);
-}
-
-std::optional<int64_t> ledger_id_from_node_name(std::string_view name) {
-  if (name.size() != 20 || name[0] != 'L') return std::nullopt;
-  int64_t id = 0;
-  for (char c : name.substr(1)) {
-    if (c < '0' || c > '9') return std::nullopt;
-    // 19 digits fit in uint64 but may exceed int64: check before multiplying.
-    if (id > (kInt64Max - (c - '0')) / 10) return std::nullopt;
-    id = id * 10 + (c - '0');
-  }
-  return id;
-}
-
 }  // namespace magnetar::ledger

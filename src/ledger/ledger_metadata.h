@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "metadata/paths.h"
 
 namespace magnetar::ledger {
 
@@ -99,17 +100,9 @@ struct LedgerMetadata {
   friend bool operator==(const LedgerMetadata&, const LedgerMetadata&) = default;
 };
 
-// Where a ledger's metadata lives: "/ledgers/L" + the id zero-padded to 19 digits, e.g.
-// "/ledgers/L0000000000000000042". A flat layout: the fixed width makes the sorted
-// children of /ledgers list ledgers in id order, and "L" followed by digits never collides
-// with the other children of /ledgers (available, cookies, INSTANCEID, LAYOUT, idgen,
-// topology, underreplication). Limit: ZooKeeper answers a children listing in one packet
-// (jute.maxbuffer, 1 MiB by default), so listing /ledgers fails beyond roughly 40,000
-// ledgers on ZooKeeper; get/put by path are unaffected. Precondition: ledger_id >= 0.
-std::string ledger_path(int64_t ledger_id);
-
-// The ledger id named by a child of /ledgers ("L0000000000000000042" -> 42), or nullopt for
-// any other child.
-std::optional<int64_t> ledger_id_from_node_name(std::string_view name);
+// The path layout lives in metadata/paths.h (bookies need it too). On ZooKeeper, listing
+// /ledgers fails beyond roughly 40,000 ledgers (one 1 MiB packet); get/put by path are fine.
+using metadata::ledger_id_from_node_name;
+using metadata::ledger_path;
 
 }  // namespace magnetar::ledger

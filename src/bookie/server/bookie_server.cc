@@ -1,6 +1,7 @@
 #include "bookie/server/bookie_server.h"
 
 #include <deque>
+#include <set>
 
 #include <boost/asio/read.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "metadata/paths.h"
 #include "protocol/bookie_frame.h"
 
 namespace magnetar::bookie {
@@ -193,7 +195,10 @@ Result<std::unique_ptr<BookieServer>> BookieServer::start(
     const BookieConfig& config, Bookie& bookie, std::shared_ptr<metadata::MetadataStore> store) {
   std::unique_ptr<BookieServer> s(new BookieServer(config, bookie, std::move(store)));
   MAGNETAR_TRY(s->listen());
-  if (s->store_) MAGNETAR_TRY(s->register_bookie());
+  if (s->store_) {
+    MAGNETAR_TRY(s->register_bookie());
+    s->gc_thread_ = std::thread([srv = s.get()] { srv->gc_loop(); });
+  }
   bookie.on_read_only([srv = s.get()] { srv->on_read_only(); });
   return s;
 }
@@ -307,9 +312,40 @@ void BookieServer::on_read_only() {
   if (!r.ok()) log_.warn("cannot register as read-only: {}", r.status().to_string());
 }
 
+Status BookieServer::run_gc() {
+  if (!store_) return Status(Errc::kInvalidArgument, "garbage collection needs a metadata store");
+  std::string root(metadata::kLedgersRoot);
+  auto names = run_sync<Result<std::vector<std::string>>>([&]() { return store_->children(root); });
+  if (!names.ok()) return names.status();  // never drop anything on a failed listing
+  std::set<int64_t> live;
+  for (const std::string& n : *names) {
+    if (auto id = metadata::ledger_id_from_node_name(n)) live.insert(*id);
+  }
+  return bookie_.garbage_collect([&](int64_t id) { return live.count(id) > 0; }).status();
+}
+
+void BookieServer::gc_loop() {
+  std::unique_lock<std::mutex> lock(gc_mu_);
+  while (!gc_stopping_) {
+    gc_cv_.wait_for(lock, std::chrono::milliseconds(config_.gc_wait_time_ms),
+                    [&] { return gc_stopping_; });
+    if (gc_stopping_) break;
+    lock.unlock();
+    Status st = run_gc();
+    if (!st.ok()) log_.warn("garbage collection skipped: {}", st.to_string());
+    lock.lock();
+  }
+}
+
 void BookieServer::stop() {
   if (stopped_) return;
   stopped_ = true;
+  {
+    std::lock_guard<std::mutex> lock(gc_mu_);
+    gc_stopping_ = true;
+  }
+  gc_cv_.notify_all();
+  if (gc_thread_.joinable()) gc_thread_.join();
   if (acceptor_) {
     asio::post(*loops_[0], [a = acceptor_.get()] {
       boost::system::error_code ec;

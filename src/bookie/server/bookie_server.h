@@ -9,6 +9,7 @@
 // and guards the directories with a cookie (see cookie.h).
 
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -30,6 +31,9 @@ class BookieServer {
                                                      std::shared_ptr<metadata::MetadataStore> store);
   ~BookieServer();
 
+  // One garbage-collection pass now (also run every gcWaitTime when there is a store).
+  Status garbage_collect() { return run_gc(); }
+
   // The port actually bound (bookiePort 0 picks a free one).
   int port() const { return port_; }
   // Stops accepting, closes every connection (their pending requests are dropped), lets the
@@ -44,6 +48,9 @@ class BookieServer {
   Task<void> accept_loop();
   Status register_bookie();
   void on_read_only();
+  // Every gcWaitTime: drop local ledgers whose metadata is gone (thread gc_thread_).
+  void gc_loop();
+  Status run_gc();
 
   BookieConfig config_;
   Bookie& bookie_;
@@ -60,6 +67,10 @@ class BookieServer {
   std::vector<std::weak_ptr<Connection>> connections_;
   int port_ = 0;
   bool stopped_ = false;
+  std::mutex gc_mu_;
+  std::condition_variable gc_cv_;
+  bool gc_stopping_ = false;
+  std::thread gc_thread_;
 };
 
 }  // namespace magnetar::bookie

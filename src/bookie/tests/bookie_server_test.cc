@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "protocol/bookie_entry.h"
+#include "metadata/paths.h"
 #include "protocol/bookie_frame.h"
 
 namespace magnetar::bookie {
@@ -135,6 +136,47 @@ TEST_F(BookieServerTest, GarbageClosesOnlyThatConnection) {
   auto r = good.receive();
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->header.add().status(), bookie_wire::OK);
+}
+
+TEST(BookieGcTest, LedgersWhoseMetadataIsGoneAreDropped) {
+  auto dir = std::filesystem::temp_directory_path() / ("magnetar-bgc-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  BookieConfig config;
+  config.journal_directories = {(dir / "journal").string()};
+  config.ledger_directories = {(dir / "ledgers").string()};
+  config.bookie_port = 0;
+  config.journal_max_group_wait_msec = 1;
+  std::shared_ptr<metadata::MetadataStore> store(
+      run_sync<Result<std::unique_ptr<metadata::MetadataStore>>>(
+          [] { return metadata::open_store("memory:bookie-gc"); })
+          .value());
+  auto b = Bookie::open(config);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  auto server = BookieServer::start(config, **b, store);
+  ASSERT_TRUE(server.ok()) << server.status().to_string();
+  Client c((*server)->port());
+  for (int64_t ledger : {5, 6}) {
+    bookie_wire::BookieRequest r;
+    r.set_request_id(static_cast<uint64_t>(ledger));
+    r.mutable_add()->set_ledger_id(ledger);
+    r.mutable_add()->set_entry_id(0);
+    r.mutable_add()->set_master_key("k");
+    c.send(r, protocol::package_entry(protocol::EntryHeader{ledger, 0, -1, 0},
+                                      BufferChain(Buffer::copy_of("x"))));
+    ASSERT_EQ(c.receive()->header.add().status(), bookie_wire::OK);
+  }
+  // Only ledger 6 still has metadata.
+  ASSERT_TRUE(run_sync<Result<metadata::PutResult>>([&] {
+                return store->put_recursive(metadata::ledger_path(6), "{}");
+              }).ok());
+  ASSERT_TRUE((*server)->garbage_collect().ok());
+  EXPECT_EQ((*b)->read_lac(5).status(), bookie_wire::NO_LEDGER);
+  EXPECT_EQ((*b)->read_lac(6).status(), bookie_wire::OK);
+  (*server)->stop();
+  server->reset();
+  b->reset();
+  (void)run_sync<Status>([&] { return store->close(); });
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(BookieServerTest, StopClosesAcceptedConnections) {
