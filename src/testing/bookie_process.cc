@@ -1,5 +1,7 @@
 #include "testing/bookie_process.h"
 
+#include "testing/child_process.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -41,26 +43,7 @@ const log::Logger& logger() {
   return l;
 }
 
-std::string errno_text(int err) {
-  return std::generic_category().message(err);
-}
 
-// Closes a file descriptor when it goes out of scope.
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  ~ScopedFd() { reset(); }
-  int get() const { return fd_; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
 
 // Binds 127.0.0.1:0 and releases the port the kernel chose.
 Result<int> pick_free_port() {
@@ -105,43 +88,6 @@ long file_size(const std::string& path) {
   return ec ? 0 : static_cast<long>(size);
 }
 
-// Everything the forked child uses, prepared before fork(): in a multi-threaded parent the
-// child may only make async-signal-safe calls until exec.
-struct ChildSetup {
-  pid_t parent;
-  const char* binary;
-  char** argv;
-  int stdin_fd;
-  int log_fd;
-  int error_pipe;  // write end, close-on-exec: a failed exec reports its errno here
-  int max_fd;
-};
-
-[[noreturn]] void exec_child(const ChildSetup& s) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != s.parent) ::_exit(127);  // the parent died before prctl took effect
-  // Signal dispositions and the mask survive exec: the bookie must see SIGTERM as usual.
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGCHLD})
-    ::sigaction(sig, &dfl, nullptr);
-  sigset_t none;
-  ::sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (::dup2(s.stdin_fd, 0) < 0 || ::dup2(s.log_fd, 1) < 0 || ::dup2(s.log_fd, 2) < 0) {
-    const int err = errno;
-    (void)!::write(s.error_pipe, &err, sizeof err);
-    ::_exit(127);
-  }
-  // No socket or file of the test may stay open in the bookie.
-  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
-    for (int fd = 3; fd < s.max_fd; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  }
-  ::execve(s.binary, s.argv, environ);
-  const int err = errno;
-  (void)!::write(s.error_pipe, &err, sizeof err);
-  ::_exit(127);
-}
 
 }  // namespace
 
@@ -235,50 +181,11 @@ std::vector<std::string> BookieProcess::arguments() const {
 
 Status BookieProcess::spawn() {
   std::vector<std::string> args = arguments();
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  const std::string log = log_path();
-  ScopedFd log_fd(::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
-  if (log_fd.get() < 0) {
-    return Status(Errc::kIoError, fmt::format("open {}: {}", log, errno_text(errno)));
-  }
-  ScopedFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (null_fd.get() < 0) return Status(Errc::kIoError, "open /dev/null: " + errno_text(errno));
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    return Status(Errc::kIoError, "pipe2: " + errno_text(errno));
-  }
-  ScopedFd error_read(pipe_fds[0]);
-  ScopedFd error_write(pipe_fds[1]);
-  log_offset_ = file_size(log);
-
-  const ChildSetup setup{::getpid(),
-                         options_.binary.c_str(),
-                         argv.data(),
-                         null_fd.get(),
-                         log_fd.get(),
-                         error_write.get(),
-                         static_cast<int>(std::min(::sysconf(_SC_OPEN_MAX), 65536L))};
-  const pid_t pid = ::fork();
-  if (pid < 0) return Status(Errc::kIoError, "fork: " + errno_text(errno));
-  if (pid == 0) exec_child(setup);
-
-  // The pipe reaches EOF at a successful exec (close-on-exec) or carries the exec's errno.
-  error_write.reset();
-  int child_errno = 0;
-  ssize_t n;
-  do {
-    n = ::read(error_read.get(), &child_errno, sizeof child_errno);
-  } while (n < 0 && errno == EINTR);
-  if (n > 0) {
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
-    return Status(Errc::kNotFound,
-                  fmt::format("cannot run {}: {}", options_.binary, errno_text(child_errno)));
-  }
-  pid_ = pid;
+  // Readiness is looked for in what this start writes to the log, not an earlier start's.
+  log_offset_ = file_size(log_path());
+  auto pid = spawn_child(std::move(args), log_path());
+  if (!pid.ok()) return pid.status();
+  pid_ = *pid;
   exit_status_ = -1;
   return Status::OK();
 }

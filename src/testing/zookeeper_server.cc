@@ -1,5 +1,7 @@
 #include "testing/zookeeper_server.h"
 
+#include "testing/child_process.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -54,26 +56,6 @@ const log::Logger& logger() {
   return l;
 }
 
-std::string errno_text(int err) {
-  return std::generic_category().message(err);
-}
-
-// Owns a file descriptor.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&&) = delete;
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
 
 milliseconds remaining(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
@@ -101,10 +83,10 @@ Status poll_until(int fd, short events, Clock::time_point deadline, std::string_
 
 // Binds all sockets before closing any, so the ports are distinct.
 Result<std::vector<int>> pick_free_ports(int count) {
-  std::vector<Fd> held;
+  std::vector<ScopedFd> held;
   std::vector<int> ports;
   for (int i = 0; i < count; ++i) {
-    Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ScopedFd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (s.get() < 0) return Status(Errc::kIoError, "socket: " + errno_text(errno));
     sockaddr_in addr = loopback(0);
     socklen_t len = sizeof addr;
@@ -175,45 +157,6 @@ std::string log4j_properties() {
          "%d{ISO8601} %-5p [myid:%X{myid}] [%t] %c{1} - %m%n\n";
 }
 
-// What the forked child needs, prepared before fork(): a child of a multi-threaded process
-// may only make async-signal-safe calls until it execs.
-struct ChildSetup {
-  pid_t parent;
-  const char* cwd;
-  char** argv;
-  int stdin_fd;
-  int log_fd;
-  int error_pipe;  // write end, close-on-exec: the child reports a failed exec's errno on it
-  int max_fd;
-};
-
-[[noreturn]] void exec_child(const ChildSetup& s) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != s.parent) ::_exit(127);  // the parent died before prctl took effect
-  // Ignored signals stay ignored across exec; a JVM that ignores SIGTERM cannot be stopped.
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGCHLD}) {
-    ::sigaction(sig, &dfl, nullptr);
-  }
-  sigset_t none;
-  ::sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (::dup2(s.stdin_fd, 0) < 0 || ::dup2(s.log_fd, 1) < 0 || ::dup2(s.log_fd, 2) < 0 ||
-      ::chdir(s.cwd) != 0) {
-    int err = errno;
-    (void)!::write(s.error_pipe, &err, sizeof err);
-    ::_exit(127);
-  }
-  // The JVM must not hold the test's sockets and files open.
-  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
-    for (int fd = 3; fd < s.max_fd; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  }
-  ::execve(s.argv[0], s.argv, environ);
-  int err = errno;
-  (void)!::write(s.error_pipe, &err, sizeof err);
-  ::_exit(127);
-}
 
 }  // namespace
 
@@ -238,7 +181,7 @@ Result<std::string> default_zookeeper_classpath() {
 Result<std::string> four_letter_word(int port, std::string_view word, milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   const std::string what = fmt::format("'{}' to {}:{}", word, kHost, port);
-  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  ScopedFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return Status(Errc::kIoError, "socket: " + errno_text(errno));
 
   sockaddr_in addr = loopback(port);
@@ -364,46 +307,9 @@ Status ZooKeeperServer::spawn() {
       kMainClass,
       dir_ + "/zoo.cfg",
   };
-  std::vector<char*> argv;
-  for (std::string& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-
-  const std::string log = log_path();
-  Fd log_fd(::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
-  if (log_fd.get() < 0)
-    return Status(Errc::kIoError, fmt::format("open {}: {}", log, errno_text(errno)));
-  Fd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (null_fd.get() < 0) return Status(Errc::kIoError, "open /dev/null: " + errno_text(errno));
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
-    return Status(Errc::kIoError, "pipe2: " + errno_text(errno));
-  Fd error_read(pipe_fds[0]);
-  Fd error_write(pipe_fds[1]);
-
-  const ChildSetup setup{::getpid(),
-                         dir_.c_str(),
-                         argv.data(),
-                         null_fd.get(),
-                         log_fd.get(),
-                         error_write.get(),
-                         static_cast<int>(std::min(::sysconf(_SC_OPEN_MAX), 65536L))};
-  const pid_t pid = ::fork();
-  if (pid < 0) return Status(Errc::kIoError, "fork: " + errno_text(errno));
-  if (pid == 0) exec_child(setup);
-
-  error_write.reset();
-  int child_errno = 0;
-  ssize_t n;
-  do {
-    n = ::read(error_read.get(), &child_errno, sizeof child_errno);
-  } while (n < 0 && errno == EINTR);
-  if (n > 0) {
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
-    return Status(Errc::kNotFound,
-                  fmt::format("cannot run {}: {}", options_.java_binary, errno_text(child_errno)));
-  }
-  pid_ = pid;
+  auto pid = spawn_child(std::move(args), log_path(), dir_);
+  if (!pid.ok()) return pid.status();
+  pid_ = *pid;
   exit_status_ = -1;
   paused_ = false;
   return Status::OK();

@@ -1,0 +1,116 @@
+#include "testing/child_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <system_error>
+
+#include <fmt/format.h>
+
+extern char** environ;
+
+namespace magnetar::testing {
+namespace {
+
+// Everything the forked child uses, prepared before fork(): in a multi-threaded parent the
+// child may only make async-signal-safe calls until exec.
+struct ChildSetup {
+  pid_t parent;
+  const char* cwd;  // null: stay
+  char** argv;
+  int stdin_fd;
+  int log_fd;
+  int error_pipe;  // write end, close-on-exec: a failed exec reports its errno here
+  int max_fd;
+};
+
+[[noreturn]] void exec_child(const ChildSetup& s) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != s.parent) ::_exit(127);  // the parent died before prctl took effect
+  // Ignored signals and the mask survive exec: the child must see SIGTERM as usual.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGCHLD}) {
+    ::sigaction(sig, &dfl, nullptr);
+  }
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (::dup2(s.stdin_fd, 0) < 0 || ::dup2(s.log_fd, 1) < 0 || ::dup2(s.log_fd, 2) < 0 ||
+      (s.cwd != nullptr && ::chdir(s.cwd) != 0)) {
+    const int err = errno;
+    (void)!::write(s.error_pipe, &err, sizeof err);
+    ::_exit(127);
+  }
+  // No socket or file of the test may stay open in the child.
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    for (int fd = 3; fd < s.max_fd; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  ::execve(s.argv[0], s.argv, environ);
+  const int err = errno;
+  (void)!::write(s.error_pipe, &err, sizeof err);
+  ::_exit(127);
+}
+
+}  // namespace
+
+std::string errno_text(int err) { return std::generic_category().message(err); }
+
+void ScopedFd::reset() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+Result<pid_t> spawn_child(std::vector<std::string> args, const std::string& log_path,
+                          const std::string& cwd) {
+  MAGNETAR_ASSERT(!args.empty(), "spawn_child without a program");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  ScopedFd log_fd(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (log_fd.get() < 0) {
+    return Status(Errc::kIoError, fmt::format("open {}: {}", log_path, errno_text(errno)));
+  }
+  ScopedFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (null_fd.get() < 0) return Status(Errc::kIoError, "open /dev/null: " + errno_text(errno));
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    return Status(Errc::kIoError, "pipe2: " + errno_text(errno));
+  }
+  ScopedFd error_read(pipe_fds[0]);
+  ScopedFd error_write(pipe_fds[1]);
+
+  const ChildSetup setup{::getpid(),
+                         cwd.empty() ? nullptr : cwd.c_str(),
+                         argv.data(),
+                         null_fd.get(),
+                         log_fd.get(),
+                         error_write.get(),
+                         static_cast<int>(std::min(::sysconf(_SC_OPEN_MAX), 65536L))};
+  const pid_t pid = ::fork();
+  if (pid < 0) return Status(Errc::kIoError, "fork: " + errno_text(errno));
+  if (pid == 0) exec_child(setup);
+
+  // The pipe reaches EOF at a successful exec (close-on-exec) or carries the exec's errno.
+  error_write.reset();
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(error_read.get(), &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  if (n > 0) {
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return Status(Errc::kNotFound,
+                  fmt::format("cannot run {}: {}", args.front(), errno_text(child_errno)));
+  }
+  return pid;
+}
+
+}  // namespace magnetar::testing

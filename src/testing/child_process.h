@@ -1,0 +1,40 @@
+#pragma once
+// Child processes for tests (ZooKeeper JVMs, `magnetar bookie`, ...): started with no
+// inherited descriptors, default signal handling, output appended to a log file, and killed
+// by the kernel if the test process dies (PR_SET_PDEATHSIG, bound to the calling thread:
+// start children from a thread that outlives them, such as the test's main thread).
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace magnetar::testing {
+
+std::string errno_text(int err);
+
+// Owns a file descriptor.
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd = -1) : fd_(fd) {}
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  ScopedFd(ScopedFd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  ScopedFd& operator=(ScopedFd&&) = delete;
+  ~ScopedFd() { reset(); }
+  int get() const { return fd_; }
+  void reset();
+
+ private:
+  int fd_;
+};
+
+// Runs `args` (args[0] is the program's path): stdin from /dev/null, stdout and stderr
+// appended to `log_path`, in `cwd` (empty: the current directory). Returns the pid once the
+// exec succeeded; a failed exec is an error naming the program and the reason.
+Result<pid_t> spawn_child(std::vector<std::string> args, const std::string& log_path,
+                          const std::string& cwd = "");
+
+}  // namespace magnetar::testing
