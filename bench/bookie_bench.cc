@@ -43,9 +43,13 @@ struct LocalBookie {
     config.ledger_directories = {(dir / "ledgers").string()};
     config.bookie_port = 0;
     config.flush_interval_ms = 10000;
-    // MAGNETAR_BENCH_GROUP_WAIT_MS / MAGNETAR_BENCH_FLUSH_WHEN_EMPTY=1 tune the journal.
+    // MAGNETAR_BENCH_GROUP_WAIT_MS / MAGNETAR_BENCH_FLUSH_WHEN_EMPTY=1 tune the journal,
+    // MAGNETAR_BENCH_WRITE_CACHE_MB the ledger storage's write cache.
     if (const char* w = std::getenv("MAGNETAR_BENCH_GROUP_WAIT_MS")) {
       config.journal_max_group_wait_msec = std::atoi(w);
+    }
+    if (const char* m = std::getenv("MAGNETAR_BENCH_WRITE_CACHE_MB")) {
+      config.write_cache_max_size_mb = std::atoi(m);
     }
     if (const char* e = std::getenv("MAGNETAR_BENCH_FLUSH_WHEN_EMPTY")) {
       config.journal_flush_when_queue_empty = std::string(e) == "1";
