@@ -196,13 +196,9 @@ std::string BookieProcess::id() const {
 
 bool BookieProcess::running() const {
   if (pid_ < 0) return false;
-  int status = 0;
-  pid_t r;
-  do {
-    r = ::waitpid(pid_, &status, WNOHANG);
-  } while (r < 0 && errno == EINTR);
-  if (r == 0) return true;
-  exit_status_ = r == pid_ ? status : -1;  // -1: reaped elsewhere (ECHILD)
+  std::optional<int> status = reap_child(pid_, false);
+  if (!status) return true;
+  exit_status_ = *status;
   pid_ = -1;
   return false;
 }
@@ -281,13 +277,8 @@ bool BookieProcess::wait_for_exit(milliseconds timeout) {
 
 void BookieProcess::kill() {
   if (pid_ < 0) return;
-  ::kill(pid_, SIGKILL);
-  int status = 0;
-  pid_t r;
-  do {
-    r = ::waitpid(pid_, &status, 0);
-  } while (r < 0 && errno == EINTR);
-  exit_status_ = r == pid_ ? status : -1;
+  ::kill(pid_, SIGKILL);  // also ends a stopped process
+  exit_status_ = *reap_child(pid_, true);
   pid_ = -1;
 }
 

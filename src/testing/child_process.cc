@@ -66,6 +66,16 @@ void ScopedFd::reset() {
   fd_ = -1;
 }
 
+std::optional<int> reap_child(pid_t pid, bool block) {
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid, &status, block ? 0 : WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == 0) return std::nullopt;
+  return r == pid ? status : -1;
+}
+
 Result<pid_t> spawn_child(std::vector<std::string> args, const std::string& log_path,
                           const std::string& cwd) {
   MAGNETAR_ASSERT(!args.empty(), "spawn_child without a program");
@@ -105,8 +115,7 @@ Result<pid_t> spawn_child(std::vector<std::string> args, const std::string& log_
     n = ::read(error_read.get(), &child_errno, sizeof child_errno);
   } while (n < 0 && errno == EINTR);
   if (n > 0) {
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
+    (void)reap_child(pid, true);
     return Status(Errc::kNotFound,
                   fmt::format("cannot run {}: {}", args.front(), errno_text(child_errno)));
   }

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,5 +37,9 @@ class ScopedFd {
 // exec succeeded; a failed exec is an error naming the program and the reason.
 Result<pid_t> spawn_child(std::vector<std::string> args, const std::string& log_path,
                           const std::string& cwd = "");
+
+// Collects an exited child. block = false: nullopt while it still runs. Otherwise its wait
+// status, or -1 when someone else already reaped it (ECHILD).
+std::optional<int> reap_child(pid_t pid, bool block);
 
 }  // namespace magnetar::testing

@@ -356,13 +356,9 @@ std::string ZooKeeperServer::describe_exit() const {
 
 bool ZooKeeperServer::running() const {
   if (pid_ < 0) return false;
-  int status = 0;
-  pid_t r;
-  do {
-    r = ::waitpid(pid_, &status, WNOHANG);
-  } while (r < 0 && errno == EINTR);
-  if (r == 0) return true;
-  exit_status_ = r == pid_ ? status : -1;  // -1: reaped by someone else (ECHILD)
+  std::optional<int> status = reap_child(pid_, false);
+  if (!status) return true;
+  exit_status_ = *status;
   pid_ = -1;
   return false;
 }
@@ -425,12 +421,7 @@ void ZooKeeperServer::resume() {
 void ZooKeeperServer::kill() {
   if (pid_ < 0) return;
   ::kill(pid_, SIGKILL);  // also ends a stopped process
-  int status = 0;
-  pid_t r;
-  do {
-    r = ::waitpid(pid_, &status, 0);
-  } while (r < 0 && errno == EINTR);
-  exit_status_ = r == pid_ ? status : -1;
+  exit_status_ = *reap_child(pid_, true);
   pid_ = -1;
   paused_ = false;
 }

@@ -304,8 +304,16 @@ Status BookieServer::register_bookie() {
 
 void BookieServer::on_read_only() {
   if (!store_) return;
+  // Called on a journal or checkpoint thread: hand the metadata write to gc_thread_.
+  {
+    std::lock_guard<std::mutex> lock(gc_mu_);
+    read_only_pending_ = true;
+  }
+  gc_cv_.notify_all();
+}
+
+void BookieServer::register_read_only() {
   std::string path = "/ledgers/available/readonly/" + config_.bookie_id();
-  // Runs on a bookie thread, not an event loop: a blocking wait is acceptable here.
   auto r = run_sync<Result<metadata::PutResult>>([&]() {
     return store_->put_recursive(path, "", metadata::PutOptions{std::nullopt, true, false});
   });
@@ -326,10 +334,21 @@ Status BookieServer::run_gc() {
 
 void BookieServer::gc_loop() {
   std::unique_lock<std::mutex> lock(gc_mu_);
+  auto next_gc = std::chrono::steady_clock::now() +
+                 std::chrono::milliseconds(config_.gc_wait_time_ms);
   while (!gc_stopping_) {
-    gc_cv_.wait_for(lock, std::chrono::milliseconds(config_.gc_wait_time_ms),
-                    [&] { return gc_stopping_; });
+    gc_cv_.wait_until(lock, next_gc, [&] { return gc_stopping_ || read_only_pending_; });
     if (gc_stopping_) break;
+    if (read_only_pending_) {
+      read_only_pending_ = false;
+      lock.unlock();
+      register_read_only();
+      lock.lock();
+      continue;
+    }
+    if (std::chrono::steady_clock::now() < next_gc) continue;
+    next_gc = std::chrono::steady_clock::now() +
+              std::chrono::milliseconds(config_.gc_wait_time_ms);
     lock.unlock();
     Status st = run_gc();
     if (!st.ok()) log_.warn("garbage collection skipped: {}", st.to_string());

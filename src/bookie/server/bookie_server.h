@@ -48,8 +48,11 @@ class BookieServer {
   Task<void> accept_loop();
   Status register_bookie();
   void on_read_only();
-  // Every gcWaitTime: drop local ledgers whose metadata is gone (thread gc_thread_).
+  // The server's background thread (only with a metadata store): garbage collection every
+  // gcWaitTime, and the read-only registration when the bookie turns read-only (so no
+  // journal or request thread waits on the metadata store).
   void gc_loop();
+  void register_read_only();
   Status run_gc();
 
   BookieConfig config_;
@@ -70,6 +73,7 @@ class BookieServer {
   std::mutex gc_mu_;
   std::condition_variable gc_cv_;
   bool gc_stopping_ = false;
+  bool read_only_pending_ = false;  // guarded by gc_mu_
   std::thread gc_thread_;
 };
 

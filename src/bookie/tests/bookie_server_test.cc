@@ -9,6 +9,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <filesystem>
+#include <thread>
 
 #include "protocol/bookie_entry.h"
 #include "metadata/paths.h"
@@ -172,6 +173,39 @@ TEST(BookieGcTest, LedgersWhoseMetadataIsGoneAreDropped) {
   ASSERT_TRUE((*server)->garbage_collect().ok());
   EXPECT_EQ((*b)->read_lac(5).status(), bookie_wire::NO_LEDGER);
   EXPECT_EQ((*b)->read_lac(6).status(), bookie_wire::OK);
+  (*server)->stop();
+  server->reset();
+  b->reset();
+  (void)run_sync<Status>([&] { return store->close(); });
+  std::filesystem::remove_all(dir);
+}
+
+TEST(BookieRegistrationTest, ReadOnlyBookieRegistersUnderReadonly) {
+  auto dir = std::filesystem::temp_directory_path() / ("magnetar-bro-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  BookieConfig config;
+  config.journal_directories = {(dir / "journal").string()};
+  config.ledger_directories = {(dir / "ledgers").string()};
+  config.bookie_port = 0;
+  std::shared_ptr<metadata::MetadataStore> store(
+      run_sync<Result<std::unique_ptr<metadata::MetadataStore>>>(
+          [] { return metadata::open_store("memory:bookie-ro"); })
+          .value());
+  auto b = Bookie::open(config);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  auto server = BookieServer::start(config, **b, store);
+  ASSERT_TRUE(server.ok()) << server.status().to_string();
+  std::string path = "/ledgers/available/readonly/127.0.0.1:" + std::to_string((*server)->port());
+  auto registered = [&] {
+    return run_sync<Result<bool>>([&] { return store->exists(path); }).value_or(false);
+  };
+  EXPECT_FALSE(registered());
+  (*b)->set_read_only("test");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!registered() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(registered());
   (*server)->stop();
   server->reset();
   b->reset();
