@@ -83,6 +83,7 @@ class Cluster {
   }
 
   Executor executor() { return loop_.executor(); }
+  testing::EventLoop& loop() { return loop_; }
   metadata::MetadataStore& store() { return *store_; }
   std::vector<std::unique_ptr<TestBookie>>& bookies() { return bookies_; }
 
