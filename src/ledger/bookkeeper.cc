@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -22,6 +24,49 @@ Status ledger_error(Errc code, int64_t ledger_id, std::string what) {
   return Status(code, fmt::format("ledger {}: {}", ledger_id, what));
 }
 
+// Completion bookkeeping shared by a coroutine and the operations it started with co_spawn:
+// how many still run, and how to wake the owner while it sleeps in next_completion(). Shared
+// (shared_ptr) so that a completion always lands in live memory; owners still wait for every
+// operation they started before returning. Lives on the handle's executor, like the
+// completion handlers that update it.
+struct Joiner {
+  int running = 0;
+  std::function<void(bool)> resume;  // set while the owner sleeps in next_completion()
+
+  void finished() {
+    --running;
+    if (resume) {
+      auto wake = std::move(resume);
+      resume = nullptr;
+      wake(true);
+    }
+  }
+};
+
+// Resumes the caller after the next Joiner::finished(). Precondition: an operation is
+// running that will call it. Not a coroutine, on purpose (see await_callback).
+template <typename J>
+Task<bool> next_completion(const std::shared_ptr<J>& joiner) {
+  std::shared_ptr<Joiner> j = joiner;
+  return await_callback<bool>(
+      [j](std::function<void(bool)> resume) { j->resume = std::move(resume); });
+}
+
+// The recovery adds in flight (one count per entry, each entry sent to its Qw bookies at
+// once), shared with their completion handlers.
+struct RecoveryAdds : Joiner {
+  std::map<int64_t, std::pair<int, int>> entries;  // entry id -> (acks, adds still running)
+  Status error;  // set by the first entry that reached fewer than Qa bookies
+};
+
+// One recovery add of a packaged entry to one bookie; true when the bookie stored it.
+// `client` outlives the call (the BookKeeper outlives its handles, which wait for these).
+Task<bool> recovery_add(BookieClient& client, std::string bookie, bookie_wire::AddRequest request,
+                        BufferChain packaged) {
+  auto r = co_await client.add(std::move(bookie), std::move(request), std::move(packaged));
+  co_return r.ok() && r->status == bookie_wire::OK;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -36,6 +81,7 @@ BookKeeper::BookKeeper(metadata::MetadataStore& store, Executor executor,
       ids_(&store, executor, "/counters/ledger-id"),
       log_(log::Logger("ledger")) {
   if (!options_.placement) options_.placement = make_default_placement(0);
+  options_.max_parallel_reads = std::max(options_.max_parallel_reads, 1);
 }
 
 BookKeeper::~BookKeeper() = default;
@@ -192,6 +238,8 @@ Task<Result<int64_t>> LedgerHandle::add(BufferChain payload) {
   header.ledger_id = id();
   header.entry_id = p->entry_id;
   header.lac = lac_;
+  pushed_length_ += static_cast<int64_t>(payload.size());
+  header.length = pushed_length_;
   p->packaged = protocol::package_entry(header, payload);
   pending_.push_back(p);
   if (!changing_ensemble_) {
@@ -418,11 +466,13 @@ Task<Status> LedgerHandle::close() {
 // ---------------------------------------------------------------------------------------
 // Reads
 
-Task<Result<Buffer>> LedgerHandle::read_entry(int64_t entry_id, int* negatives,
-                                              int* unreachable) {
-  const auto& ensemble = metadata_.ensemble_for(entry_id);
-  Status last_error = ledger_error(Errc::kNotFound, id(),
-                                   fmt::format("entry {} not found on any replica", entry_id));
+Task<LedgerHandle::EntryRead> LedgerHandle::read_entry(int64_t entry_id) {
+  auto self = shared_from_this();
+  // A copy: an ensemble change may reshape metadata_.segments while this read waits.
+  const std::vector<std::string> ensemble = metadata_.ensemble_for(entry_id);
+  EntryRead out;
+  out.status = ledger_error(Errc::kNotFound, id(),
+                            fmt::format("entry {} not found on any replica", entry_id));
   // Replicas that failed recently go last, so a dead bookie costs nothing while others serve.
   std::vector<int> order = metadata_.write_set(entry_id);
   std::stable_partition(order.begin(), order.end(), [&](int index) {
@@ -435,35 +485,108 @@ Task<Result<Buffer>> LedgerHandle::read_entry(int64_t entry_id, int* negatives,
     request.set_entry_id(entry_id);
     auto r = co_await bk_.client().read(bookie, std::move(request));
     if (!r.ok()) {
-      ++*unreachable;
+      ++out.unreachable;
       suspects_.insert(bookie);
-      last_error = r.status();
+      out.status = r.status();
       continue;
     }
     suspects_.erase(bookie);
     if (r->status == bookie_wire::NO_ENTRY || r->status == bookie_wire::NO_LEDGER) {
-      ++*negatives;
+      ++out.negatives;
       continue;
     }
     if (r->status != bookie_wire::OK) {
-      ++*unreachable;
-      last_error = ledger_error(Errc::kUnavailable, id(),
+      ++out.unreachable;
+      out.status = ledger_error(Errc::kUnavailable, id(),
                                 fmt::format("bookie {} answered {} for entry {}", bookie,
                                             bookie_wire::BookieStatus_Name(r->status), entry_id));
       continue;
     }
-    auto payload = protocol::unpack_entry(r->entry, id(), entry_id);
+    protocol::EntryHeader header;
+    auto payload = protocol::unpack_entry(r->entry, id(), entry_id, &header);
     if (!payload.ok()) {
-      ++*unreachable;
-      log_.with("bookie", bookie).warn("bad copy of entry {}: {}; trying another replica",
-                                       entry_id, payload.status().to_string());
-      last_error = payload.status();
+      ++out.unreachable;
+      log_.with("bookie", bookie)
+          .warn("bad copy of entry {}: {}; trying another replica", entry_id,
+                payload.status().to_string());
+      out.status = payload.status();
       continue;
     }
-    co_return std::move(payload).value();
+    out.status = Status::OK();
+    out.payload = std::move(payload).value();
+    out.running_length = header.length;
+    co_return out;
   }
-  co_return last_error;
+  co_return out;
 }
+
+// Reads entries [first, last] in entry order, each with read_entry() started by co_spawn,
+// keeping at most max_parallel_reads entries issued but not yet taken by next(): that bounds
+// both the reads in flight and the results held. Lives in its owner's coroutine frame, on the
+// handle's executor; the owner must drain() before destroying it (the reads' completion
+// handlers only touch the shared State and keep the handle alive).
+class LedgerHandle::ReadAhead {
+ public:
+  ReadAhead(LedgerHandle& handle, int64_t first, int64_t last)
+      : handle_(handle),
+        state_(std::make_shared<State>()),
+        next_issue_(first),
+        next_take_(first),
+        last_(last),
+        window_(handle.bk_.options().max_parallel_reads) {}
+  ReadAhead(const ReadAhead&) = delete;
+  ReadAhead& operator=(const ReadAhead&) = delete;
+
+  // What reading the next entry found. Precondition: entries remain and drain() was not
+  // called.
+  Task<EntryRead> next() {
+    fill();
+    auto state = state_;
+    while (!state->done.count(next_take_)) co_await next_completion(state);
+    auto node = state->done.extract(next_take_);
+    ++next_take_;
+    fill();
+    co_return std::move(node.mapped());
+  }
+
+  // Starts no more reads and waits for those in flight; their results are dropped.
+  Task<void> drain() {
+    stopped_ = true;
+    auto state = state_;
+    while (state->running > 0) co_await next_completion(state);
+    state->done.clear();
+  }
+
+ private:
+  struct State : Joiner {
+    std::map<int64_t, EntryRead> done;  // finished, not yet taken
+  };
+
+  void fill() {
+    while (!stopped_ && next_issue_ <= last_ && next_issue_ - next_take_ < window_) {
+      const int64_t entry_id = next_issue_++;
+      ++state_->running;
+      auto on_done = [state = state_, self = handle_.shared_from_this(), entry_id](
+                         std::exception_ptr error, EntryRead read) {
+        if (error) {
+          read.status = ledger_error(Errc::kInternal, self->id(),
+                                     fmt::format("read of entry {} threw", entry_id));
+        }
+        state->done.emplace(entry_id, std::move(read));
+        state->finished();
+      };
+      asio::co_spawn(handle_.bk_.executor(), handle_.read_entry(entry_id), std::move(on_done));
+    }
+  }
+
+  LedgerHandle& handle_;
+  std::shared_ptr<State> state_;
+  int64_t next_issue_;
+  int64_t next_take_;
+  const int64_t last_;
+  const int window_;
+  bool stopped_ = false;
+};
 
 Task<Result<std::vector<LedgerEntry>>> LedgerHandle::read(int64_t first, int64_t last) {
   auto self = shared_from_this();
@@ -473,20 +596,25 @@ Task<Result<std::vector<LedgerEntry>>> LedgerHandle::read(int64_t first, int64_t
   }
   if (last > lac_) {
     co_return ledger_error(Errc::kInvalidArgument, id(),
-                           fmt::format("entry {} is past the last confirmed entry {}", last,
-                                       lac_));
+                           fmt::format("entry {} is past the last confirmed entry {}", last, lac_));
   }
   std::vector<LedgerEntry> out;
   out.reserve(static_cast<size_t>(last - first + 1));
+  ReadAhead reads(*this, first, last);
+  Status error;
   for (int64_t e = first; e <= last; ++e) {
-    int negatives = 0, unreachable = 0;
-    auto payload = co_await read_entry(e, &negatives, &unreachable);
-    if (!payload.ok()) co_return payload.status();
+    EntryRead got = co_await reads.next();
+    if (!got.status.ok()) {
+      error = std::move(got.status);
+      break;
+    }
     LedgerEntry entry;
     entry.entry_id = e;
-    entry.payload = std::move(payload).value();
+    entry.payload = std::move(got.payload);
     out.push_back(std::move(entry));
   }
+  co_await reads.drain();
+  if (!error.ok()) co_return error;
   co_return out;
 }
 
@@ -554,51 +682,88 @@ Task<Status> LedgerHandle::recover() {
     }
   }
   lac_ = max_lac;
-  // 3. Read forward past the LAC; re-replicate what exists with recovery adds.
-  int64_t e = max_lac + 1;
-  while (true) {
-    int negatives = 0, unreachable = 0;
-    auto payload = co_await read_entry(e, &negatives, &unreachable);
-    if (!payload.ok()) {
-      if (negatives >= Qw - Qa + 1) break;  // could never have been acknowledged
-      co_return ledger_error(Errc::kUnavailable, id(),
+  // 3. Read forward from the highest LAC (its header carries the ledger's running length),
+  //    then the tail past it, each entry re-replicated with recovery adds as soon as it was
+  //    read, up to the first entry that is missing. Every read and add started is waited for
+  //    before returning.
+  const int window = bk_.options().max_parallel_reads;
+  const int64_t start = std::max<int64_t>(0, max_lac);
+  ReadAhead reads(*this, start, std::numeric_limits<int64_t>::max());
+  auto adds = std::make_shared<RecoveryAdds>();
+  int64_t last = start - 1;  // last entry confirmed or recovered so far
+  int64_t length = 0;        // payload bytes of entries [0, last]
+  Status error;
+  for (int64_t e = start;; ++e) {
+    EntryRead got = co_await reads.next();
+    if (!got.status.ok()) {
+      if (e > max_lac && got.negatives >= Qw - Qa + 1) break;  // could never have been acked
+      if (e > max_lac) {
+        error = ledger_error(Errc::kUnavailable, id(),
                              fmt::format("recovery cannot tell whether entry {} exists: {}", e,
-                                         payload.status().to_string()));
+                                         got.status.to_string()));
+      } else {
+        error = ledger_error(Errc::kUnavailable, id(),
+                             fmt::format("recovery cannot read confirmed entry {} (LAC {}): {}",
+                                         e, max_lac, got.status.to_string()));
+      }
+      break;
     }
+    last = e;
+    length = got.running_length;
+    if (e <= max_lac) continue;
     protocol::EntryHeader header;
     header.ledger_id = id();
     header.entry_id = e;
     header.lac = e - 1;
-    BufferChain packaged = protocol::package_entry(header, BufferChain(*payload));
-    int acks = 0;
-    const auto& writers = metadata_.ensemble_for(e);
-    for (int index : metadata_.write_set(e)) {
+    header.length = got.running_length;
+    BufferChain payload(std::move(got.payload));
+    BufferChain packaged = protocol::package_entry(header, payload);
+    const std::vector<int> write_set = metadata_.write_set(e);
+    const std::vector<std::string>& writers = metadata_.ensemble_for(e);
+    ++adds->running;
+    adds->entries[e] = {0, static_cast<int>(write_set.size())};
+    for (int index : write_set) {
       bookie_wire::AddRequest add;
       add.set_ledger_id(id());
       add.set_entry_id(e);
       add.set_master_key(master_key_);
       add.set_recovery(true);
-      auto r = co_await bk_.client().add(writers[static_cast<size_t>(index)], std::move(add),
-                                         packaged);
-      if (r.ok() && r->status == bookie_wire::OK) ++acks;
+      std::string bookie = writers[static_cast<size_t>(index)];
+      BufferChain copy = packaged;
+      auto on_done = [adds, self, e, Qa](std::exception_ptr thrown, bool stored) {
+        auto& [acks, left] = adds->entries[e];
+        if (!thrown && stored) ++acks;
+        if (--left > 0) return;
+        if (acks < Qa && adds->error.ok()) {
+          adds->error = ledger_error(Errc::kUnavailable, self->id(),
+                                     fmt::format("recovery could re-replicate entry {} to only "
+                                                 "{} bookies; need {}",
+                                                 e, acks, Qa));
+        }
+        adds->entries.erase(e);
+        adds->finished();
+      };
+      asio::co_spawn(bk_.executor(),
+                     recovery_add(bk_.client(), std::move(bookie), std::move(add), std::move(copy)),
+                     std::move(on_done));
     }
-    if (acks < Qa) {
-      co_return ledger_error(Errc::kUnavailable, id(),
-                             fmt::format("recovery could re-replicate entry {} to only {} "
-                                         "bookies; need {}",
-                                         e, acks, Qa));
-    }
-    lac_ = e;
-    ++e;
+    while (adds->running >= window && adds->error.ok()) co_await next_completion(adds);
+    if (!adds->error.ok()) break;
   }
+  co_await reads.drain();
+  while (adds->running > 0) co_await next_completion(adds);
+  if (!error.ok()) co_return error;
+  if (!adds->error.ok()) co_return adds->error;
+  lac_ = last;
   // 4. Close: from now on everyone agrees on the last entry.
   LedgerMetadata updated = metadata_;
   updated.state = LedgerState::kClosed;
   updated.last_entry_id = lac_;
-  updated.length = -1;  // entries carry their own size, not the ledger's: unknown here
+  updated.length = length;  // the last entry's running length, as close() counts it
   Status st = co_await write_metadata(std::move(updated));
   if (!st.ok()) co_return st;
-  log_.info("recovered and closed at entry {}", lac_);
+  log_.info("recovered and closed at entry {} ({} entries re-replicated, {} bytes)", lac_,
+            lac_ - max_lac, length);
   co_return Status::OK();
 }
 

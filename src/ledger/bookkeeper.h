@@ -9,11 +9,22 @@
 //    A bookie that fails is replaced (ensemble change recorded with CAS in the metadata,
 //    a new segment starting at LAC + 1) and the unconfirmed entries are re-sent to its
 //    replacement.
-//  - open(recovery = true): fences the last ensemble (no old writer can reach Qa again),
-//    reads forward from the highest LAC any bookie knows, re-replicates the recovered tail
-//    with recovery adds, and closes the ledger: every reader then sees the same entries.
 //  - read(): each entry from any replica of its write set, its CRC32C digest verified; a
-//    corrupt or missing copy is read from the next replica.
+//    corrupt or missing copy is read from the next replica. A range is read with up to
+//    BookKeeperOptions::max_parallel_reads entries in flight at once (each with its own
+//    replica fallback) and returned in entry order; the first entry (in entry order) that
+//    no replica could serve fails the whole read, once every read in flight has finished.
+//  - open(recovery = true): fences the last ensemble (no old writer can reach Qa again),
+//    then reads the ledger forward from the highest LAC any bookie knows with the same bounded
+//    read-ahead; past the LAC, each entry read is
+//    re-replicated with a recovery add (those adds also run concurrently, bounded by the
+//    same window), until the first entry that is missing (NO_ENTRY from enough replicas that
+//    it can never have reached Qa). The ledger is closed at the last entry before that one.
+//    Every entry's header carries the ledger's running length (payload bytes of entries
+//    [0, entry], as BookKeeper does), so recovery starts reading at the highest LAC, not at
+//    entry 0, and the closed metadata records the real `length`: the running length of the
+//    last entry, what a writer's close() records. A confirmed entry that no replica can
+//    serve fails recovery (kUnavailable; retry later).
 //
 // Threading: a BookKeeper object and its handles live on one executor (event loop); call
 // them from coroutines running there.
@@ -41,6 +52,9 @@ struct BookKeeperOptions {
   BookieClientOptions bookie_client;
   // Defaults to the random placement policy.
   std::shared_ptr<PlacementPolicy> placement;
+  // Entry reads one LedgerHandle::read() or recovery keeps in flight at once (values below
+  // 1 count as 1). Recovery also bounds its concurrent recovery adds by it.
+  int max_parallel_reads = 64;
 };
 
 struct LedgerEntry {
@@ -70,6 +84,7 @@ class BookKeeper {
   BookieClient& client() { return client_; }
   metadata::MetadataStore& store() { return store_; }
   PlacementPolicy& placement() { return *options_.placement; }
+  const BookKeeperOptions& options() const { return options_; }
   const Executor& executor() const { return executor_; }
 
  private:
@@ -95,18 +110,30 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   // in order; after a failure of the handle (fenced, no replacement bookie) every pending
   // and later add fails.
   Task<Result<int64_t>> add(BufferChain payload);
-  // Entries [first, last], which must not be past the LAC (or the last entry when closed).
+  // Entries [first, last], which must not be past the LAC (or the last entry when closed), in
+  // entry order; read max_parallel_reads at a time. Fails with the error of the first entry
+  // no replica could serve (after every read in flight finished).
   Task<Result<std::vector<LedgerEntry>>> read(int64_t first, int64_t last);
   // Waits for pending adds, then records state CLOSED with the last entry in the metadata.
   Task<Status> close();
 
-  // Recovery (used by BookKeeper::open): fence, find the end, re-replicate, close.
+  // Recovery (used by BookKeeper::open): fence, find the end, re-replicate, close with the
+  // last entry and the ledger's length (see the top of this file).
   Task<Status> recover();
   // Reads the LAC known to the bookies of the last ensemble (for open without recovery).
   Task<Status> refresh_lac();
 
  private:
   struct PendingAdd;
+  // What reading one entry from the replicas of its write set found.
+  struct EntryRead {
+    Status status;        // OK: `payload` holds the entry; otherwise the last replica's error
+    Buffer payload;       // the entry's payload, digest verified
+    int64_t running_length = 0;  // from its header: payload bytes of entries [0, entry]
+    int negatives = 0;    // replicas that answered NO_ENTRY or NO_LEDGER
+    int unreachable = 0;  // replicas that failed, answered an error or sent a bad copy
+  };
+  class ReadAhead;
   void send(std::shared_ptr<PendingAdd> p, int index);
   Task<void> send_one(std::shared_ptr<PendingAdd> p, int index, std::string bookie);
   void try_complete();
@@ -116,7 +143,8 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   bool ack_quorum_survives() const;
   Task<void> retry_change_later();
   Task<Status> write_metadata(LedgerMetadata updated);
-  Task<Result<Buffer>> read_entry(int64_t entry_id, int* negatives, int* unreachable);
+  // Tries the replicas of entry_id's write set in turn (recent failures last).
+  Task<EntryRead> read_entry(int64_t entry_id);
 
   BookKeeper& bk_;
   LedgerMetadata metadata_;
@@ -128,6 +156,7 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   int64_t last_pushed_ = -1;  // last entry id handed out
   int64_t lac_ = -1;          // last entry confirmed (all before it confirmed too)
   int64_t length_ = 0;        // bytes of confirmed entries written through this handle
+  int64_t pushed_length_ = 0; // bytes of entries handed out (the running length in headers)
   Status failed_;             // sticky
   std::deque<std::shared_ptr<PendingAdd>> pending_;
   bool changing_ensemble_ = false;

@@ -57,8 +57,7 @@ struct LedgerMetadata {
   int32_t ack_quorum = 0;     // Qa: acknowledgements before an add completes
   LedgerState state = LedgerState::kOpen;
   int64_t last_entry_id = -1;  // valid when closed (-1: closed empty); -1 otherwise
-  int64_t length = 0;          // payload bytes, valid when closed (-1: unknown, closed by
-                               // recovery); 0 otherwise
+  int64_t length = 0;          // payload bytes of all entries, valid when closed; 0 otherwise
   DigestType digest = DigestType::kCrc32c;
   std::string password;  // raw bytes; master key = SHA-1("ledger" + password)
   int64_t ctime_ms = 0;  // creation time, ms since the epoch

@@ -14,7 +14,7 @@ BufferChain package_entry(const EntryHeader& h, const BufferChain& payload) {
   store_be64(p, static_cast<uint64_t>(h.ledger_id));
   store_be64(p + 8, static_cast<uint64_t>(h.entry_id));
   store_be64(p + 16, static_cast<uint64_t>(h.lac));
-  store_be64(p + 24, static_cast<uint64_t>(payload.size()));
+  store_be64(p + 24, static_cast<uint64_t>(h.length));
   uint32_t crc = crc32c::extend(crc32c::value(p, kEntryHeaderSize), payload);
   store_be32(p + kEntryHeaderSize, crc);
   BufferChain out(std::move(head));
@@ -34,10 +34,9 @@ Result<EntryHeader> peek_entry_header(const Buffer& packaged) {
   h.entry_id = static_cast<int64_t>(load_be64(p + 8));
   h.lac = static_cast<int64_t>(load_be64(p + 16));
   h.length = static_cast<int64_t>(load_be64(p + 24));
-  if (h.length < 0 || static_cast<uint64_t>(h.length) != packaged.size() - kEntryOverhead) {
+  if (h.length < 0) {
     return Status(Error::kMalformedFrame,
-                  fmt::format("entry header says {} payload bytes, {} present", h.length,
-                              packaged.size() - kEntryOverhead));
+                  fmt::format("entry header has a negative running length {}", h.length));
   }
   return h;
 }

@@ -1,10 +1,12 @@
 // The ledger client against real bookies: quorum adds, striping, ensemble change on a dead
-// bookie, recovery fencing the old writer, a corrupt replica.
+// bookie, recovery fencing the old writer, a corrupt replica, parallel reads, pipelined
+// recovery of a long tail and the length a recovery records.
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 
 #include "ledger/bookkeeper.h"
 #include "ledger/tests/ledger_test_support.h"
@@ -18,6 +20,61 @@ BufferChain payload(int i) { return BufferChain(Buffer::copy_of("entry-" + std::
 
 std::string test_name() {
   return ::testing::UnitTest::GetInstance()->current_test_info()->name();
+}
+
+// Payloads of different sizes, so that a length that counts entries (not bytes) shows.
+std::string sized_payload(int i) {
+  return std::string(static_cast<size_t>(1 + (i * 37) % 200), static_cast<char>('a' + i % 26)) +
+         std::to_string(i);
+}
+
+// Issues the adds of `payloads` at once, as a busy writer pipelines them (so most go out
+// carrying a LAC far behind), and waits for all of them. Returns how many succeeded.
+size_t add_concurrently(Cluster& c, const std::shared_ptr<LedgerHandle>& lh,
+                        const std::vector<std::string>& payloads) {
+  size_t finished = 0, succeeded = 0;
+  for (const std::string& p : payloads) {
+    asio::co_spawn(
+        c.executor(),
+        [&, lh, p]() -> Task<void> {
+          BufferChain chain(Buffer::copy_of(p));
+          auto r = co_await lh->add(std::move(chain));
+          if (r.ok()) ++succeeded;
+          ++finished;
+        },
+        asio::detached);
+  }
+  c.await([&]() -> Task<bool> {
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    while (finished < payloads.size()) {
+      t.expires_after(std::chrono::milliseconds(5));
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    co_return true;
+  }());
+  return succeeded;
+}
+
+std::vector<std::string> numbered(int first, int count) {
+  std::vector<std::string> out;
+  for (int i = first; i < first + count; ++i) out.push_back("entry-" + std::to_string(i));
+  return out;
+}
+
+void expect_entries(const Result<std::vector<LedgerEntry>>& entries,
+                    const std::vector<std::string>& payloads) {
+  ASSERT_TRUE(entries.ok()) << entries.status().to_string();
+  ASSERT_EQ(entries->size(), payloads.size());
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    ASSERT_EQ((*entries)[i].entry_id, static_cast<int64_t>(i));
+    ASSERT_EQ((*entries)[i].payload.view(), payloads[i]) << "entry " << i;
+  }
+}
+
+int64_t total_size(const std::vector<std::string>& payloads) {
+  return std::accumulate(
+      payloads.begin(), payloads.end(), int64_t{0},
+      [](int64_t n, const std::string& p) { return n + static_cast<int64_t>(p.size()); });
 }
 
 TEST(LedgerHandleTest, AddReadCloseAndReopen) {
@@ -220,6 +277,181 @@ TEST(LedgerHandleTest, DeleteRemovesTheMetadata) {
   ASSERT_TRUE(c.await(bk.remove((*lh)->id())).ok());
   EXPECT_TRUE(c.await(bk.list_ledgers())->empty());
   EXPECT_TRUE(c.await(bk.remove((*lh)->id())).is(Errc::kNotFound));
+}
+
+TEST(LedgerHandleTest, TwoThousandEntriesReadBackInOneCallInEntryOrder) {
+  Cluster c(test_name());
+  for (int i = 0; i < 3; ++i) c.add_bookie();
+  BookKeeper bk(c.store(), c.executor());
+  auto lh = c.await(bk.create(3, 2, 2, "p"));
+  ASSERT_TRUE(lh.ok()) << lh.status().to_string();
+  const std::vector<std::string> payloads = numbered(0, 2000);
+  ASSERT_EQ(add_concurrently(c, *lh, payloads), payloads.size());
+  ASSERT_EQ((*lh)->last_add_confirmed(), 1999);
+  expect_entries(c.await((*lh)->read(0, 1999)), payloads);
+  ASSERT_TRUE(c.await((*lh)->close()).ok());
+
+  // Another client, with a window that does not divide the range.
+  BookKeeperOptions options;
+  options.max_parallel_reads = 7;
+  BookKeeper reader_bk(c.store(), c.executor(), options);
+  auto reader = c.await(reader_bk.open((*lh)->id(), "p", false));
+  ASSERT_TRUE(reader.ok()) << reader.status().to_string();
+  expect_entries(c.await((*reader)->read(0, 1999)), payloads);
+}
+
+TEST(LedgerHandleTest, ParallelReadFallsBackWhenABookieIsStopped) {
+  Cluster c(test_name());
+  for (int i = 0; i < 3; ++i) c.add_bookie();
+  BookKeeper bk(c.store(), c.executor());
+  auto lh = c.await(bk.create(3, 2, 2, "p"));
+  ASSERT_TRUE(lh.ok()) << lh.status().to_string();
+  const std::vector<std::string> payloads = numbered(0, 300);
+  ASSERT_EQ(add_concurrently(c, *lh, payloads), payloads.size());
+  ASSERT_TRUE(c.await((*lh)->close()).ok());
+  // Every entry keeps one live copy out of two.
+  c.find((*lh)->metadata().segments.front().ensemble[0])->stop();
+
+  BookKeeperOptions options;
+  options.max_parallel_reads = 16;
+  BookKeeper reader_bk(c.store(), c.executor(), options);
+  auto reader = c.await(reader_bk.open((*lh)->id(), "p", false));
+  ASSERT_TRUE(reader.ok()) << reader.status().to_string();
+  expect_entries(c.await((*reader)->read(0, 299)), payloads);
+}
+
+TEST(LedgerHandleTest, ParallelReadFailsOnAnEntryNoReplicaServesAndTheHandleStaysUsable) {
+  Cluster c(test_name());
+  for (int i = 0; i < 3; ++i) c.add_bookie();
+  BookKeeper bk(c.store(), c.executor());
+  auto lh = c.await(bk.create(3, 2, 2, "p"));
+  ASSERT_TRUE(lh.ok()) << lh.status().to_string();
+  const std::vector<std::string> payloads = numbered(0, 30);
+  ASSERT_EQ(add_concurrently(c, *lh, payloads), payloads.size());
+  ASSERT_TRUE(c.await((*lh)->close()).ok());
+  // Write sets are {0,1}, {1,2}, {2,0}: entries 0, 3, 6, ... lose both copies.
+  const auto ensemble = (*lh)->metadata().segments.front().ensemble;
+  c.find(ensemble[0])->stop();
+  c.find(ensemble[1])->stop();
+
+  BookKeeper reader_bk(c.store(), c.executor());
+  auto reader = c.await(reader_bk.open((*lh)->id(), "p", false));
+  ASSERT_TRUE(reader.ok()) << reader.status().to_string();
+  auto all = c.await((*reader)->read(0, 29));
+  ASSERT_FALSE(all.ok());
+  EXPECT_TRUE(all.status().is(Errc::kUnavailable)) << all.status().to_string();
+  auto some = c.await((*reader)->read(1, 2));
+  ASSERT_TRUE(some.ok()) << some.status().to_string();
+  EXPECT_EQ(some->front().payload.view(), "entry-1");
+  EXPECT_EQ(some->back().payload.view(), "entry-2");
+}
+
+TEST(LedgerHandleTest, RecoveryFindsEveryEntryOfALongUnconfirmedTail) {
+  Cluster c(test_name());
+  for (int i = 0; i < 3; ++i) c.add_bookie();
+  BookKeeper writer_bk(c.store(), c.executor());
+  auto writer = c.await(writer_bk.create(3, 3, 2, "p"));
+  ASSERT_TRUE(writer.ok()) << writer.status().to_string();
+  const std::vector<std::string> payloads = numbered(0, 500);
+  ASSERT_EQ(add_concurrently(c, *writer, payloads), payloads.size());
+  // The writer confirmed all 500, but the bookies learnt a LAC far behind (each entry carries
+  // the LAC of the moment it was sent): recovery must find the tail by reading forward.
+  BookKeeper reader_bk(c.store(), c.executor());
+  auto peek = c.await(reader_bk.open((*writer)->id(), "p", false));
+  ASSERT_TRUE(peek.ok()) << peek.status().to_string();
+  EXPECT_LT((*peek)->last_add_confirmed(), 400);
+
+  auto recovered = c.await(reader_bk.open((*writer)->id(), "p", true));
+  ASSERT_TRUE(recovered.ok()) << recovered.status().to_string();
+  EXPECT_TRUE((*recovered)->closed());
+  EXPECT_EQ((*recovered)->metadata().last_entry_id, 499);
+  EXPECT_EQ((*recovered)->metadata().length, total_size(payloads));
+  expect_entries(c.await((*recovered)->read(0, 499)), payloads);
+  auto late = c.await((*writer)->add(payload(500)));
+  ASSERT_FALSE(late.ok());
+  EXPECT_TRUE(late.status().is(Errc::kFenced)) << late.status().to_string();
+}
+
+TEST(LedgerHandleTest, RecoveredLengthIsTheSumOfPayloadSizesAsAWritersClose) {
+  Cluster c(test_name());
+  for (int i = 0; i < 3; ++i) c.add_bookie();
+  std::vector<std::string> payloads;
+  for (int i = 0; i < 150; ++i) payloads.push_back(sized_payload(i));
+  const int64_t expected = total_size(payloads);
+
+  // A writer that closes records its running count of payload bytes.
+  BookKeeper bk(c.store(), c.executor());
+  auto closed = c.await(bk.create(3, 3, 2, "p"));
+  ASSERT_TRUE(closed.ok()) << closed.status().to_string();
+  for (const std::string& p : payloads) {
+    ASSERT_TRUE(c.await((*closed)->add(BufferChain(Buffer::copy_of(p)))).ok());
+  }
+  ASSERT_TRUE(c.await((*closed)->close()).ok());
+  EXPECT_EQ((*closed)->metadata().length, expected);
+
+  // The same entries, the writer gone without closing: a confirmed prefix (added one by one)
+  // and an unconfirmed tail (pipelined).
+  auto abandoned = c.await(bk.create(3, 3, 2, "p"));
+  ASSERT_TRUE(abandoned.ok()) << abandoned.status().to_string();
+  for (size_t i = 0; i < 100; ++i) {
+    ASSERT_TRUE(c.await((*abandoned)->add(BufferChain(Buffer::copy_of(payloads[i])))).ok());
+  }
+  const std::vector<std::string> tail(payloads.begin() + 100, payloads.end());
+  ASSERT_EQ(add_concurrently(c, *abandoned, tail), tail.size());
+
+  BookKeeper recovery_bk(c.store(), c.executor());
+  auto recovered = c.await(recovery_bk.open((*abandoned)->id(), "p", true));
+  ASSERT_TRUE(recovered.ok()) << recovered.status().to_string();
+  EXPECT_EQ((*recovered)->metadata().last_entry_id, 149);
+  EXPECT_EQ((*recovered)->metadata().length, expected);
+  auto stored = c.await(recovery_bk.read_metadata((*abandoned)->id()));
+  ASSERT_TRUE(stored.ok()) << stored.status().to_string();
+  EXPECT_EQ(stored->state, LedgerState::kClosed);
+  EXPECT_EQ(stored->last_entry_id, 149);
+  EXPECT_EQ(stored->length, expected);
+}
+
+TEST(LedgerHandleTest, RecoveryReadsThePrefixAcrossAnEnsembleChange) {
+  Cluster c(test_name());
+  for (int i = 0; i < 4; ++i) c.add_bookie();
+  BookKeeper writer_bk(c.store(), c.executor());
+  auto writer = c.await(writer_bk.create(3, 3, 2, "p"));
+  ASSERT_TRUE(writer.ok()) << writer.status().to_string();
+  std::vector<std::string> payloads;
+  for (int i = 0; i < 160; ++i) payloads.push_back(sized_payload(i));
+  for (size_t i = 0; i < 60; ++i) {
+    ASSERT_TRUE(c.await((*writer)->add(BufferChain(Buffer::copy_of(payloads[i])))).ok());
+  }
+  std::string victim = (*writer)->metadata().segments.front().ensemble[1];
+  c.find(victim)->stop();
+  c.unregister(victim);
+  for (size_t i = 60; i < 110; ++i) {
+    ASSERT_TRUE(c.await((*writer)->add(BufferChain(Buffer::copy_of(payloads[i])))).ok());
+  }
+  ASSERT_EQ((*writer)->metadata().segments.size(), 2u);
+  const std::vector<std::string> tail(payloads.begin() + 110, payloads.end());
+  ASSERT_EQ(add_concurrently(c, *writer, tail), tail.size());
+
+  BookKeeper reader_bk(c.store(), c.executor());
+  auto recovered = c.await(reader_bk.open((*writer)->id(), "p", true));
+  ASSERT_TRUE(recovered.ok()) << recovered.status().to_string();
+  EXPECT_EQ((*recovered)->metadata().last_entry_id, 159);
+  EXPECT_EQ((*recovered)->metadata().length, total_size(payloads));
+  expect_entries(c.await((*recovered)->read(0, 159)), payloads);
+}
+
+TEST(LedgerHandleTest, RecoveringAnEmptyLedgerClosesItEmpty) {
+  Cluster c(test_name());
+  for (int i = 0; i < 3; ++i) c.add_bookie();
+  BookKeeper writer_bk(c.store(), c.executor());
+  auto writer = c.await(writer_bk.create(3, 2, 2, "p"));
+  ASSERT_TRUE(writer.ok()) << writer.status().to_string();
+  BookKeeper reader_bk(c.store(), c.executor());
+  auto recovered = c.await(reader_bk.open((*writer)->id(), "p", true));
+  ASSERT_TRUE(recovered.ok()) << recovered.status().to_string();
+  EXPECT_TRUE((*recovered)->closed());
+  EXPECT_EQ((*recovered)->metadata().last_entry_id, -1);
+  EXPECT_EQ((*recovered)->metadata().length, 0);
 }
 
 }  // namespace
