@@ -311,6 +311,8 @@ TEST_F(CursorTest, MillionAcksWithHolesPersistInBoundedSize) {
   ASSERT_TRUE(info.ParseFromString(entry.front().payload.to_string()));
   EXPECT_EQ(info.individualdeletedmessages_size(), 10000);
   EXPECT_LT(entry.front().payload.size(), 400u * 1024);
+  std::fprintf(stderr, "persisted position: %zu bytes for 10000 ranges; in memory: %zu bytes\n",
+               entry.front().payload.size(), c->acked().memory_bytes());
 
   reopen_after_crash();
   ml = open(config);
