@@ -452,14 +452,19 @@ Task<Status> LedgerHandle::close() {
     auto p = pending_.back();
     co_await p->signal.wait();
   }
-  if (!failed_.ok()) co_return failed_;
+  // After a write failure the ledger is still closed at its last confirmed entry (what was
+  // acknowledged stays readable; unconfirmed entries are not part of it), unless another
+  // client fenced it: then that client's recovery decides the end.
+  if (!failed_.ok() && (failed_.is(Errc::kFenced) || !writable_)) co_return failed_;
   if (closed()) co_return Status::OK();
   LedgerMetadata updated = metadata_;
   updated.state = LedgerState::kClosed;
   updated.last_entry_id = lac_;
   updated.length = length_;
   Status st = co_await write_metadata(std::move(updated));
-  if (st.ok()) log_.info("closed at entry {}", lac_);
+  if (st.ok()) {
+    log_.info("closed at entry {}{}", lac_, failed_.ok() ? "" : " after a write failure");
+  }
   co_return st;
 }
 

@@ -115,6 +115,7 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   // no replica could serve (after every read in flight finished).
   Task<Result<std::vector<LedgerEntry>>> read(int64_t first, int64_t last);
   // Waits for pending adds, then records state CLOSED with the last entry in the metadata.
+  // Also after a write failure (closed at the last confirmed entry), but not once fenced.
   Task<Status> close();
 
   // Recovery (used by BookKeeper::open): fence, find the end, re-replicate, close with the

@@ -396,6 +396,7 @@ Task<void> ManagedLedger::write_op(std::shared_ptr<OpAdd> op,
     op->ledger_id = -1;
     if (lh == current_ && !write_failed_) {
       write_failed_ = true;
+      ++consecutive_write_failures_;
       log_.warn("add to ledger {} failed ({}); rolling over to a new ledger", lh->id(),
                 r.status().to_string());
       if (r.status().is(Errc::kFenced)) {
@@ -429,6 +430,7 @@ void ManagedLedger::complete_ready_adds() {
     counters_.bytes_added += op->size;
     if (cache_it) cache_.insert(pos, op->data.flatten(), now);
     any = true;
+    consecutive_write_failures_ = 0;
     op->done(pos);
   }
   if (pending_adds_.empty() && !drained_waiters_.empty()) {
@@ -489,6 +491,18 @@ Task<void> ManagedLedger::rollover() {
   if (auto it = ledgers_.find(old_id); it != ledgers_.end() && it->second.entries == 0) {
     ledgers_.erase(it);
     drop_old = true;
+  }
+  if (consecutive_write_failures_ >= kMaxWriteAttempts) {
+    // The same adds failed on several fresh ledgers: give up on them (the next add starts
+    // over) rather than cycle through ledgers forever.
+    log_.error("{} ledgers in a row failed the same adds; failing {} pending adds",
+               consecutive_write_failures_, pending_adds_.size());
+    consecutive_write_failures_ = 0;
+    state_ = State::kClosedLedger;
+    fail_pending(ml_error(Error::kWriteFailed, name_,
+                          fmt::format("adds failed on {} ledgers in a row", kMaxWriteAttempts)));
+    if (drop_old) (void)co_await factory_.bookkeeper().remove(old_id);
+    co_return;
   }
   Status st = co_await create_ledger();
   if (!st.ok()) {
@@ -665,11 +679,22 @@ Task<Result<std::vector<Entry>>> ManagedLedger::read_from_bookies(int64_t ledger
   auto self = shared_from_this();
   auto lh = co_await read_handle(ledger_id);
   if (!lh.ok()) co_return lh.status();
-  if ((*lh)->last_add_confirmed() < last && !(*lh)->closed()) {
-    Status st = co_await (*lh)->refresh_lac();
+  std::shared_ptr<ledger::LedgerHandle> handle = *lh;
+  if (handle->last_add_confirmed() < last && !handle->closed()) {
+    Status st = co_await handle->refresh_lac();
     if (!st.ok()) co_return st;
   }
-  auto entries = co_await (*lh)->read(first, last);
+  if (handle->last_add_confirmed() < last && !handle->closed() && handle != current_) {
+    // A past ledger whose close never reached the metadata (its writer failed): the bookies
+    // know its LAC only up to the entry before the last. Recover it (it is ours: no other
+    // writer can be adding to it).
+    log_.warn("ledger {} was never closed; recovering it to read entry {}", ledger_id, last);
+    auto recovered = co_await factory_.bookkeeper().open(ledger_id, config_.password, true);
+    if (!recovered.ok()) co_return recovered.status();
+    handle = *recovered;
+    read_handles_[ledger_id] = handle;
+  }
+  auto entries = co_await handle->read(first, last);
   if (!entries.ok()) co_return entries.status();
   ++counters_.bookie_read_batches;
   counters_.entries_read_from_bookies += static_cast<int64_t>(entries->size());

@@ -219,6 +219,8 @@ class ManagedLedger : public std::enable_shared_from_this<ManagedLedger> {
   int64_t current_pushed_bytes_ = 0;
   int inflight_ = 0;  // adds sent to current_ and not yet answered
   bool write_failed_ = false;
+  int consecutive_write_failures_ = 0;  // ledgers that failed since the last successful add
+  static constexpr int kMaxWriteAttempts = 3;
   std::deque<std::shared_ptr<OpAdd>> pending_adds_;
   std::vector<std::function<void(bool)>> drained_waiters_;  // terminate(): pending adds done
 

@@ -199,6 +199,33 @@ TEST(LedgerHandleTest, WithoutASpareBookieWritesGoOnAtTheAckQuorum) {
   ASSERT_TRUE(c.await((*lh)->close()).ok());
 }
 
+TEST(LedgerHandleTest, AFailedWriterStillClosesAtItsLastConfirmedEntry) {
+  Cluster c(test_name());
+  for (int i = 0; i < 2; ++i) c.add_bookie();
+  BookKeeper bk(c.store(), c.executor());
+  auto lh = c.await(bk.create(2, 2, 2, "p"));
+  ASSERT_TRUE(lh.ok()) << lh.status().to_string();
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(c.await((*lh)->add(payload(i))).ok());
+  std::string victim = (*lh)->metadata().segments.front().ensemble[1];
+  c.find(victim)->stop();
+  c.unregister(victim);
+  // No replacement and no ack quorum left: the handle fails.
+  auto failed = c.await((*lh)->add(payload(50)));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_FALSE(failed.status().is(Errc::kFenced));
+  auto closed = c.await((*lh)->close());
+  ASSERT_TRUE(closed.ok()) << closed.to_string();
+  // Another client sees a closed ledger ending at the last acknowledged entry, all readable.
+  BookKeeper other(c.store(), c.executor());
+  auto reader = c.await(other.open((*lh)->id(), "p", false));
+  ASSERT_TRUE(reader.ok()) << reader.status().to_string();
+  EXPECT_TRUE((*reader)->closed());
+  EXPECT_EQ((*reader)->metadata().last_entry_id, 49);
+  auto entries = c.await((*reader)->read(0, 49));
+  ASSERT_TRUE(entries.ok()) << entries.status().to_string();
+  EXPECT_EQ((*entries)[49].payload.view(), "entry-49");
+}
+
 TEST(LedgerHandleTest, RecoveryFencesTheOldWriterAndBothAgreeOnTheEnd) {
   Cluster c(test_name());
   for (int i = 0; i < 3; ++i) c.add_bookie();

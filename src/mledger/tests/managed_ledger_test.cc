@@ -357,6 +357,44 @@ TEST(ManagedLedgerTest, SecondOwnerFencesTheFirst) {
   (void)f.cluster.await(factory2.close());
 }
 
+TEST(ManagedLedgerTest, WriteFailureClosesTheLedgerAndALaterAddStartsANewOne) {
+  Fixture f(test_name());
+  auto ml = f.open("t/ns/persistent/fail", small_config());
+  auto cursor = *f.cluster.await(ml->open_cursor("sub", InitialPosition::kEarliest));
+  for (int i = 0; i < 10; ++i) f.add(*ml, i);
+  const int64_t first = ml->current_ledger_id();
+  // One of the two bookies stops taking writes: no ledger can reach its ack quorum of 2.
+  f.cluster.bookies()[0]->bookie->set_read_only("test: refuse writes");
+  auto failed = f.cluster.await(ml->add(payload(10)));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), make_error_code(Error::kWriteFailed))
+      << failed.status().to_string();
+  EXPECT_EQ(ml->state(), ManagedLedger::State::kClosedLedger);
+  // The failed ledger was closed at its last acknowledged entry.
+  auto md = f.cluster.await(f.bk->read_metadata(first));
+  ASSERT_TRUE(md.ok()) << md.status().to_string();
+  EXPECT_EQ(md->state, ledger::LedgerState::kClosed);
+  EXPECT_EQ(md->last_entry_id, 9);
+  // A writable bookie arrives: the next add creates a ledger and succeeds.
+  f.cluster.add_bookie();
+  f.cluster.loop().run_until(
+      [&] {
+        auto available = f.cluster.await(f.bk->available_bookies());
+        return available.ok() && available->size() == 2;
+      },
+      10s);
+  auto p = f.cluster.await(ml->add(payload(11)));
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_NE(p->ledger_id, first);
+  auto all = f.read_all(*cursor);
+  ASSERT_EQ(all.size(), 11u);
+  EXPECT_EQ(all[9], "entry-9");
+  EXPECT_EQ(all[10], "entry-11");
+  // Everything survives a reopen.
+  f.restart_factory();
+  EXPECT_EQ(f.open("t/ns/persistent/fail", small_config())->number_of_entries(), 11);
+}
+
 TEST(ManagedLedgerTest, FindNewestMatchingSearchesAcrossLedgers) {
   Fixture f(test_name());
   auto config = small_config();
