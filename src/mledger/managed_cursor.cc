@@ -111,13 +111,68 @@ int64_t ManagedCursor::backlog_bytes() const {
 // ---------------------------------------------------------------------------------------
 // Reads
 
+// A backlog read started ahead of the cursor's next read (see read()).
+struct ManagedCursor::ReadAhead {
+  Position from;
+  int max_entries = 0;
+  int64_t max_bytes = 0;
+  std::optional<Result<std::vector<Entry>>> result;
+  std::function<void()> waiter;
+};
+
+Task<Result<std::vector<Entry>>> ManagedCursor::fetch(int max_entries, int64_t max_bytes) {
+  auto self = shared_from_this();
+  auto ahead = std::move(read_ahead_);
+  read_ahead_.reset();
+  if (ahead && ahead->from == read_position_ && ahead->max_entries == max_entries &&
+      ahead->max_bytes == max_bytes) {
+    auto ready = await_callback<bool>([ahead](std::function<void(bool)> done) {
+      if (ahead->result) {
+        done(true);
+        return;
+      }
+      ahead->waiter = [done = std::move(done)] { done(true); };
+    });
+    (void)co_await std::move(ready);
+    co_return std::move(*ahead->result);
+  }
+  co_return co_await ml_.read(read_position_, max_entries, max_bytes);
+}
+
+void ManagedCursor::start_read_ahead(int max_entries, int64_t max_bytes) {
+  auto ahead = std::make_shared<ReadAhead>();
+  ahead->from = read_position_;
+  ahead->max_entries = max_entries;
+  ahead->max_bytes = max_bytes;
+  read_ahead_ = ahead;
+  auto ml = ml_.shared_from_this();
+  asio::co_spawn(
+      ml_.factory_.executor(),
+      [ml, ahead]() -> Task<void> {
+        auto entries = co_await ml->read(ahead->from, ahead->max_entries, ahead->max_bytes);
+        ahead->result.emplace(std::move(entries));
+        if (ahead->waiter) {
+          auto w = std::move(ahead->waiter);
+          ahead->waiter = nullptr;
+          w();
+        }
+      },
+      asio::detached);
+}
+
 Task<Result<std::vector<Entry>>> ManagedCursor::read(int max_entries, int64_t max_bytes) {
   auto self = shared_from_this();
   while (true) {
     if (closed_) co_return Status(Error::kClosed, "cursor " + name_ + " closed");
-    auto entries = co_await ml_.read(read_position_, max_entries, max_bytes);
+    const int64_t from_bookies = ml_.counters().entries_read_from_bookies;
+    auto entries = co_await fetch(max_entries, max_bytes);
     if (!entries.ok() || entries->empty()) co_return entries;
     read_position_ = ml_.next_position(entries->back().position);
+    // A backlogged cursor reading from the bookies: the next batch is read while this one is
+    // dispatched.
+    if (ml_.counters().entries_read_from_bookies > from_bookies && has_more_entries()) {
+      start_read_ahead(max_entries, max_bytes);
+    }
     std::erase_if(*entries, [this](const Entry& e) { return is_acknowledged(e.position); });
     if (!entries->empty()) {
       last_active_ms_ = wall_ms();

@@ -248,7 +248,8 @@ class ManagedCursor : public std::enable_shared_from_this<ManagedCursor> {
   Position read_position() const { return read_position_; }
 
   // Entries from the read position (skipping individually acknowledged ones), advancing it.
-  // Empty when nothing is available now.
+  // Empty when nothing is available now. A read served by the bookies starts reading the
+  // next batch ahead (one batch per cursor). One read at a time per cursor.
   Task<Result<std::vector<Entry>>> read(int max_entries, int64_t max_bytes = 0);
   // As read(), but waits for at least one entry. kNoMoreEntries at the end of a terminated
   // ledger; kCancelled after cancel_wait() or close.
@@ -295,6 +296,9 @@ class ManagedCursor : public std::enable_shared_from_this<ManagedCursor> {
     std::function<void(Status)> done;
   };
 
+  struct ReadAhead;
+  Task<Result<std::vector<Entry>>> fetch(int max_entries, int64_t max_bytes);
+  void start_read_ahead(int max_entries, int64_t max_bytes);
   Task<Status> create(Position mark_delete);
   Task<Status> recover(std::string value, int64_t version);
   void advance_mark_delete();
@@ -335,7 +339,8 @@ class ManagedCursor : public std::enable_shared_from_this<ManagedCursor> {
   int64_t last_persist_ms_ = 0;
   std::vector<PersistWaiter> persist_waiters_;
 
-  std::function<void(Status)> waiter_;  // a read_or_wait() waiting for entries
+  std::function<void(Status)> waiter_;     // a read_or_wait() waiting for entries
+  std::shared_ptr<ReadAhead> read_ahead_;  // the next backlog batch, being read
 };
 
 class ManagedLedgerFactory {

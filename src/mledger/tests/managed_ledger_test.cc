@@ -268,8 +268,15 @@ TEST(ManagedLedgerTest, TailingReadsComeFromTheCacheBacklogFromBookiesInBatches)
   f.restart_factory();
   auto again = f.open("t/ns/persistent/cache", small_config());
   auto earliest = again->new_non_durable_cursor(again->first_position());
-  int batches = 0;
-  size_t total = 0;
+  // The first batch comes from the bookies, and the next one is read ahead meanwhile.
+  auto first_batch = f.cluster.await(earliest->read(100));
+  ASSERT_TRUE(first_batch.ok());
+  ASSERT_EQ(first_batch->size(), 100u);
+  f.cluster.loop().run_until([&] { return again->counters().entries_read_from_bookies == 200; },
+                             5s);
+  EXPECT_EQ(again->counters().entries_read_from_bookies, 200) << "no read-ahead";
+  int batches = 1;
+  size_t total = 100;
   while (true) {
     auto entries = f.cluster.await(earliest->read(100));
     ASSERT_TRUE(entries.ok());
