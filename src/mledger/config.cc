@@ -33,10 +33,10 @@ void bind_managed_ledger_config(ConfigSchema& s, ManagedLedgerConfig* ml,
       .range(1, 64);
   s.bind("managedLedgerMaxEntriesPerLedger", &ml->max_entries_per_ledger,
          "Entries after which a ledger is closed and a new one started")
-      .range(1, INT64_MAX);
+      .range(1, 1e18);
   s.bind("managedLedgerMaxSizePerLedgerMbytes", &ml->max_size_per_ledger_mb,
          "Size after which a ledger is closed and a new one started")
-      .range(1, INT64_MAX);
+      .range(1, 1e18);
   s.bind("managedLedgerMinLedgerRolloverTimeMinutes", &ml->min_ledger_rollover_time_minutes,
          "Minimum age of a ledger before it may be rolled over");
   s.bind("managedLedgerMaxLedgerRolloverTimeMinutes", &ml->max_ledger_rollover_time_minutes,
@@ -47,7 +47,7 @@ void bind_managed_ledger_config(ConfigSchema& s, ManagedLedgerConfig* ml,
          "How many MB of consumed ledgers are kept (-1: unlimited)");
   s.bind("managedLedgerCursorMaxEntriesPerLedger", &ml->cursor_max_entries_per_ledger,
          "Position updates after which a cursor switches to a new ledger")
-      .range(1, INT64_MAX);
+      .range(1, 1e18);
   s.bind("managedLedgerDefaultMarkDeleteRateLimit", &ml->mark_delete_rate_limit,
          "Persisted cursor position updates per second per cursor (0: unlimited)");
   s.bind("managedLedgerMaxUnackedRangesToPersist", &ml->max_unacked_ranges_to_persist,
@@ -59,7 +59,7 @@ void bind_managed_ledger_config(ConfigSchema& s, ManagedLedgerConfig* ml,
       .range(0, 1000000);
   s.bind("managedLedgerCacheSizeMB", &f->cache_size_mb,
          "Memory for entries just written, served to tailing readers (0: no cache)")
-      .range(0, INT64_MAX);
+      .range(0, 1e18);
   s.bind("managedLedgerCacheEvictionWatermark", &f->cache_eviction_watermark,
          "Fraction of the cache size eviction frees down to");
   s.bind("managedLedgerCacheEvictionIntervalMs", &f->cache_eviction_interval_ms,
@@ -67,7 +67,7 @@ void bind_managed_ledger_config(ConfigSchema& s, ManagedLedgerConfig* ml,
       .range(1, 3600000);
   s.bind("managedLedgerCacheEvictionTimeThresholdMillis", &f->cache_eviction_time_threshold_ms,
          "Age after which cached entries are evicted")
-      .range(1, INT64_MAX);
+      .range(1, 1e18);
   s.bind("managedLedgerCursorPositionFlushSeconds", &f->cursor_position_flush_seconds,
          "Period after which rate-limited cursor positions are persisted");
   s.bind("retentionCheckIntervalInSeconds", &f->retention_check_interval_seconds,

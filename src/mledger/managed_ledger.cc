@@ -1193,7 +1193,8 @@ void ManagedLedgerFactory::run_background_tasks(bool force_all) {
   if (force_all || now - last_flush_ms_ >= flush_ms) {
     last_flush_ms_ = now;
     for (auto& [n, ml] : ledgers_) {
-      for (auto& [cn, cursor] : ml->cursors_) {
+      for (auto& entry : ml->cursors_) {
+        std::shared_ptr<ManagedCursor> cursor = entry.second;
         if (cursor->persisted_generation_ < cursor->generation_ && !cursor->persisting_) {
           asio::co_spawn(
               executor(), [cursor]() -> Task<void> { (void)co_await cursor->flush(); },
