@@ -48,7 +48,7 @@ test: test-release test-asan
 	@echo "make test: all suites passed"
 
 run: build
-	$(BUILD_DIR)/bin/magnetar --help
+	$(BUILD_DIR)/bin/magnetar standalone
 
 bench: build
 	@bash scripts/run-benchmarks.sh $(BUILD_DIR)

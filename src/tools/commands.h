@@ -19,6 +19,13 @@ struct ServerArgs {
 // `magnetar bookie`: runs a bookie until SIGINT/SIGTERM.
 int run_bookie(const ServerArgs& args);
 
+struct StandaloneArgs {
+  ServerArgs server;
+  std::string data_dir = "data";  // --data-dir
+};
+
+int run_standalone(const StandaloneArgs& args);
+
 struct ShellArgs {
   ServerArgs server;
   std::string command;

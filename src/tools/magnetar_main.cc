@@ -1,16 +1,17 @@
 // `magnetar`: the single server binary. Roles (standalone, broker, bookie, proxy) are added
-// as subcommands as they are built; today it carries the protocol tooling.
+// as subcommands as they are built: standalone and bookie today, plus protocol tooling.
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 
 #include "common/crc32c.h"
+#include "common/version.h"
 #include "tools/commands.h"
 
 namespace {
 
-constexpr const char* kVersion = "0.1.0";
+using magnetar::kVersion;
 
 void add_server_options(CLI::App* cmd, magnetar::tools::ServerArgs& args) {
   cmd->add_option("-c,--conf", args.conf, "Configuration file (key=value lines)");
@@ -31,13 +32,21 @@ int main(int argc, char** argv) {
   std::string capture;
   bool unpack = false;
   auto* decode = app.add_subcommand(
-      "decode-frames", "Print every Pulsar protocol frame in a captured byte stream (one direction)");
+      "decode-frames",
+      "Print every Pulsar protocol frame in a captured byte stream (one direction)");
   decode->add_option("file", capture, "File holding the raw TCP payload bytes")->required();
   decode->add_flag("--unpack", unpack, "Also decompress and split batched payloads");
 
   magnetar::tools::ServerArgs bookie_args;
   auto* bookie = app.add_subcommand("bookie", "Run a bookie (BookKeeper-style storage server)");
   add_server_options(bookie, bookie_args);
+
+  magnetar::tools::StandaloneArgs standalone_args;
+  auto* standalone = app.add_subcommand(
+      "standalone", "Run a broker, a bookie and the metadata store in one process");
+  add_server_options(standalone, standalone_args.server);
+  standalone->add_option("--data-dir", standalone_args.data_dir,
+                         "Where the standalone keeps its data (<dir>/standalone/...)");
 
   magnetar::tools::ShellArgs shell;
   auto* bk = app.add_subcommand("bookkeeper", "BookKeeper shell commands against the cluster");
@@ -48,8 +57,10 @@ int main(int argc, char** argv) {
   simple->add_option("-e,--ensemble", shell.ensemble, "Ensemble size");
   simple->add_option("-w,--writeQuorum", shell.write_quorum, "Write quorum");
   simple->add_option("-a,--ackQuorum", shell.ack_quorum, "Ack quorum");
-  simple->add_option("-n,--numEntries", shell.entries, "Entries to write")->check(CLI::PositiveNumber);
-  simple->add_option("-s,--entrySize", shell.entry_size, "Entry size in bytes")->check(CLI::PositiveNumber);
+  simple->add_option("-n,--numEntries", shell.entries, "Entries to write")
+      ->check(CLI::PositiveNumber);
+  simple->add_option("-s,--entrySize", shell.entry_size, "Entry size in bytes")
+      ->check(CLI::PositiveNumber);
   bk->add_subcommand("list-bookies", "List the writable and read-only bookies");
   bk->add_subcommand("list-ledgers", "List every ledger id");
   auto* lmd = bk->add_subcommand("ledger-metadata", "Print a ledger's metadata");
@@ -71,6 +82,7 @@ int main(int argc, char** argv) {
   }
   if (decode->parsed()) return magnetar::tools::decode_frames(capture, unpack);
   if (bookie->parsed()) return magnetar::tools::run_bookie(bookie_args);
+  if (standalone->parsed()) return magnetar::tools::run_standalone(standalone_args);
   if (bk->parsed()) {
     shell.command = bk->get_subcommands().front()->get_name();
     return magnetar::tools::run_bookkeeper_shell(shell);

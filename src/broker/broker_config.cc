@@ -1,0 +1,48 @@
+#include "broker/broker_config.h"
+
+#include <fmt/format.h>
+
+#include "common/config.h"
+
+namespace magnetar::broker {
+
+std::string BrokerConfig::service_url() const {
+  return fmt::format("pulsar://{}:{}", advertised_address, broker_service_port);
+}
+
+std::string BrokerConfig::web_service_url() const {
+  return fmt::format("http://{}:{}", advertised_address, web_service_port);
+}
+
+void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
+  s.bind("clusterName", &c->cluster_name, "Name of the cluster this broker belongs to");
+  s.bind("bindAddress", &c->bind_address, "Address the broker's listeners bind to");
+  s.bind("advertisedAddress", &c->advertised_address,
+         "Host name or IP clients are told to connect to");
+  s.bind("brokerServicePort", &c->broker_service_port, "Pulsar binary protocol port")
+      .range(0, 65535);
+  s.bind("webServicePort", &c->web_service_port, "HTTP port (admin REST, lookup, /metrics)")
+      .range(0, 65535);
+  s.bind("maxMessageSize", &c->max_message_size, "Largest message a client may send (bytes)")
+      .range(1024, 1 << 30);
+  s.bind("keepAliveIntervalSeconds", &c->keep_alive_interval_seconds,
+         "Idle time before the broker pings a client; twice that without an answer closes it")
+      .range(1, 3600);
+  s.bind("maxPendingPublishRequestsPerConnection", &c->max_pending_publish_requests_per_connection,
+         "Sends awaiting storage per connection before the broker stops reading it")
+      .range(1, 1000000);
+  s.bind("allowAutoTopicCreation", &c->allow_auto_topic_creation,
+         "Create topics on first use by a producer or consumer");
+  s.bind("allowAutoTopicCreationType", &c->allow_auto_topic_creation_type,
+         "non-partitioned or partitioned");
+  s.bind("defaultNumPartitions", &c->default_num_partitions,
+         "Partitions of an auto-created partitioned topic")
+      .range(1, 100000);
+  s.bind("maxUnackedMessagesPerConsumer", &c->max_unacked_messages_per_consumer,
+         "Unacknowledged messages after which a Shared consumer gets no more (0: no limit)")
+      .range(0, 100000000);
+  metadata::bind_metadata_config(s, &c->metadata);
+  mledger::bind_managed_ledger_config(s, &c->managed_ledger, &c->managed_ledger_factory);
+}
+
+}  // namespace magnetar::broker

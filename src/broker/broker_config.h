@@ -1,0 +1,43 @@
+#pragma once
+// The broker's settings, with Pulsar's broker.conf key names (bind_broker_config).
+
+#include <cstdint>
+#include <string>
+
+#include "metadata/metadata_store.h"
+#include "mledger/config.h"
+
+namespace magnetar {
+class ConfigSchema;
+}
+
+namespace magnetar::broker {
+
+struct BrokerConfig {
+  std::string cluster_name = "standalone";       // clusterName
+  std::string bind_address = "0.0.0.0";          // bindAddress
+  std::string advertised_address = "127.0.0.1";  // advertisedAddress
+  int32_t broker_service_port = 6650;            // brokerServicePort
+  int32_t web_service_port = 8080;               // webServicePort
+  int32_t max_message_size = 5 * 1024 * 1024;    // maxMessageSize
+  int32_t keep_alive_interval_seconds = 30;      // keepAliveIntervalSeconds
+  int32_t max_pending_publish_requests_per_connection = 1000;
+  // maxPendingPublishRequestsPerConnection: past it, the connection stops being read.
+  bool allow_auto_topic_creation = true;                           // allowAutoTopicCreation
+  std::string allow_auto_topic_creation_type = "non-partitioned";  // allowAutoTopicCreationType
+  int32_t default_num_partitions = 1;                              // defaultNumPartitions
+  int32_t max_unacked_messages_per_consumer = 50000;               // maxUnackedMessagesPerConsumer
+  int32_t subscription_key_shared_consistent_hashing_replica_points = 100;
+
+  metadata::MetadataConfig metadata;
+  mledger::ManagedLedgerConfig managed_ledger;
+  mledger::ManagedLedgerFactoryConfig managed_ledger_factory;
+
+  std::string service_url() const;  // pulsar://advertisedAddress:brokerServicePort
+  std::string web_service_url() const;
+};
+
+// Declares the broker keys (and the metadata and managed-ledger keys) bound to `config`.
+void bind_broker_config(ConfigSchema& schema, BrokerConfig* config);
+
+}  // namespace magnetar::broker

@@ -1,0 +1,746 @@
+#include "broker/connection.h"
+
+#include <fmt/format.h>
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+
+#include "broker/broker.h"
+#include "broker/topic.h"
+#include "common/version.h"
+#include "protocol/topic_name.h"
+
+namespace magnetar::broker {
+
+namespace {
+
+constexpr int kMaxProtocolVersion = 21;
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+wire::BaseCommand command(wire::BaseCommand::Type type) {
+  wire::BaseCommand c;
+  c.set_type(type);
+  return c;
+}
+
+Position to_position(const wire::MessageIdData& id) {
+  return Position{static_cast<int64_t>(id.ledgerid()), static_cast<int64_t>(id.entryid())};
+}
+
+}  // namespace
+
+Connection::Connection(Broker& broker, asio::ip::tcp::socket socket)
+    : broker_(broker),
+      socket_(std::move(socket)),
+      log_(log::Logger("broker.cnx")),
+      decoder_(protocol::DecoderOptions{
+          static_cast<uint32_t>(broker.config().max_message_size) + 10 * 1024, true}),
+      write_wakeup_(socket_.get_executor()),
+      read_wakeup_(socket_.get_executor()),
+      keep_alive_(socket_.get_executor()) {
+  boost::system::error_code ec;
+  auto ep = socket_.remote_endpoint(ec);
+  remote_ = ec ? "unknown" : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+  log_ = log_.with("remote", remote_);
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+}
+
+Connection::~Connection() = default;
+
+void Connection::spawn(Task<void> task) {
+  asio::co_spawn(socket_.get_executor(), std::move(task), asio::detached);
+}
+
+void Connection::start() {
+  auto self = shared_from_this();
+  last_received_ms_ = now_ms();
+  asio::co_spawn(
+      socket_.get_executor(), [self]() { return self->read_loop(); }, asio::detached);
+  asio::co_spawn(
+      socket_.get_executor(), [self]() { return self->write_loop(); }, asio::detached);
+  asio::co_spawn(
+      socket_.get_executor(), [self]() { return self->keep_alive_loop(); }, asio::detached);
+}
+
+void Connection::write(BufferChain frame) {
+  if (closed_) return;
+  out_.push_back(std::move(frame));
+  write_wakeup_.cancel();
+}
+
+void Connection::write_command(const wire::BaseCommand& cmd) {
+  write(BufferChain(protocol::encode_command(cmd)));
+}
+
+void Connection::close() {
+  if (closed_) return;
+  closed_ = true;
+  boost::system::error_code ec;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  write_wakeup_.cancel();
+  read_wakeup_.cancel();
+  keep_alive_.cancel();
+  // Producers and consumers of this connection go away with it.
+  for (auto& [id, p] : producers_) p.topic->remove_producer(id, this);
+  producers_.clear();
+  auto consumers = std::move(consumers_);
+  consumers_.clear();
+  for (auto& [id, c] : consumers) c.subscription->remove_consumer(id, this);
+  broker_.forget_connection(this);
+  log_.debug("connection closed");
+}
+
+Task<void> Connection::write_loop() {
+  auto self = shared_from_this();
+  std::vector<asio::const_buffer> buffers;
+  while (!closed_) {
+    if (out_.empty()) {
+      write_wakeup_.expires_at(asio::steady_timer::time_point::max());
+      boost::system::error_code ec;
+      co_await write_wakeup_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      continue;
+    }
+    // Everything queued goes out in one gathered write.
+    std::vector<BufferChain> batch;
+    buffers.clear();
+    size_t bytes = 0;
+    while (!out_.empty() && buffers.size() < 512 && bytes < 4 * 1024 * 1024) {
+      batch.push_back(std::move(out_.front()));
+      out_.pop_front();
+      for (const Buffer& b : batch.back().buffers()) {
+        buffers.emplace_back(b.data(), b.size());
+        bytes += b.size();
+      }
+    }
+    boost::system::error_code ec;
+    co_await asio::async_write(socket_, buffers, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      log_.debug("write failed: {}", ec.message());
+      close();
+      co_return;
+    }
+  }
+}
+
+Task<void> Connection::read_loop() {
+  auto self = shared_from_this();
+  while (!closed_) {
+    // Back-pressure: too many sends waiting for storage; read again once they drain.
+    while (pending_sends_ >= broker_.config().max_pending_publish_requests_per_connection &&
+           !closed_) {
+      read_wakeup_.expires_at(asio::steady_timer::time_point::max());
+      boost::system::error_code ec;
+      co_await read_wakeup_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    if (closed_) break;
+    Buffer buffer = Buffer::allocate(64 * 1024);
+    boost::system::error_code ec;
+    const size_t n =
+        co_await socket_.async_read_some(asio::buffer(buffer.mutable_data(), buffer.size()),
+                                         asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      if (ec != asio::error::eof && ec != asio::error::operation_aborted) {
+        log_.debug("read failed: {}", ec.message());
+      }
+      break;
+    }
+    last_received_ms_ = now_ms();
+    ping_outstanding_ = false;
+    buffer.truncate(n);
+    decoder_.feed(std::move(buffer));
+    while (!closed_) {
+      auto frame = decoder_.next();
+      if (!frame.ok()) {
+        log_.warn("closing: malformed input: {}", frame.status().to_string());
+        close();
+        co_return;
+      }
+      if (!frame->has_value()) break;
+      if (!handle(**frame)) {
+        close();
+        co_return;
+      }
+    }
+  }
+  close();
+}
+
+void Connection::resume_reading() {
+  read_wakeup_.cancel();
+}
+
+Task<void> Connection::keep_alive_loop() {
+  auto self = shared_from_this();
+  const auto interval = std::chrono::seconds(broker_.config().keep_alive_interval_seconds);
+  while (!closed_) {
+    keep_alive_.expires_after(interval);
+    boost::system::error_code ec;
+    co_await keep_alive_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (closed_) co_return;
+    if (!connected_) {
+      log_.warn("closing: no CONNECT within {} s", interval.count());
+      close();
+      co_return;
+    }
+    const int64_t idle = now_ms() - last_received_ms_;
+    if (idle < std::chrono::duration_cast<std::chrono::milliseconds>(interval).count()) continue;
+    if (ping_outstanding_) {
+      log_.warn("closing: no answer to a keep-alive ping");
+      close();
+      co_return;
+    }
+    ping_outstanding_ = true;
+    write_command(command(wire::BaseCommand::PING));
+  }
+}
+
+void Connection::send_error(uint64_t request_id, wire::ServerError error,
+                            const std::string& message) {
+  auto cmd = command(wire::BaseCommand::ERROR);
+  cmd.mutable_error()->set_request_id(request_id);
+  cmd.mutable_error()->set_error(error);
+  cmd.mutable_error()->set_message(message);
+  write_command(cmd);
+}
+
+void Connection::send_success(uint64_t request_id) {
+  auto cmd = command(wire::BaseCommand::SUCCESS);
+  cmd.mutable_success()->set_request_id(request_id);
+  write_command(cmd);
+}
+
+// ---------------------------------------------------------------------------------------
+
+bool Connection::handle(protocol::Frame& frame) {
+  const auto& cmd = frame.command;
+  if (!connected_ && cmd.type() != wire::BaseCommand::CONNECT) {
+    log_.warn("closing: {} before CONNECT", wire::BaseCommand::Type_Name(cmd.type()));
+    return false;
+  }
+  switch (cmd.type()) {
+    case wire::BaseCommand::CONNECT:
+      if (connected_) {
+        log_.warn("closing: a second CONNECT");
+        return false;
+      }
+      handle_connect(cmd.connect());
+      return true;
+    case wire::BaseCommand::PING:
+      write_command(command(wire::BaseCommand::PONG));
+      return true;
+    case wire::BaseCommand::PONG:
+      return true;
+    case wire::BaseCommand::LOOKUP:
+      handle_lookup(cmd.lookuptopic());
+      return true;
+    case wire::BaseCommand::PARTITIONED_METADATA:
+      handle_partitioned_metadata(cmd.partitionmetadata());
+      return true;
+    case wire::BaseCommand::PRODUCER:
+      handle_producer(cmd.producer());
+      return true;
+    case wire::BaseCommand::SEND:
+      return handle_send(frame);
+    case wire::BaseCommand::SUBSCRIBE:
+      handle_subscribe(cmd.subscribe());
+      return true;
+    case wire::BaseCommand::FLOW:
+      handle_flow(cmd.flow());
+      return true;
+    case wire::BaseCommand::ACK:
+      handle_ack(cmd.ack());
+      return true;
+    case wire::BaseCommand::REDELIVER_UNACKNOWLEDGED_MESSAGES:
+      handle_redeliver(cmd.redeliverunacknowledgedmessages());
+      return true;
+    case wire::BaseCommand::UNSUBSCRIBE:
+      handle_unsubscribe(cmd.unsubscribe());
+      return true;
+    case wire::BaseCommand::CLOSE_PRODUCER:
+      handle_close_producer(cmd.close_producer());
+      return true;
+    case wire::BaseCommand::CLOSE_CONSUMER:
+      handle_close_consumer(cmd.close_consumer());
+      return true;
+    case wire::BaseCommand::SEEK:
+      handle_seek(cmd.seek());
+      return true;
+    case wire::BaseCommand::GET_LAST_MESSAGE_ID:
+      handle_get_last_message_id(cmd.getlastmessageid());
+      return true;
+    case wire::BaseCommand::GET_TOPICS_OF_NAMESPACE:
+      handle_get_topics_of_namespace(cmd.gettopicsofnamespace());
+      return true;
+    case wire::BaseCommand::GET_SCHEMA:
+      handle_get_schema(cmd.getschema());
+      return true;
+    case wire::BaseCommand::GET_OR_CREATE_SCHEMA:
+      handle_get_or_create_schema(cmd.getorcreateschema());
+      return true;
+    case wire::BaseCommand::NEW_TXN: {
+      auto r = command(wire::BaseCommand::NEW_TXN_RESPONSE);
+      r.mutable_newtxnresponse()->set_request_id(cmd.newtxn().request_id());
+      r.mutable_newtxnresponse()->set_error(wire::NotAllowedError);
+      r.mutable_newtxnresponse()->set_message("transactions are not supported");
+      write_command(r);
+      return true;
+    }
+    case wire::BaseCommand::TC_CLIENT_CONNECT_REQUEST: {
+      auto r = command(wire::BaseCommand::TC_CLIENT_CONNECT_RESPONSE);
+      r.mutable_tcclientconnectresponse()->set_request_id(
+          cmd.tcclientconnectrequest().request_id());
+      r.mutable_tcclientconnectresponse()->set_error(wire::NotAllowedError);
+      r.mutable_tcclientconnectresponse()->set_message("transactions are not supported");
+      write_command(r);
+      return true;
+    }
+    default:
+      log_.warn("ignoring unsupported command {}", wire::BaseCommand::Type_Name(cmd.type()));
+      return true;
+  }
+}
+
+void Connection::handle_connect(const wire::CommandConnect& connect) {
+  protocol_version_ = std::min(kMaxProtocolVersion, connect.protocol_version());
+  broker_entry_metadata_ =
+      connect.has_feature_flags() && connect.feature_flags().supports_broker_entry_metadata();
+  connected_ = true;
+  auto cmd = command(wire::BaseCommand::CONNECTED);
+  auto* c = cmd.mutable_connected();
+  c->set_server_version(fmt::format("Pulsar Server (Magnetar {})", kVersion));
+  c->set_protocol_version(protocol_version_);
+  c->set_max_message_size(broker_.config().max_message_size);
+  write_command(cmd);
+  log_ = log_.with("client", connect.client_version());
+  log_.debug("connected, protocol version {}", protocol_version_);
+}
+
+void Connection::handle_lookup(const wire::CommandLookupTopic& lookup) {
+  auto cmd = command(wire::BaseCommand::LOOKUP_RESPONSE);
+  auto* r = cmd.mutable_lookuptopicresponse();
+  r->set_request_id(lookup.request_id());
+  auto name = protocol::TopicName::parse(lookup.topic());
+  if (!name.ok()) {
+    r->set_response(wire::CommandLookupTopicResponse::Failed);
+    r->set_error(wire::InvalidTopicName);
+    r->set_message(name.status().message());
+  } else {
+    // Every topic is served by this broker (no other owners yet): Connect here.
+    r->set_response(wire::CommandLookupTopicResponse::Connect);
+    r->set_brokerserviceurl(broker_.config().service_url());
+    r->set_authoritative(true);
+  }
+  write_command(cmd);
+}
+
+void Connection::handle_partitioned_metadata(const wire::CommandPartitionedTopicMetadata& req) {
+  auto self = shared_from_this();
+  spawn([self, req]() -> Task<void> {
+    auto cmd = command(wire::BaseCommand::PARTITIONED_METADATA_RESPONSE);
+    auto* r = cmd.mutable_partitionmetadataresponse();
+    r->set_request_id(req.request_id());
+    auto name = protocol::TopicName::parse(req.topic());
+    if (!name.ok()) {
+      r->set_response(wire::CommandPartitionedTopicMetadataResponse::Failed);
+      r->set_error(wire::InvalidTopicName);
+      r->set_message(name.status().message());
+      self->write_command(cmd);
+      co_return;
+    }
+    const bool auto_create =
+        !req.has_metadata_auto_creation_enabled() || req.metadata_auto_creation_enabled();
+    auto partitions = co_await self->broker_.partitions(*name, auto_create);
+    if (!partitions.ok()) {
+      r->set_response(wire::CommandPartitionedTopicMetadataResponse::Failed);
+      r->set_error(wire::MetadataError);
+      r->set_message(partitions.status().message());
+    } else {
+      r->set_response(wire::CommandPartitionedTopicMetadataResponse::Success);
+      r->set_partitions(static_cast<uint32_t>(*partitions));
+    }
+    self->write_command(cmd);
+  }());
+}
+
+void Connection::handle_producer(const wire::CommandProducer& req) {
+  auto self = shared_from_this();
+  spawn([self, req]() -> Task<void> {
+    if (self->producers_.count(req.producer_id())) {
+      // A retried PRODUCER for an existing producer: answer as before.
+      auto& existing = self->producers_[req.producer_id()];
+      auto cmd = command(wire::BaseCommand::PRODUCER_SUCCESS);
+      cmd.mutable_producer_success()->set_request_id(req.request_id());
+      cmd.mutable_producer_success()->set_producer_name(existing.producer->name());
+      self->write_command(cmd);
+      co_return;
+    }
+    auto name = protocol::TopicName::parse(req.topic());
+    if (!name.ok()) {
+      self->send_error(req.request_id(), wire::InvalidTopicName, name.status().message());
+      co_return;
+    }
+    auto topic = co_await self->broker_.get_topic(*name, true);
+    if (!topic.ok()) {
+      const auto failure = to_server_failure(topic.status());
+      self->send_error(req.request_id(), failure.error, failure.message);
+      co_return;
+    }
+    if (self->closed_) co_return;
+    std::string producer_name = req.has_producer_name() && !req.producer_name().empty()
+                                    ? req.producer_name()
+                                    : self->broker_.next_producer_name();
+    auto producer = std::make_shared<Producer>(self, req.producer_id(), producer_name,
+                                               req.producer_access_mode());
+    if (auto failure = (*topic)->add_producer(producer)) {
+      self->send_error(req.request_id(), failure->error, failure->message);
+      co_return;
+    }
+    self->producers_[req.producer_id()] = ProducerEntry{*topic, producer};
+    auto cmd = command(wire::BaseCommand::PRODUCER_SUCCESS);
+    auto* r = cmd.mutable_producer_success();
+    r->set_request_id(req.request_id());
+    r->set_producer_name(producer_name);
+    r->set_last_sequence_id(-1);
+    r->set_producer_ready(true);
+    self->write_command(cmd);
+    self->log_.info("producer {} ({}) on {}", req.producer_id(), producer_name,
+                    (*topic)->name().to_string());
+  }());
+}
+
+bool Connection::handle_send(protocol::Frame& frame) {
+  const auto& send = frame.command.send();
+  auto it = producers_.find(send.producer_id());
+  if (it == producers_.end()) {
+    log_.warn("closing: SEND for unknown producer {}", send.producer_id());
+    return false;
+  }
+  auto self = shared_from_this();
+  const uint64_t producer_id = send.producer_id();
+  const uint64_t sequence_id = send.sequence_id();
+  const uint64_t highest = send.has_highest_sequence_id() ? send.highest_sequence_id() : 0;
+  const int messages = std::max(1, send.num_messages());
+  ++pending_sends_;
+  it->second.topic->publish(
+      it->second.producer, std::move(frame.entry), messages,
+      [self, producer_id, sequence_id, highest](Result<Position> p) {
+        if (--self->pending_sends_ <
+            self->broker_.config().max_pending_publish_requests_per_connection) {
+          self->resume_reading();
+        }
+        if (p.ok()) {
+          auto cmd = command(wire::BaseCommand::SEND_RECEIPT);
+          auto* r = cmd.mutable_send_receipt();
+          r->set_producer_id(producer_id);
+          r->set_sequence_id(sequence_id);
+          if (highest) r->set_highest_sequence_id(highest);
+          r->mutable_message_id()->set_ledgerid(static_cast<uint64_t>(p->ledger_id));
+          r->mutable_message_id()->set_entryid(static_cast<uint64_t>(p->entry_id));
+          self->write_command(cmd);
+        } else {
+          const auto failure = to_server_failure(p.status());
+          auto cmd = command(wire::BaseCommand::SEND_ERROR);
+          auto* r = cmd.mutable_send_error();
+          r->set_producer_id(producer_id);
+          r->set_sequence_id(sequence_id);
+          r->set_error(failure.error);
+          r->set_message(failure.message);
+          self->write_command(cmd);
+        }
+      });
+  return true;
+}
+
+void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
+  auto self = shared_from_this();
+  spawn([self, req]() -> Task<void> {
+    if (self->consumers_.count(req.consumer_id())) {
+      self->send_success(req.request_id());
+      co_return;
+    }
+    auto name = protocol::TopicName::parse(req.topic());
+    if (!name.ok()) {
+      self->send_error(req.request_id(), wire::InvalidTopicName, name.status().message());
+      co_return;
+    }
+    if (req.subscription().empty()) {
+      self->send_error(req.request_id(), wire::InvalidTopicName, "empty subscription name");
+      co_return;
+    }
+    const bool create = !req.has_force_topic_creation() || req.force_topic_creation();
+    auto topic = co_await self->broker_.get_topic(*name, create);
+    if (!topic.ok()) {
+      const auto failure = to_server_failure(topic.status());
+      self->send_error(req.request_id(), failure.error, failure.message);
+      co_return;
+    }
+    std::optional<Position> start;
+    if (req.has_start_message_id()) {
+      const auto& id = req.start_message_id();
+      start = Position{static_cast<int64_t>(id.ledgerid()), static_cast<int64_t>(id.entryid())};
+      // A batch index: the batch is delivered again and the client skips what it should.
+      if (id.has_batch_index() && id.batch_index() >= 0 && start->ledger_id >= 0 &&
+          start->ledger_id != INT64_MAX) {
+        start = (*topic)->ledger().previous_position(*start);
+      }
+    }
+    const bool durable = !req.has_durable() || req.durable();
+    auto sub = co_await (*topic)->subscribe(req.subscription(), req.subtype(), durable,
+                                            req.initialposition(), start);
+    if (!sub.ok()) {
+      const auto failure = to_server_failure(sub.status());
+      self->send_error(req.request_id(), failure.error, failure.message);
+      co_return;
+    }
+    if (self->closed_) co_return;
+    auto consumer = std::make_shared<Consumer>(self, req.consumer_id(), req.consumer_name(),
+                                               req.priority_level());
+    if (auto failure = (*sub)->add_consumer(consumer, req.subtype())) {
+      self->send_error(req.request_id(), failure->error, failure->message);
+      co_return;
+    }
+    self->consumers_[req.consumer_id()] = ConsumerEntry{*topic, *sub, consumer};
+    self->send_success(req.request_id());
+    self->log_.info("consumer {} subscribed to {} / {} ({})", req.consumer_id(),
+                    (*topic)->name().to_string(), req.subscription(),
+                    wire::CommandSubscribe::SubType_Name(req.subtype()));
+    if ((*topic)->ledger().terminated() && !(*sub)->cursor().has_more_entries()) {
+      self->send_reached_end_of_topic(req.consumer_id());
+    }
+  }());
+}
+
+void Connection::handle_flow(const wire::CommandFlow& flow) {
+  auto it = consumers_.find(flow.consumer_id());
+  if (it == consumers_.end()) return;
+  it->second.subscription->flow(it->second.consumer, flow.messagepermits());
+}
+
+void Connection::handle_ack(const wire::CommandAck& ack) {
+  auto it = consumers_.find(ack.consumer_id());
+  auto self = shared_from_this();
+  if (it == consumers_.end()) {
+    if (ack.has_request_id()) {
+      auto cmd = command(wire::BaseCommand::ACK_RESPONSE);
+      cmd.mutable_ackresponse()->set_consumer_id(ack.consumer_id());
+      cmd.mutable_ackresponse()->set_request_id(ack.request_id());
+      cmd.mutable_ackresponse()->set_error(wire::ConsumerNotFound);
+      cmd.mutable_ackresponse()->set_message("consumer not found");
+      write_command(cmd);
+    }
+    return;
+  }
+  auto entry = it->second;
+  spawn([self, entry, ack]() -> Task<void> {
+    auto failure = co_await entry.subscription->acknowledge(entry.consumer, ack);
+    if (ack.has_request_id()) {
+      auto cmd = command(wire::BaseCommand::ACK_RESPONSE);
+      auto* r = cmd.mutable_ackresponse();
+      r->set_consumer_id(ack.consumer_id());
+      r->set_request_id(ack.request_id());
+      if (failure) {
+        r->set_error(failure->error);
+        r->set_message(failure->message);
+      }
+      self->write_command(cmd);
+    }
+  }());
+}
+
+void Connection::handle_redeliver(const wire::CommandRedeliverUnacknowledgedMessages& req) {
+  auto it = consumers_.find(req.consumer_id());
+  if (it == consumers_.end()) return;
+  std::vector<Position> positions;
+  for (const auto& id : req.message_ids()) positions.push_back(to_position(id));
+  it->second.subscription->redeliver(it->second.consumer, std::move(positions));
+}
+
+void Connection::handle_unsubscribe(const wire::CommandUnsubscribe& req) {
+  auto it = consumers_.find(req.consumer_id());
+  if (it == consumers_.end()) {
+    send_error(req.request_id(), wire::ConsumerNotFound, "consumer not found");
+    return;
+  }
+  auto self = shared_from_this();
+  auto entry = it->second;
+  spawn([self, entry, req]() -> Task<void> {
+    auto failure = co_await entry.topic->unsubscribe(entry.subscription->name(), req.force());
+    if (failure) {
+      self->send_error(req.request_id(), failure->error, failure->message);
+      co_return;
+    }
+    self->consumers_.erase(req.consumer_id());
+    self->send_success(req.request_id());
+  }());
+}
+
+void Connection::handle_close_producer(const wire::CommandCloseProducer& req) {
+  auto it = producers_.find(req.producer_id());
+  if (it != producers_.end()) {
+    it->second.topic->remove_producer(req.producer_id(), this);
+    producers_.erase(it);
+  }
+  send_success(req.request_id());
+}
+
+void Connection::handle_close_consumer(const wire::CommandCloseConsumer& req) {
+  auto it = consumers_.find(req.consumer_id());
+  if (it != consumers_.end()) {
+    auto entry = it->second;
+    consumers_.erase(it);
+    entry.subscription->remove_consumer(req.consumer_id(), this);
+  }
+  send_success(req.request_id());
+}
+
+void Connection::handle_seek(const wire::CommandSeek& req) {
+  auto it = consumers_.find(req.consumer_id());
+  if (it == consumers_.end()) {
+    send_error(req.request_id(), wire::ConsumerNotFound, "consumer not found");
+    return;
+  }
+  auto self = shared_from_this();
+  auto entry = it->second;
+  spawn([self, entry, req]() -> Task<void> {
+    auto& ml = entry.topic->ledger();
+    Position target;
+    if (req.has_message_id()) {
+      const auto& id = req.message_id();
+      const auto ledger = static_cast<int64_t>(id.ledgerid());
+      if (ledger < 0) {
+        target = ml.first_position();
+      } else if (ledger == INT64_MAX) {
+        target = ml.next_position(ml.last_confirmed());
+      } else {
+        target = Position{ledger, static_cast<int64_t>(id.entryid())};
+      }
+    } else if (req.has_message_publish_time()) {
+      const uint64_t t = req.message_publish_time();
+      auto matches = [t](const mledger::Entry& e) {
+        auto view = protocol::parse_entry(e.data);
+        if (!view.ok()) return false;
+        wire::MessageMetadata md;
+        if (!md.ParseFromArray(view->metadata_bytes.data(),
+                               static_cast<int>(view->metadata_bytes.size()))) {
+          return false;
+        }
+        return md.publish_time() < t;
+      };
+      auto found = co_await ml.find_newest_matching(ml.first_position(), matches);
+      if (!found.ok()) {
+        self->send_error(req.request_id(), wire::UnknownError, found.status().message());
+        co_return;
+      }
+      target = *found ? ml.next_position(**found) : ml.first_position();
+    } else {
+      self->send_error(req.request_id(), wire::MetadataError, "SEEK needs a message id or time");
+      co_return;
+    }
+    auto failure = co_await entry.subscription->reset(target);
+    if (failure) {
+      self->send_error(req.request_id(), failure->error, failure->message);
+      co_return;
+    }
+    self->send_success(req.request_id());
+    // As Pulsar does: the subscription's consumers reconnect and read from the new position.
+    entry.subscription->disconnect_all();
+  }());
+}
+
+void Connection::handle_get_last_message_id(const wire::CommandGetLastMessageId& req) {
+  auto it = consumers_.find(req.consumer_id());
+  if (it == consumers_.end()) {
+    send_error(req.request_id(), wire::ConsumerNotFound, "consumer not found");
+    return;
+  }
+  auto& ml = it->second.topic->ledger();
+  const Position last = ml.last_confirmed();
+  auto cmd = command(wire::BaseCommand::GET_LAST_MESSAGE_ID_RESPONSE);
+  auto* r = cmd.mutable_getlastmessageidresponse();
+  r->set_request_id(req.request_id());
+  r->mutable_last_message_id()->set_ledgerid(static_cast<uint64_t>(last.ledger_id));
+  r->mutable_last_message_id()->set_entryid(static_cast<uint64_t>(last.entry_id));
+  const int partition = it->second.topic->name().partition_index();
+  if (partition >= 0) r->mutable_last_message_id()->set_partition(partition);
+  const Position md = it->second.subscription->cursor().mark_delete_position();
+  r->mutable_consumer_mark_delete_position()->set_ledgerid(static_cast<uint64_t>(md.ledger_id));
+  r->mutable_consumer_mark_delete_position()->set_entryid(static_cast<uint64_t>(md.entry_id));
+  write_command(cmd);
+}
+
+void Connection::handle_get_topics_of_namespace(const wire::CommandGetTopicsOfNamespace& req) {
+  auto self = shared_from_this();
+  spawn([self, req]() -> Task<void> {
+    auto topics = co_await self->broker_.topics_of_namespace(req.namespace_());
+    if (!topics.ok()) {
+      self->send_error(req.request_id(), wire::MetadataError, topics.status().message());
+      co_return;
+    }
+    auto cmd = command(wire::BaseCommand::GET_TOPICS_OF_NAMESPACE_RESPONSE);
+    auto* r = cmd.mutable_gettopicsofnamespaceresponse();
+    r->set_request_id(req.request_id());
+    for (const auto& t : *topics) r->add_topics(t);
+    self->write_command(cmd);
+  }());
+}
+
+void Connection::handle_get_schema(const wire::CommandGetSchema& req) {
+  auto cmd = command(wire::BaseCommand::GET_SCHEMA_RESPONSE);
+  auto* r = cmd.mutable_getschemaresponse();
+  r->set_request_id(req.request_id());
+  r->set_error_code(wire::TopicNotFound);
+  r->set_error_message("Topic not found or no-schema");
+  write_command(cmd);
+}
+
+void Connection::handle_get_or_create_schema(const wire::CommandGetOrCreateSchema& req) {
+  auto cmd = command(wire::BaseCommand::GET_OR_CREATE_SCHEMA_RESPONSE);
+  auto* r = cmd.mutable_getorcreateschemaresponse();
+  r->set_request_id(req.request_id());
+  r->set_error_code(wire::NotAllowedError);
+  r->set_error_message("schema storage is not available yet");
+  write_command(cmd);
+}
+
+void Connection::close_producer(uint64_t producer_id) {
+  producers_.erase(producer_id);
+  if (protocol_version_ < 5 || closed_) return;
+  auto cmd = command(wire::BaseCommand::CLOSE_PRODUCER);
+  cmd.mutable_close_producer()->set_producer_id(producer_id);
+  cmd.mutable_close_producer()->set_request_id(0);
+  write_command(cmd);
+}
+
+void Connection::close_consumer(uint64_t consumer_id) {
+  consumers_.erase(consumer_id);
+  if (protocol_version_ < 5 || closed_) return;
+  auto cmd = command(wire::BaseCommand::CLOSE_CONSUMER);
+  cmd.mutable_close_consumer()->set_consumer_id(consumer_id);
+  cmd.mutable_close_consumer()->set_request_id(0);
+  write_command(cmd);
+}
+
+void Connection::send_reached_end_of_topic(uint64_t consumer_id) {
+  if (protocol_version_ < 9) return;
+  auto cmd = command(wire::BaseCommand::REACHED_END_OF_TOPIC);
+  cmd.mutable_reachedendoftopic()->set_consumer_id(consumer_id);
+  write_command(cmd);
+}
+
+void Connection::send_active_consumer_change(uint64_t consumer_id, bool active) {
+  if (protocol_version_ < 12) return;
+  auto cmd = command(wire::BaseCommand::ACTIVE_CONSUMER_CHANGE);
+  cmd.mutable_active_consumer_change()->set_consumer_id(consumer_id);
+  cmd.mutable_active_consumer_change()->set_is_active(active);
+  write_command(cmd);
+}
+
+}  // namespace magnetar::broker

@@ -1,0 +1,648 @@
+#include "broker/topic.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/asio/redirect_error.hpp>
+#include <cctype>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "broker/broker.h"
+#include "broker/connection.h"
+#include "mledger/errors.h"
+#include "protocol/frame.h"
+
+namespace magnetar::broker {
+
+namespace {
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Subscription names become cursor node names: percent-encoded like topic local names.
+std::string encode_component(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '.' || c == '*' || c == '_' || c == '-') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+// What dispatch needs from a stored entry's metadata.
+struct EntryInfo {
+  int messages = 1;
+  std::string key;
+};
+
+EntryInfo entry_info(const Buffer& data) {
+  EntryInfo info;
+  auto view = protocol::parse_entry(data);
+  if (!view.ok()) return info;
+  wire::MessageMetadata md;
+  if (!md.ParseFromArray(view->metadata_bytes.data(),
+                         static_cast<int>(view->metadata_bytes.size()))) {
+    return info;
+  }
+  if (md.has_num_messages_in_batch()) info.messages = std::max(1, md.num_messages_in_batch());
+  info.key = md.has_ordering_key() ? md.ordering_key() : md.partition_key();
+  return info;
+}
+
+// Murmur3 (32-bit, seed 0), the hash Pulsar uses for Key_Shared.
+uint32_t murmur3_32(std::string_view key) {
+  const auto* data = reinterpret_cast<const uint8_t*>(key.data());
+  const size_t n = key.size();
+  uint32_t h = 0;
+  const uint32_t c1 = 0xcc9e2d51, c2 = 0x1b873593;
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    uint32_t k = static_cast<uint32_t>(data[i]) | static_cast<uint32_t>(data[i + 1]) << 8 |
+                 static_cast<uint32_t>(data[i + 2]) << 16 |
+                 static_cast<uint32_t>(data[i + 3]) << 24;
+    k *= c1;
+    k = (k << 15) | (k >> 17);
+    k *= c2;
+    h ^= k;
+    h = (h << 13) | (h >> 19);
+    h = h * 5 + 0xe6546b64;
+  }
+  uint32_t k = 0;
+  switch (n & 3) {
+    case 3:
+      k ^= static_cast<uint32_t>(data[i + 2]) << 16;
+      [[fallthrough]];
+    case 2:
+      k ^= static_cast<uint32_t>(data[i + 1]) << 8;
+      [[fallthrough]];
+    case 1:
+      k ^= data[i];
+      k *= c1;
+      k = (k << 15) | (k >> 17);
+      k *= c2;
+      h ^= k;
+  }
+  h ^= static_cast<uint32_t>(n);
+  h ^= h >> 16;
+  h *= 0x85ebca6b;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35;
+  h ^= h >> 16;
+  return h;
+}
+
+Position to_position(const wire::MessageIdData& id) {
+  return Position{static_cast<int64_t>(id.ledgerid()), static_cast<int64_t>(id.entryid())};
+}
+
+}  // namespace
+
+ServerFailure to_server_failure(const Status& status) {
+  if (status.code() == make_error_code(mledger::Error::kTerminated)) {
+    return {wire::TopicTerminatedError, status.message()};
+  }
+  if (status.is(Errc::kFenced)) return {wire::ServiceNotReady, status.message()};
+  if (status.is(Errc::kNotFound)) return {wire::TopicNotFound, status.message()};
+  if (status.is(Errc::kInvalidArgument)) return {wire::MetadataError, status.message()};
+  return {wire::PersistenceError, status.message()};
+}
+
+// ---------------------------------------------------------------------------------------
+// Producer and consumer
+
+Producer::Producer(std::shared_ptr<Connection> cnx, uint64_t id, std::string name,
+                   wire::ProducerAccessMode mode)
+    : cnx_(cnx), id_(id), name_(std::move(name)), mode_(mode), connected_since_ms_(now_ms()) {}
+
+nlohmann::json Producer::stats() const {
+  auto cnx = cnx_.lock();
+  return {{"producerId", id_},
+          {"producerName", name_},
+          {"accessMode", wire::ProducerAccessMode_Name(mode_)},
+          {"msgInCounter", msgs_in},
+          {"bytesInCounter", bytes_in},
+          {"address", cnx ? cnx->remote() : ""},
+          {"connectedSince", connected_since_ms_}};
+}
+
+Consumer::Consumer(std::shared_ptr<Connection> cnx, uint64_t id, std::string name, int priority)
+    : cnx_(cnx),
+      id_(id),
+      name_(std::move(name)),
+      priority_(priority),
+      connected_since_ms_(now_ms()) {}
+
+nlohmann::json Consumer::stats() const {
+  auto cnx = cnx_.lock();
+  return {{"consumerName", name_},
+          {"availablePermits", permits_},
+          {"unackedMessages", unacked_messages_},
+          {"msgOutCounter", msgs_out_},
+          {"bytesOutCounter", bytes_out_},
+          {"priorityLevel", priority_},
+          {"address", cnx ? cnx->remote() : ""},
+          {"connectedSince", connected_since_ms_}};
+}
+
+// ---------------------------------------------------------------------------------------
+// Subscription
+
+Subscription::Subscription(PersistentTopic& topic, std::string name, SubType type,
+                           std::shared_ptr<mledger::ManagedCursor> cursor, bool durable)
+    : topic_(topic),
+      name_(std::move(name)),
+      type_(type),
+      cursor_(std::move(cursor)),
+      durable_(durable),
+      log_(log::Logger("broker").with("topic", topic.name().to_string()).with("sub", name_)) {}
+
+std::optional<ServerFailure> Subscription::add_consumer(const std::shared_ptr<Consumer>& consumer,
+                                                        SubType type) {
+  if (!consumers_.empty() && type != type_) {
+    return ServerFailure{wire::ConsumerBusy,
+                         fmt::format("subscription {} is of type {}, not {}", name_,
+                                     wire::CommandSubscribe::SubType_Name(type_),
+                                     wire::CommandSubscribe::SubType_Name(type))};
+  }
+  if (type == wire::CommandSubscribe::Exclusive && !consumers_.empty()) {
+    return ServerFailure{wire::ConsumerBusy, "Exclusive consumer is already connected"};
+  }
+  type_ = type;
+  consumers_.push_back(consumer);
+  cursor_->set_active(true);
+  if (type_ == wire::CommandSubscribe::Failover) notify_active_consumer();
+  return std::nullopt;
+}
+
+std::shared_ptr<Consumer> Subscription::find_consumer(uint64_t consumer_id,
+                                                      const Connection* cnx) const {
+  for (const auto& c : consumers_) {
+    if (c->id_ == consumer_id && c->connection().get() == cnx) return c;
+  }
+  return nullptr;
+}
+
+void Subscription::remove_consumer(uint64_t consumer_id, const Connection* cnx) {
+  auto it = std::find_if(consumers_.begin(), consumers_.end(), [&](const auto& c) {
+    return c->id_ == consumer_id && (c->connection().get() == cnx || !c->connection());
+  });
+  if (it == consumers_.end()) return;
+  auto consumer = *it;
+  consumers_.erase(it);
+  if (type_ == wire::CommandSubscribe::Shared || type_ == wire::CommandSubscribe::Key_Shared) {
+    // What it was sent and did not acknowledge goes to the others.
+    for (const auto& [pos, n] : consumer->pending_) {
+      if (!cursor_->is_acknowledged(pos)) {
+        to_redeliver_.insert(pos);
+        ++redeliveries_[pos];
+      }
+    }
+  } else {
+    // Exclusive/Failover: the next consumer starts after the last acknowledged entry.
+    cursor_->seek(topic_.ledger().next_position(cursor_->mark_delete_position()));
+  }
+  if (consumers_.empty()) {
+    cursor_->cancel_wait();
+    cursor_->set_active(false);
+    if (!durable_) topic_.remove_non_durable(name_);
+    return;
+  }
+  if (type_ == wire::CommandSubscribe::Failover) notify_active_consumer();
+  trigger();
+}
+
+std::shared_ptr<Consumer> Subscription::active_consumer() const {
+  if (consumers_.empty()) return nullptr;
+  if (type_ == wire::CommandSubscribe::Exclusive) return consumers_.front();
+  std::vector<std::shared_ptr<Consumer>> sorted = consumers_;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a->priority_ != b->priority_ ? a->priority_ < b->priority_ : a->name_ < b->name_;
+  });
+  const int partition = topic_.name().partition_index();
+  const size_t index = partition >= 0 ? static_cast<size_t>(partition) % sorted.size() : 0;
+  return sorted[index];
+}
+
+void Subscription::notify_active_consumer() {
+  auto active = active_consumer();
+  if (active == last_active_) return;
+  if (last_active_) {
+    // The new active consumer starts after the last acknowledged entry.
+    cursor_->seek(topic_.ledger().next_position(cursor_->mark_delete_position()));
+  }
+  last_active_ = active;
+  for (const auto& c : consumers_) {
+    if (auto cnx = c->connection()) cnx->send_active_consumer_change(c->id_, c == active);
+  }
+}
+
+int64_t Subscription::available_permits() const {
+  if (type_ == wire::CommandSubscribe::Exclusive || type_ == wire::CommandSubscribe::Failover) {
+    auto active = active_consumer();
+    return active ? active->permits_ : 0;
+  }
+  int64_t total = 0;
+  for (const auto& c : consumers_) total += std::max<int64_t>(0, c->permits_);
+  return total;
+}
+
+void Subscription::flow(const std::shared_ptr<Consumer>& consumer, uint32_t permits) {
+  consumer->permits_ += permits;
+  trigger();
+}
+
+void Subscription::trigger() {
+  if (dispatching_ || consumers_.empty() || available_permits() <= 0) return;
+  dispatching_ = true;
+  auto self = shared_from_this();
+  asio::co_spawn(
+      topic_.broker().executor(), [self]() { return self->dispatch_loop(); }, asio::detached);
+}
+
+void Subscription::send_to(const std::shared_ptr<Consumer>& consumer, const mledger::Entry& entry,
+                           int messages) {
+  auto cnx = consumer->connection();
+  if (!cnx) return;
+  wire::BaseCommand cmd;
+  cmd.set_type(wire::BaseCommand::MESSAGE);
+  auto* msg = cmd.mutable_message();
+  msg->set_consumer_id(consumer->id_);
+  msg->mutable_message_id()->set_ledgerid(static_cast<uint64_t>(entry.position.ledger_id));
+  msg->mutable_message_id()->set_entryid(static_cast<uint64_t>(entry.position.entry_id));
+  if (auto it = redeliveries_.find(entry.position); it != redeliveries_.end()) {
+    msg->set_redelivery_count(it->second);
+  }
+  cnx->write(protocol::encode_with_entry(cmd, entry.data));
+  consumer->permits_ -= messages;
+  ++consumer->msgs_out_;
+  consumer->bytes_out_ += static_cast<int64_t>(entry.data.size());
+  msgs_out_ += messages;
+  bytes_out_ += static_cast<int64_t>(entry.data.size());
+  consumer->pending_[entry.position] = messages;
+  consumer->unacked_messages_ += messages;
+}
+
+Task<void> Subscription::dispatch_loop() {
+  auto self = shared_from_this();
+  const int batch_size = topic_.broker().config().managed_ledger_factory.read_batch_size;
+  int failures = 0;
+  while (!consumers_.empty()) {
+    const int64_t permits = available_permits();
+    if (permits <= 0) break;
+    const int wanted = static_cast<int>(std::min<int64_t>(permits, batch_size));
+    std::vector<mledger::Entry> entries;
+    if (!to_redeliver_.empty()) {
+      // Redeliveries first, oldest first, skipping what was acknowledged meanwhile.
+      while (!to_redeliver_.empty() && static_cast<int>(entries.size()) < wanted) {
+        const Position p = *to_redeliver_.begin();
+        to_redeliver_.erase(to_redeliver_.begin());
+        if (cursor_->is_acknowledged(p)) continue;
+        auto one = co_await topic_.ledger().read(p, 1);
+        if (one.ok() && !one->empty() && one->front().position == p) {
+          entries.push_back(std::move(one->front()));
+        }
+      }
+      if (entries.empty()) continue;
+    } else {
+      auto read = co_await cursor_->read_or_wait(wanted);
+      if (!read.ok()) {
+        if (read.status().code() == make_error_code(mledger::Error::kNoMoreEntries)) {
+          for (const auto& c : consumers_) {
+            if (auto cnx = c->connection()) cnx->send_reached_end_of_topic(c->id_);
+          }
+          break;
+        }
+        if (read.status().is(Errc::kCancelled)) break;
+        log_.warn("read failed: {}", read.status().to_string());
+        asio::steady_timer backoff(topic_.broker().executor(),
+                                   std::chrono::milliseconds(std::min(5000, 100 << failures)));
+        ++failures;
+        boost::system::error_code ec;
+        co_await backoff.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        continue;
+      }
+      entries = std::move(*read);
+    }
+    failures = 0;
+    // Distribute.
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const auto& entry = entries[i];
+      const EntryInfo info = entry_info(entry.data);
+      std::shared_ptr<Consumer> target;
+      if (type_ == wire::CommandSubscribe::Exclusive || type_ == wire::CommandSubscribe::Failover) {
+        target = active_consumer();
+      } else if (type_ == wire::CommandSubscribe::Key_Shared && !consumers_.empty()) {
+        const uint32_t slot = murmur3_32(info.key) % 65536;
+        target = consumers_[slot * consumers_.size() / 65536];
+        if (target->permits_ <= 0) target = nullptr;
+      } else {
+        // Shared: round robin among the highest-priority consumers with permits.
+        int best = INT32_MAX;
+        for (const auto& c : consumers_) {
+          if (c->permits_ > 0) best = std::min(best, c->priority_);
+        }
+        for (size_t k = 0; k < consumers_.size() && !target; ++k) {
+          auto& c = consumers_[(round_robin_ + k) % consumers_.size()];
+          if (c->permits_ > 0 && c->priority_ == best) {
+            target = c;
+            round_robin_ = (round_robin_ + k + 1) % consumers_.size();
+          }
+        }
+      }
+      if (!target) {
+        // Nobody can take it now.
+        if (type_ == wire::CommandSubscribe::Exclusive ||
+            type_ == wire::CommandSubscribe::Failover) {
+          cursor_->seek(entry.position);
+          break;
+        }
+        to_redeliver_.insert(entry.position);
+        continue;
+      }
+      send_to(target, entry, info.messages);
+    }
+  }
+  dispatching_ = false;
+  if (available_permits() > 0 && !consumers_.empty() &&
+      (!to_redeliver_.empty() || cursor_->has_more_entries())) {
+    trigger();
+  }
+}
+
+Task<std::optional<ServerFailure>> Subscription::acknowledge(std::shared_ptr<Consumer> consumer,
+                                                             wire::CommandAck ack) {
+  auto self = shared_from_this();
+  std::vector<Position> positions;
+  for (const auto& id : ack.message_id()) {
+    // A partial batch acknowledgement (some indexes still unacknowledged) leaves the entry.
+    bool partial = false;
+    for (int64_t word : id.ack_set()) partial |= word != 0;
+    if (partial) continue;
+    positions.push_back(to_position(id));
+  }
+  if (positions.empty()) co_return std::nullopt;
+  Status st;
+  if (ack.ack_type() == wire::CommandAck::Cumulative) {
+    if (type_ == wire::CommandSubscribe::Shared || type_ == wire::CommandSubscribe::Key_Shared) {
+      co_return ServerFailure{wire::NotAllowedError,
+                              "cumulative acknowledgement is not allowed on Shared subscriptions"};
+    }
+    const Position upto = *std::max_element(positions.begin(), positions.end());
+    for (const auto& c : consumers_) {
+      c->pending_.erase(c->pending_.begin(), c->pending_.upper_bound(upto));
+    }
+    std::map<std::string, int64_t> props;
+    for (const auto& kv : ack.properties()) props[kv.key()] = static_cast<int64_t>(kv.value());
+    st = co_await cursor_->mark_delete(upto, std::move(props));
+  } else {
+    for (const Position& p : positions) {
+      for (const auto& c : consumers_) {
+        auto it = c->pending_.find(p);
+        if (it != c->pending_.end()) {
+          c->unacked_messages_ -= it->second;
+          c->pending_.erase(it);
+        }
+      }
+      redeliveries_.erase(p);
+    }
+    st = co_await cursor_->delete_positions(positions);
+  }
+  if (!st.ok()) co_return to_server_failure(st);
+  co_return std::nullopt;
+}
+
+void Subscription::redeliver(const std::shared_ptr<Consumer>& consumer,
+                             std::vector<Position> positions) {
+  if (type_ == wire::CommandSubscribe::Shared || type_ == wire::CommandSubscribe::Key_Shared) {
+    if (positions.empty()) {
+      for (const auto& [p, n] : consumer->pending_) positions.push_back(p);
+    }
+    for (const Position& p : positions) {
+      auto it = consumer->pending_.find(p);
+      if (it == consumer->pending_.end()) continue;
+      consumer->unacked_messages_ -= it->second;
+      consumer->pending_.erase(it);
+      if (!cursor_->is_acknowledged(p)) {
+        to_redeliver_.insert(p);
+        ++redeliveries_[p];
+      }
+    }
+  } else {
+    for (const auto& [p, n] : consumer->pending_) {
+      if (!cursor_->is_acknowledged(p)) ++redeliveries_[p];
+    }
+    consumer->pending_.clear();
+    consumer->unacked_messages_ = 0;
+    cursor_->seek(topic_.ledger().next_position(cursor_->mark_delete_position()));
+  }
+  trigger();
+}
+
+Task<std::optional<ServerFailure>> Subscription::reset(Position read_from) {
+  auto self = shared_from_this();
+  to_redeliver_.clear();
+  for (const auto& c : consumers_) {
+    c->pending_.clear();
+    c->unacked_messages_ = 0;
+  }
+  Status st = co_await cursor_->reset(read_from);
+  if (!st.ok()) co_return to_server_failure(st);
+  co_return std::nullopt;
+}
+
+void Subscription::disconnect_all() {
+  auto consumers = consumers_;
+  for (const auto& c : consumers) {
+    if (auto cnx = c->connection()) cnx->close_consumer(c->id_);
+    remove_consumer(c->id_, c->connection().get());
+  }
+}
+
+nlohmann::json Subscription::stats() const {
+  nlohmann::json consumers = nlohmann::json::array();
+  int64_t unacked = 0;
+  for (const auto& c : consumers_) {
+    consumers.push_back(c->stats());
+    unacked += c->unacked_messages_;
+  }
+  return {{"type", wire::CommandSubscribe::SubType_Name(type_)},
+          {"msgBacklog", cursor_->backlog_entries()},
+          {"backlogSize", cursor_->backlog_bytes()},
+          {"msgOutCounter", msgs_out_},
+          {"bytesOutCounter", bytes_out_},
+          {"unackedMessages", unacked},
+          {"isDurable", durable_},
+          {"consumers", std::move(consumers)}};
+}
+
+// ---------------------------------------------------------------------------------------
+// Topic
+
+PersistentTopic::PersistentTopic(Broker& broker, protocol::TopicName name,
+                                 std::shared_ptr<mledger::ManagedLedger> ml)
+    : broker_(broker),
+      name_(std::move(name)),
+      ml_(std::move(ml)),
+      log_(log::Logger("broker").with("topic", name_.to_string())) {
+  // Durable subscriptions recovered with the managed ledger.
+  for (const auto& [cursor_name, cursor] : ml_->cursors()) {
+    // The subscription type is set by its first consumer.
+    auto sub = std::make_shared<Subscription>(*this, cursor_name, wire::CommandSubscribe::Exclusive,
+                                              cursor, true);
+    cursor->set_active(false);
+    subscriptions_[cursor_name] = sub;
+  }
+}
+
+std::optional<ServerFailure> PersistentTopic::add_producer(const std::shared_ptr<Producer>& p) {
+  if (ml_->terminated()) return ServerFailure{wire::TopicTerminatedError, "topic is terminated"};
+  for (const auto& [key, existing] : producers_) {
+    if (existing->access_mode() != wire::Shared || p->access_mode() != wire::Shared) {
+      if (p->access_mode() == wire::ExclusiveWithFencing) continue;
+      return ServerFailure{
+          wire::ProducerBusy,
+          fmt::format("topic has an {} producer",
+                      existing->access_mode() == wire::Shared ? "other" : "exclusive")};
+    }
+    if (existing->name() == p->name()) {
+      return ServerFailure{wire::ProducerBusy,
+                           fmt::format("producer with name '{}' is already connected", p->name())};
+    }
+  }
+  if (p->access_mode() == wire::ExclusiveWithFencing) {
+    auto others = producers_;
+    for (const auto& [key, existing] : others) {
+      if (auto cnx = existing->connection()) cnx->close_producer(existing->id());
+      producers_.erase(key);
+    }
+  }
+  producers_[{p->connection().get(), p->id()}] = p;
+  return std::nullopt;
+}
+
+void PersistentTopic::remove_producer(uint64_t producer_id, const Connection* cnx) {
+  producers_.erase({cnx, producer_id});
+}
+
+void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer entry, int messages,
+                              std::function<void(Result<Position>)> done) {
+  const auto size = static_cast<int64_t>(entry.size());
+  auto self = shared_from_this();
+  ml_->async_add(BufferChain(std::move(entry)),
+                 [self, producer, messages, size, done = std::move(done)](Result<Position> p) {
+                   if (p.ok()) {
+                     self->msgs_in_ += messages;
+                     self->bytes_in_ += size;
+                     producer->msgs_in += messages;
+                     producer->bytes_in += size;
+                   }
+                   done(std::move(p));
+                 });
+}
+
+std::shared_ptr<Subscription> PersistentTopic::find_subscription(const std::string& name) const {
+  auto it = subscriptions_.find(name);
+  return it == subscriptions_.end() ? nullptr : it->second;
+}
+
+void PersistentTopic::remove_non_durable(const std::string& name) {
+  auto it = subscriptions_.find(name);
+  if (it == subscriptions_.end() || it->second->durable()) return;
+  auto cursor = it->second->cursor_ptr();
+  subscriptions_.erase(it);
+  ml_->remove_non_durable_cursor(cursor);
+}
+
+Task<Result<std::shared_ptr<Subscription>>> PersistentTopic::subscribe(
+    const std::string& name, SubType type, bool durable,
+    wire::CommandSubscribe::InitialPosition initial, std::optional<Position> start) {
+  auto self = shared_from_this();
+  if (auto existing = find_subscription(name)) co_return existing;
+  std::shared_ptr<Subscription> sub;
+  if (durable) {
+    const auto position = initial == wire::CommandSubscribe::Earliest
+                              ? mledger::InitialPosition::kEarliest
+                              : mledger::InitialPosition::kLatest;
+    const std::string cursor_name = encode_component(name);
+    auto cursor = co_await ml_->open_cursor(cursor_name, position);
+    if (!cursor.ok()) co_return cursor.status();
+    if (auto existing = find_subscription(name)) co_return existing;  // raced
+    sub = std::make_shared<Subscription>(*this, name, type, *cursor, true);
+  } else {
+    Position read_from;
+    if (start) {
+      if (start->ledger_id < 0) {
+        read_from = ml_->first_position();
+      } else if (start->ledger_id == INT64_MAX) {
+        read_from = ml_->next_position(ml_->last_confirmed());
+      } else {
+        read_from = ml_->next_position(*start);
+      }
+    } else {
+      read_from = initial == wire::CommandSubscribe::Earliest
+                      ? ml_->first_position()
+                      : ml_->next_position(ml_->last_confirmed());
+    }
+    auto cursor = ml_->new_non_durable_cursor(read_from, name);
+    sub = std::make_shared<Subscription>(*this, name, type, cursor, false);
+  }
+  subscriptions_[name] = sub;
+  co_return sub;
+}
+
+Task<std::optional<ServerFailure>> PersistentTopic::unsubscribe(const std::string& name,
+                                                                bool force) {
+  auto self = shared_from_this();
+  auto sub = find_subscription(name);
+  if (!sub) co_return ServerFailure{wire::SubscriptionNotFound, "subscription not found"};
+  if (sub->consumers().size() > 1 && !force) {
+    co_return ServerFailure{wire::UnknownError,
+                            "Unconnected or shared consumer attempting to unsubscribe"};
+  }
+  sub->disconnect_all();
+  subscriptions_.erase(name);
+  if (sub->durable()) {
+    Status st = co_await ml_->delete_cursor(encode_component(name));
+    if (!st.ok()) co_return to_server_failure(st);
+  }
+  co_return std::nullopt;
+}
+
+Task<void> PersistentTopic::close() {
+  auto self = shared_from_this();
+  auto producers = producers_;
+  for (const auto& [key, p] : producers) {
+    if (auto cnx = p->connection()) cnx->close_producer(p->id());
+  }
+  producers_.clear();
+  for (const auto& [name, sub] : subscriptions_) sub->disconnect_all();
+  Status st = co_await ml_->close();
+  if (!st.ok()) log_.warn("closing its managed ledger: {}", st.to_string());
+}
+
+nlohmann::json PersistentTopic::stats() const {
+  nlohmann::json publishers = nlohmann::json::array();
+  for (const auto& [key, p] : producers_) publishers.push_back(p->stats());
+  nlohmann::json subs = nlohmann::json::object();
+  int64_t out = 0;
+  for (const auto& [name, sub] : subscriptions_) {
+    subs[name] = sub->stats();
+    out += subs[name]["msgOutCounter"].get<int64_t>();
+  }
+  return {{"msgInCounter", msgs_in_},
+          {"bytesInCounter", bytes_in_},
+          {"msgOutCounter", out},
+          {"storageSize", ml_->total_size()},
+          {"backlogSize", ml_->estimated_backlog_size()},
+          {"publishers", std::move(publishers)},
+          {"subscriptions", std::move(subs)}};
+}
+
+}  // namespace magnetar::broker

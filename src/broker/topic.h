@@ -1,0 +1,183 @@
+#pragma once
+// Persistent topics: producers appending to the topic's managed ledger, subscriptions
+// (a cursor each) dispatching entries to their consumers.
+//
+// Threading: a topic, its producers, subscriptions and consumers live on the broker's event
+// loop; connections send frames to consumers through Connection::write (same loop).
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/asio.h"
+#include "common/buffer.h"
+#include "common/logging.h"
+#include "mledger/managed_ledger.h"
+#include "proto/pulsar_api.pb.h"
+#include "protocol/topic_name.h"
+
+namespace magnetar::broker {
+
+class Connection;
+class PersistentTopic;
+class Subscription;
+
+using mledger::Position;
+using SubType = wire::CommandSubscribe::SubType;
+
+// A server-side error as the protocol reports it.
+struct ServerFailure {
+  wire::ServerError error;
+  std::string message;
+};
+
+class Producer {
+ public:
+  Producer(std::shared_ptr<Connection> cnx, uint64_t id, std::string name,
+           wire::ProducerAccessMode mode);
+  uint64_t id() const { return id_; }
+  const std::string& name() const { return name_; }
+  wire::ProducerAccessMode access_mode() const { return mode_; }
+  std::shared_ptr<Connection> connection() const { return cnx_.lock(); }
+  nlohmann::json stats() const;
+
+  int64_t msgs_in = 0;
+  int64_t bytes_in = 0;
+
+ private:
+  std::weak_ptr<Connection> cnx_;
+  uint64_t id_;
+  std::string name_;
+  wire::ProducerAccessMode mode_;
+  int64_t connected_since_ms_;
+};
+
+class Consumer {
+ public:
+  Consumer(std::shared_ptr<Connection> cnx, uint64_t id, std::string name, int priority);
+  uint64_t id() const { return id_; }
+  const std::string& name() const { return name_; }
+  int priority() const { return priority_; }
+  std::shared_ptr<Connection> connection() const { return cnx_.lock(); }
+  int64_t permits() const { return permits_; }
+  nlohmann::json stats() const;
+
+ private:
+  friend class Subscription;
+  std::weak_ptr<Connection> cnx_;
+  uint64_t id_;
+  std::string name_;
+  int priority_;
+  int64_t permits_ = 0;
+  // Entries sent and not yet acknowledged (Shared/Key_Shared: redelivered when the consumer
+  // leaves), with the number of messages each holds.
+  std::map<Position, int> pending_;
+  int64_t unacked_messages_ = 0;
+  int64_t msgs_out_ = 0;
+  int64_t bytes_out_ = 0;
+  int64_t connected_since_ms_;
+};
+
+class Subscription : public std::enable_shared_from_this<Subscription> {
+ public:
+  Subscription(PersistentTopic& topic, std::string name, SubType type,
+               std::shared_ptr<mledger::ManagedCursor> cursor, bool durable);
+  const std::string& name() const { return name_; }
+  SubType type() const { return type_; }
+  bool durable() const { return durable_; }
+  mledger::ManagedCursor& cursor() { return *cursor_; }
+  std::shared_ptr<mledger::ManagedCursor> cursor_ptr() const { return cursor_; }
+  const std::vector<std::shared_ptr<Consumer>>& consumers() const { return consumers_; }
+
+  // ConsumerBusy / type mismatch as a failure; OK otherwise.
+  std::optional<ServerFailure> add_consumer(const std::shared_ptr<Consumer>& consumer,
+                                            SubType type);
+  void remove_consumer(uint64_t consumer_id, const Connection* cnx);
+  std::shared_ptr<Consumer> find_consumer(uint64_t consumer_id, const Connection* cnx) const;
+  void flow(const std::shared_ptr<Consumer>& consumer, uint32_t permits);
+  Task<std::optional<ServerFailure>> acknowledge(std::shared_ptr<Consumer> consumer,
+                                                 wire::CommandAck ack);
+  // Everything the consumer was sent and did not acknowledge goes out again (Shared: the
+  // listed ids only, or all when none are listed).
+  void redeliver(const std::shared_ptr<Consumer>& consumer, std::vector<Position> positions);
+  Task<std::optional<ServerFailure>> reset(Position read_from);
+  // Wakes dispatch (new entries or permits).
+  void trigger();
+  // Disconnects every consumer (CLOSE_CONSUMER) and stops dispatch.
+  void disconnect_all();
+  nlohmann::json stats() const;
+
+ private:
+  Task<void> dispatch_loop();
+  std::shared_ptr<Consumer> active_consumer() const;  // Exclusive/Failover
+  void send_to(const std::shared_ptr<Consumer>& consumer, const mledger::Entry& entry,
+               int messages);
+  void notify_active_consumer();
+  int64_t available_permits() const;
+
+  PersistentTopic& topic_;
+  const std::string name_;
+  SubType type_;
+  std::shared_ptr<mledger::ManagedCursor> cursor_;
+  const bool durable_;
+  log::Logger log_;
+  std::vector<std::shared_ptr<Consumer>> consumers_;
+  bool dispatching_ = false;
+  size_t round_robin_ = 0;
+  std::set<Position> to_redeliver_;            // Shared: sent again before new entries
+  std::map<Position, uint32_t> redeliveries_;  // redelivery counts
+  std::shared_ptr<Consumer> last_active_;
+  int64_t msgs_out_ = 0;
+  int64_t bytes_out_ = 0;
+};
+
+class Broker;
+
+class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
+ public:
+  PersistentTopic(Broker& broker, protocol::TopicName name,
+                  std::shared_ptr<mledger::ManagedLedger> ml);
+  const protocol::TopicName& name() const { return name_; }
+  mledger::ManagedLedger& ledger() { return *ml_; }
+  Broker& broker() { return broker_; }
+
+  std::optional<ServerFailure> add_producer(const std::shared_ptr<Producer>& producer);
+  void remove_producer(uint64_t producer_id, const Connection* cnx);
+  // Stores one entry (metadata + payload as received); `done` gets its position.
+  void publish(const std::shared_ptr<Producer>& producer, Buffer entry, int messages,
+               std::function<void(Result<Position>)> done);
+
+  Task<Result<std::shared_ptr<Subscription>>> subscribe(const std::string& name, SubType type,
+                                                        bool durable,
+                                                        wire::CommandSubscribe::InitialPosition,
+                                                        std::optional<Position> start);
+  Task<std::optional<ServerFailure>> unsubscribe(const std::string& name, bool force);
+  std::shared_ptr<Subscription> find_subscription(const std::string& name) const;
+  void remove_non_durable(const std::string& name);
+  // Closes producers and consumers (they reconnect) and the managed ledger.
+  Task<void> close();
+  nlohmann::json stats() const;
+
+ private:
+  void on_entries_added();
+
+  Broker& broker_;
+  const protocol::TopicName name_;
+  std::shared_ptr<mledger::ManagedLedger> ml_;
+  log::Logger log_;
+  std::map<std::pair<const Connection*, uint64_t>, std::shared_ptr<Producer>> producers_;
+  std::map<std::string, std::shared_ptr<Subscription>> subscriptions_;
+  int64_t msgs_in_ = 0;
+  int64_t bytes_in_ = 0;
+};
+
+// ServerError for a managed-ledger failure.
+ServerFailure to_server_failure(const Status& status);
+
+}  // namespace magnetar::broker
