@@ -54,10 +54,6 @@ Connection::Connection(Broker& broker, asio::ip::tcp::socket socket)
 
 Connection::~Connection() = default;
 
-void Connection::spawn(Task<void> task) {
-  asio::co_spawn(socket_.get_executor(), std::move(task), asio::detached);
-}
-
 void Connection::start() {
   auto self = shared_from_this();
   last_received_ms_ = now_ms();
@@ -198,7 +194,9 @@ Task<void> Connection::keep_alive_loop() {
       co_return;
     }
     ping_outstanding_ = true;
-    write_command(command(wire::BaseCommand::PING));
+    auto ping = command(wire::BaseCommand::PING);
+    ping.mutable_ping();
+    write_command(ping);
   }
 }
 
@@ -233,9 +231,12 @@ bool Connection::handle(protocol::Frame& frame) {
       }
       handle_connect(cmd.connect());
       return true;
-    case wire::BaseCommand::PING:
-      write_command(command(wire::BaseCommand::PONG));
+    case wire::BaseCommand::PING: {
+      auto pong = command(wire::BaseCommand::PONG);
+      pong.mutable_pong();
+      write_command(pong);
       return true;
+    }
     case wire::BaseCommand::PONG:
       return true;
     case wire::BaseCommand::LOOKUP:
@@ -367,7 +368,7 @@ void Connection::handle_partitioned_metadata(const wire::CommandPartitionedTopic
       r->set_partitions(static_cast<uint32_t>(*partitions));
     }
     self->write_command(cmd);
-  }());
+  });
 }
 
 void Connection::handle_producer(const wire::CommandProducer& req) {
@@ -413,7 +414,7 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
     self->write_command(cmd);
     self->log_.info("producer {} ({}) on {}", req.producer_id(), producer_name,
                     (*topic)->name().to_string());
-  }());
+  });
 }
 
 bool Connection::handle_send(protocol::Frame& frame) {
@@ -515,7 +516,7 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
     if ((*topic)->ledger().terminated() && !(*sub)->cursor().has_more_entries()) {
       self->send_reached_end_of_topic(req.consumer_id());
     }
-  }());
+  });
 }
 
 void Connection::handle_flow(const wire::CommandFlow& flow) {
@@ -552,7 +553,7 @@ void Connection::handle_ack(const wire::CommandAck& ack) {
       }
       self->write_command(cmd);
     }
-  }());
+  });
 }
 
 void Connection::handle_redeliver(const wire::CommandRedeliverUnacknowledgedMessages& req) {
@@ -579,7 +580,7 @@ void Connection::handle_unsubscribe(const wire::CommandUnsubscribe& req) {
     }
     self->consumers_.erase(req.consumer_id());
     self->send_success(req.request_id());
-  }());
+  });
 }
 
 void Connection::handle_close_producer(const wire::CommandCloseProducer& req) {
@@ -652,7 +653,7 @@ void Connection::handle_seek(const wire::CommandSeek& req) {
     self->send_success(req.request_id());
     // As Pulsar does: the subscription's consumers reconnect and read from the new position.
     entry.subscription->disconnect_all();
-  }());
+  });
 }
 
 void Connection::handle_get_last_message_id(const wire::CommandGetLastMessageId& req) {
@@ -689,7 +690,7 @@ void Connection::handle_get_topics_of_namespace(const wire::CommandGetTopicsOfNa
     r->set_request_id(req.request_id());
     for (const auto& t : *topics) r->add_topics(t);
     self->write_command(cmd);
-  }());
+  });
 }
 
 void Connection::handle_get_schema(const wire::CommandGetSchema& req) {

@@ -86,7 +86,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void send_error(uint64_t request_id, wire::ServerError error, const std::string& message);
   void send_success(uint64_t request_id);
   void resume_reading();
-  void spawn(Task<void> task);
+  // Runs a coroutine lambda on this connection's executor. The lambda object itself is
+  // handed over (never an already-invoked temporary), so its captures outlive the coroutine.
+  template <typename F>
+  void spawn(F&& coroutine) {
+    asio::co_spawn(socket_.get_executor(), std::forward<F>(coroutine), asio::detached);
+  }
 
   Broker& broker_;
   asio::ip::tcp::socket socket_;

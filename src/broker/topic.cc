@@ -215,7 +215,7 @@ void Subscription::remove_consumer(uint64_t consumer_id, const Connection* cnx) 
     return;
   }
   if (type_ == wire::CommandSubscribe::Failover) notify_active_consumer();
-  trigger();
+  restart_dispatch();
 }
 
 std::shared_ptr<Consumer> Subscription::active_consumer() const {
@@ -255,6 +255,13 @@ int64_t Subscription::available_permits() const {
 
 void Subscription::flow(const std::shared_ptr<Consumer>& consumer, uint32_t permits) {
   consumer->permits_ += permits;
+  trigger();
+}
+
+void Subscription::restart_dispatch() {
+  // A dispatch loop waiting for new entries would not see the rewound position or the
+  // redeliveries: end its wait; it restarts itself when permits remain.
+  cursor_->cancel_wait();
   trigger();
 }
 
@@ -338,6 +345,7 @@ Task<void> Subscription::dispatch_loop() {
       std::shared_ptr<Consumer> target;
       if (type_ == wire::CommandSubscribe::Exclusive || type_ == wire::CommandSubscribe::Failover) {
         target = active_consumer();
+        if (target && target->permits_ <= 0) target = nullptr;
       } else if (type_ == wire::CommandSubscribe::Key_Shared && !consumers_.empty()) {
         const uint32_t slot = murmur3_32(info.key) % 65536;
         target = consumers_[slot * consumers_.size() / 65536];
@@ -442,7 +450,7 @@ void Subscription::redeliver(const std::shared_ptr<Consumer>& consumer,
     consumer->unacked_messages_ = 0;
     cursor_->seek(topic_.ledger().next_position(cursor_->mark_delete_position()));
   }
-  trigger();
+  restart_dispatch();
 }
 
 Task<std::optional<ServerFailure>> Subscription::reset(Position read_from) {

@@ -109,6 +109,8 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
   Task<std::optional<ServerFailure>> reset(Position read_from);
   // Wakes dispatch (new entries or permits).
   void trigger();
+  // As trigger(), also ending a wait for new entries (after a rewind or redeliveries).
+  void restart_dispatch();
   // Disconnects every consumer (CLOSE_CONSUMER) and stops dispatch.
   void disconnect_all();
   nlohmann::json stats() const;

@@ -1,0 +1,390 @@
+// The broker at the protocol level: a broker and a bookie in this process over a memory:
+// metadata store, driven frame by frame by a blocking Pulsar protocol client
+// (testing/pulsar_test_client.h). Covers the handshake, lookup, producing, the four
+// subscription types, acks, redelivery, readers, seek, and bad input.
+
+#include "broker/broker.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "ledger/tests/ledger_test_support.h"
+#include "testing/pulsar_test_client.h"
+
+namespace magnetar::broker {
+namespace {
+
+using namespace std::chrono_literals;
+using ledger::test::Cluster;
+using testing::PulsarTestClient;
+
+std::string test_name() {
+  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
+}
+
+wire::MessageIdData id_of(const wire::MessageIdData& id) {
+  wire::MessageIdData out;
+  out.set_ledgerid(id.ledgerid());
+  out.set_entryid(id.entryid());
+  return out;
+}
+
+class BrokerTest : public ::testing::Test {
+ protected:
+  BrokerTest() : cluster_(test_name()) {
+    cluster_.add_bookie();
+    store_ = std::shared_ptr<metadata::MetadataStore>(&cluster_.store(),
+                                                      [](metadata::MetadataStore*) {});
+    auto made = cluster_.await(store_->put_recursive("/admin/policies/public/default", "{}"));
+    EXPECT_TRUE(made.ok()) << made.status().to_string();
+    start_broker();
+  }
+  ~BrokerTest() override {
+    if (broker_) broker_->stop();
+  }
+
+  void start_broker(const std::function<void(BrokerConfig&)>& tweak = {}) {
+    BrokerConfig c;
+    c.broker_service_port = 0;
+    c.bind_address = "127.0.0.1";
+    c.managed_ledger.ensemble_size = 1;
+    c.managed_ledger.write_quorum = 1;
+    c.managed_ledger.ack_quorum = 1;
+    c.managed_ledger.mark_delete_rate_limit = 0;
+    c.managed_ledger_factory.cache_size_mb = 16;
+    if (tweak) tweak(c);
+    auto b = Broker::start(c, metadata::MetadataStores{store_, store_});
+    ASSERT_TRUE(b.ok()) << b.status().to_string();
+    broker_ = std::move(b).value();
+  }
+
+  std::unique_ptr<PulsarTestClient> client(int protocol_version = 21) {
+    PulsarTestClient::Options o;
+    o.port = broker_->port();
+    o.protocol_version = protocol_version;
+    auto c = PulsarTestClient::connect(o);
+    EXPECT_TRUE(c.ok()) << c.status().to_string();
+    return c.ok() ? std::move(c).value() : nullptr;
+  }
+
+  // Sends n messages "msg-<i>" and returns their ids.
+  std::vector<wire::MessageIdData> produce(PulsarTestClient& c, const std::string& topic, int n,
+                                           uint64_t producer_id = 1) {
+    auto p = c.create_producer(topic, producer_id);
+    EXPECT_TRUE(p.ok()) << p.status().to_string();
+    std::vector<wire::MessageIdData> ids;
+    for (int i = 0; i < n; ++i) {
+      auto r = c.send_message(producer_id, static_cast<uint64_t>(i), "msg-" + std::to_string(i));
+      EXPECT_TRUE(r.ok()) << r.status().to_string();
+      if (r.ok()) ids.push_back(r->message_id());
+    }
+    return ids;
+  }
+
+  Cluster cluster_;
+  std::shared_ptr<metadata::MetadataStore> store_;
+  std::unique_ptr<Broker> broker_;
+};
+
+TEST_F(BrokerTest, ConnectNegotiatesTheVersionAndAnswersPing) {
+  auto c = client(21);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->connected().protocol_version(), 21);
+  EXPECT_FALSE(c->connected().server_version().empty());
+  EXPECT_EQ(c->connected().max_message_size(), 5 * 1024 * 1024);
+  EXPECT_TRUE(c->ping().ok());
+  auto old = client(10);
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->connected().protocol_version(), 10);
+}
+
+TEST_F(BrokerTest, LookupAnswersConnectHereAndRejectsBadNames) {
+  auto c = client();
+  auto r = c->lookup("my-topic");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->response(), wire::CommandLookupTopicResponse::Connect);
+  EXPECT_EQ(r->brokerserviceurl(), broker_->config().service_url());
+  auto bad = c->lookup("persistent://only-tenant");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(testing::server_error_of(bad.status()), wire::InvalidTopicName);
+  auto meta = c->partitioned_metadata("persistent://public/default/t");
+  ASSERT_TRUE(meta.ok()) << meta.status().to_string();
+  EXPECT_EQ(meta->partitions(), 0u);
+}
+
+TEST_F(BrokerTest, ProduceThenConsumeExclusiveInOrder) {
+  auto c = client();
+  const std::string topic = "persistent://public/default/orders";
+  auto ids = produce(*c, topic, 10);
+  ASSERT_EQ(ids.size(), 10u);
+  for (size_t i = 1; i < ids.size(); ++i) {
+    EXPECT_TRUE(ids[i].ledgerid() > ids[i - 1].ledgerid() ||
+                (ids[i].ledgerid() == ids[i - 1].ledgerid() &&
+                 ids[i].entryid() == ids[i - 1].entryid() + 1));
+  }
+  ASSERT_TRUE(c->subscribe(topic, "sub", wire::CommandSubscribe::Exclusive, 7,
+                           wire::CommandSubscribe::Earliest)
+                  .ok());
+  ASSERT_TRUE(c->flow(7, 100).ok());
+  for (int i = 0; i < 10; ++i) {
+    auto m = c->receive_message();
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    EXPECT_EQ(m->payload.to_string(), "msg-" + std::to_string(i));
+    EXPECT_TRUE(m->had_checksum);
+    EXPECT_EQ(m->id.entryid(), ids[static_cast<size_t>(i)].entryid());
+  }
+  // Cumulative ack with a request id gets an ACK_RESPONSE (the client waits for it).
+  auto acked = c->ack(7, {id_of(ids.back())}, true, 99);
+  ASSERT_TRUE(acked.ok()) << acked.to_string();
+  // A second exclusive consumer is refused.
+  auto other = client();
+  auto busy = other->subscribe(topic, "sub", wire::CommandSubscribe::Exclusive, 1);
+  EXPECT_EQ(testing::server_error_of(busy), wire::ConsumerBusy);
+  auto last = c->get_last_message_id(7);
+  ASSERT_TRUE(last.ok()) << last.status().to_string();
+  EXPECT_EQ(last->last_message_id().entryid(), ids.back().entryid());
+}
+
+TEST_F(BrokerTest, FlowPermitsBoundDispatchAndBatchesCountTheirMessages) {
+  auto c = client();
+  const std::string topic = "persistent://public/default/permits";
+  ASSERT_TRUE(c->subscribe(topic, "sub", wire::CommandSubscribe::Exclusive, 1).ok());
+  ASSERT_TRUE(c->create_producer(topic, 1).ok());
+  ASSERT_TRUE(c->send_batch(1, 0, {"a", "b", "c"}).ok());
+  for (int i = 1; i <= 4; ++i) ASSERT_TRUE(c->send_message(1, static_cast<uint64_t>(i), "x").ok());
+  ASSERT_TRUE(c->flow(1, 4).ok());  // the batch uses 3 permits, then one single message
+  auto batch = c->receive_message();
+  ASSERT_TRUE(batch.ok()) << batch.status().to_string();
+  EXPECT_EQ(batch->metadata.num_messages_in_batch(), 3);
+  EXPECT_EQ(batch->unpack()->size(), 3u);
+  ASSERT_TRUE(c->receive_message().ok());
+  EXPECT_FALSE(c->receive_message(300ms).ok()) << "dispatched past the permits";
+  ASSERT_TRUE(c->flow(1, 10).ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(c->receive_message().ok());
+}
+
+TEST_F(BrokerTest, SharedRoundRobinAndRedeliveryWhenAConsumerLeaves) {
+  const std::string topic = "persistent://public/default/shared";
+  auto a = client();
+  auto b = client();
+  ASSERT_TRUE(a->subscribe(topic, "work", wire::CommandSubscribe::Shared, 1).ok());
+  ASSERT_TRUE(b->subscribe(topic, "work", wire::CommandSubscribe::Shared, 2).ok());
+  ASSERT_TRUE(a->flow(1, 100).ok());
+  ASSERT_TRUE(b->flow(2, 100).ok());
+  auto p = client();
+  produce(*p, topic, 10);
+  int got_a = 0, got_b = 0;
+  std::vector<wire::MessageIdData> held_by_a;
+  while (got_a + got_b < 10) {
+    if (auto m = a->receive_message(200ms); m.ok()) {
+      ++got_a;
+      held_by_a.push_back(id_of(m->id));
+    } else if (auto n = b->receive_message(200ms); n.ok()) {
+      ++got_b;
+      ASSERT_TRUE(b->ack(2, {id_of(n->id)}).ok());
+    } else {
+      break;
+    }
+  }
+  EXPECT_EQ(got_a + got_b, 10);
+  EXPECT_GT(got_a, 0);
+  EXPECT_GT(got_b, 0);
+  // a leaves without acknowledging: b gets a's messages again, counted as redelivered.
+  a->close();
+  for (int i = 0; i < got_a; ++i) {
+    auto m = b->receive_message();
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    EXPECT_EQ(m->redelivery_count, 1u);
+  }
+  // Cumulative acks are not allowed on Shared subscriptions.
+  auto refused = b->ack(2, {held_by_a.back()}, true, 5);
+  EXPECT_EQ(testing::server_error_of(refused), wire::NotAllowedError) << refused.to_string();
+}
+
+TEST_F(BrokerTest, FailoverHasOneActiveConsumerAndTellsThem) {
+  const std::string topic = "persistent://public/default/failover";
+  auto a = client();
+  auto b = client();
+  wire::CommandSubscribe sub;
+  ASSERT_TRUE(a->subscribe(topic, "fo", wire::CommandSubscribe::Failover, 1).ok());
+  auto first = a->receive(wire::BaseCommand::ACTIVE_CONSUMER_CHANGE);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_TRUE(first->command.active_consumer_change().is_active());
+  ASSERT_TRUE(b->subscribe(topic, "fo", wire::CommandSubscribe::Failover, 2).ok());
+  ASSERT_TRUE(a->flow(1, 100).ok());
+  ASSERT_TRUE(b->flow(2, 100).ok());
+  auto p = client();
+  produce(*p, topic, 5);
+  // Consumer names are equal (empty) and priorities too: the first one stays active.
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(a->receive_message().ok());
+  EXPECT_FALSE(b->receive_message(300ms).ok());
+  // The active one leaves: b becomes active and gets the unacknowledged messages.
+  a->close();
+  for (int i = 0; i < 5; ++i) {
+    auto m = b->receive_message();
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    EXPECT_EQ(m->payload.to_string(), "msg-" + std::to_string(i));
+  }
+}
+
+TEST_F(BrokerTest, ReaderStartsAfterTheGivenMessageId) {
+  const std::string topic = "persistent://public/default/reader";
+  auto c = client();
+  auto ids = produce(*c, topic, 6);
+  wire::MessageIdData start = id_of(ids[2]);
+  ASSERT_TRUE(c->subscribe(topic, "reader-1", wire::CommandSubscribe::Exclusive, 3,
+                           wire::CommandSubscribe::Latest, false, &start)
+                  .ok());
+  ASSERT_TRUE(c->flow(3, 10).ok());
+  auto m = c->receive_message();
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->payload.to_string(), "msg-3");
+  // Earliest: (-1, -1) on the wire as uint64 max.
+  wire::MessageIdData earliest;
+  earliest.set_ledgerid(UINT64_MAX);
+  earliest.set_entryid(UINT64_MAX);
+  ASSERT_TRUE(c->subscribe(topic, "reader-2", wire::CommandSubscribe::Exclusive, 4,
+                           wire::CommandSubscribe::Latest, false, &earliest)
+                  .ok());
+  ASSERT_TRUE(c->flow(4, 10).ok());
+  auto first = c->receive_if([](const protocol::Frame& f) {
+    return f.command.type() == wire::BaseCommand::MESSAGE && f.command.message().consumer_id() == 4;
+  });
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_EQ(first->payload.to_string(), "msg-0");
+}
+
+TEST_F(BrokerTest, DurableSubscriptionSurvivesABrokerRestart) {
+  const std::string topic = "persistent://public/default/restart";
+  {
+    auto c = client();
+    ASSERT_TRUE(c->subscribe(topic, "durable", wire::CommandSubscribe::Exclusive, 1).ok());
+    auto ids = produce(*c, topic, 5);
+    ASSERT_TRUE(c->flow(1, 10).ok());
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(c->receive_message().ok());
+    ASSERT_TRUE(c->ack(1, {id_of(ids[1])}, true, 1).ok());
+  }
+  broker_->stop();
+  broker_.reset();
+  start_broker();
+  auto c = client();
+  ASSERT_TRUE(c->subscribe(topic, "durable", wire::CommandSubscribe::Exclusive, 1).ok());
+  ASSERT_TRUE(c->flow(1, 10).ok());
+  for (int i = 2; i < 5; ++i) {
+    auto m = c->receive_message();
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    EXPECT_EQ(m->payload.to_string(), "msg-" + std::to_string(i));
+  }
+}
+
+TEST_F(BrokerTest, SeekRewindsTheSubscriptionAndDisconnectsItsConsumers) {
+  const std::string topic = "persistent://public/default/seek";
+  auto c = client();
+  ASSERT_TRUE(c->subscribe(topic, "s", wire::CommandSubscribe::Exclusive, 1).ok());
+  auto ids = produce(*c, topic, 5);
+  ASSERT_TRUE(c->ack(1, {id_of(ids[4])}, true).ok());
+  ASSERT_TRUE(c->seek(1, id_of(ids[1])).ok());
+  auto closed = c->receive(wire::BaseCommand::CLOSE_CONSUMER);
+  ASSERT_TRUE(closed.ok()) << closed.status().to_string();
+  ASSERT_TRUE(c->subscribe(topic, "s", wire::CommandSubscribe::Exclusive, 2).ok());
+  ASSERT_TRUE(c->flow(2, 10).ok());
+  auto m = c->receive_message();
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->payload.to_string(), "msg-1");
+}
+
+TEST_F(BrokerTest, UnsubscribeSchemaAndTransactionsAnswers) {
+  const std::string topic = "persistent://public/default/misc";
+  auto c = client();
+  ASSERT_TRUE(c->subscribe(topic, "gone", wire::CommandSubscribe::Shared, 1).ok());
+  ASSERT_TRUE(c->unsubscribe(1).ok());
+  wire::BaseCommand get;
+  get.set_type(wire::BaseCommand::GET_SCHEMA);
+  const uint64_t rid = c->next_request_id();
+  get.mutable_getschema()->set_request_id(rid);
+  get.mutable_getschema()->set_topic(topic);
+  ASSERT_TRUE(c->send(get).ok());
+  auto schema = c->response(rid);
+  ASSERT_TRUE(schema.ok()) << schema.status().to_string();
+  EXPECT_EQ(schema->command.getschemaresponse().error_code(), wire::TopicNotFound);
+  wire::BaseCommand txn;
+  txn.set_type(wire::BaseCommand::NEW_TXN);
+  txn.mutable_newtxn()->set_request_id(c->next_request_id());
+  ASSERT_TRUE(c->send(txn).ok());
+  auto txn_resp = c->receive(wire::BaseCommand::NEW_TXN_RESPONSE);
+  ASSERT_TRUE(txn_resp.ok());
+  EXPECT_EQ(txn_resp->command.newtxnresponse().error(), wire::NotAllowedError);
+}
+
+TEST_F(BrokerTest, MissingNamespaceAndDisabledAutoCreation) {
+  auto c = client();
+  auto p = c->create_producer("persistent://nope/nothing/t", 1);
+  EXPECT_EQ(testing::server_error_of(p.status()), wire::TopicNotFound);
+  broker_->stop();
+  start_broker([](BrokerConfig& cfg) { cfg.allow_auto_topic_creation = false; });
+  auto d = client();
+  auto q = d->create_producer("persistent://public/default/never-created", 1);
+  EXPECT_EQ(testing::server_error_of(q.status()), wire::TopicNotFound);
+}
+
+TEST_F(BrokerTest, AutoCreatedPartitionedTopics) {
+  broker_->stop();
+  start_broker([](BrokerConfig& cfg) {
+    cfg.allow_auto_topic_creation_type = "partitioned";
+    cfg.default_num_partitions = 3;
+  });
+  auto c = client();
+  auto meta = c->partitioned_metadata("persistent://public/default/parts");
+  ASSERT_TRUE(meta.ok()) << meta.status().to_string();
+  EXPECT_EQ(meta->partitions(), 3u);
+  auto ids = produce(*c, "persistent://public/default/parts-partition-2", 2);
+  EXPECT_EQ(ids.size(), 2u);
+}
+
+// Bad input closes only the offending connection.
+TEST_F(BrokerTest, GarbageLyingLengthsHugeFramesAndUnknownProducersCloseTheConnection) {
+  auto healthy = client();
+  {
+    auto c = client();
+    ASSERT_TRUE(c->send_raw(std::string(64, '\xff')).ok());
+    EXPECT_TRUE(c->closed_by_peer(5s)) << "garbage";
+  }
+  {
+    auto c = client();
+    // totalSize 100 MiB: refused before anything is allocated.
+    ASSERT_TRUE(c->send_raw(std::string("\x06\x40\x00\x00\x00\x00\x00\x05", 8)).ok());
+    EXPECT_TRUE(c->closed_by_peer(5s)) << "100 MiB frame header";
+  }
+  {
+    auto c = client();
+    // commandSize larger than totalSize.
+    ASSERT_TRUE(c->send_raw(std::string("\x00\x00\x00\x08\x00\x00\x00\x50xxxx", 12)).ok());
+    EXPECT_TRUE(c->closed_by_peer(5s)) << "lying length";
+  }
+  {
+    auto c = client();
+    wire::BaseCommand send;
+    send.set_type(wire::BaseCommand::SEND);
+    send.mutable_send()->set_producer_id(42);
+    send.mutable_send()->set_sequence_id(0);
+    wire::MessageMetadata md;
+    md.set_producer_name("ghost");
+    md.set_sequence_id(0);
+    md.set_publish_time(1);
+    ASSERT_TRUE(c->send_payload(send, md, BufferChain(Buffer::copy_of("boo"))).ok());
+    EXPECT_TRUE(c->closed_by_peer(5s)) << "SEND for an unknown producer";
+  }
+  {
+    auto c = client();
+    auto bad = c->subscribe("persistent://bad", "s", wire::CommandSubscribe::Shared, 1);
+    EXPECT_EQ(testing::server_error_of(bad), wire::InvalidTopicName);
+  }
+  // The broker still serves the well-behaved client.
+  auto ids = produce(*healthy, "persistent://public/default/still-fine", 3);
+  EXPECT_EQ(ids.size(), 3u);
+}
+
+}  // namespace
+}  // namespace magnetar::broker
