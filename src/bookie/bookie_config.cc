@@ -14,27 +14,43 @@ void bind_bookie_config(ConfigSchema& s, BookieConfig* c) {
   s.bind("bookiePort", &c->bookie_port, "TCP port of the bookie protocol").range(0, 65535);
   s.bind("advertisedAddress", &c->advertised_address,
          "Address other processes use to reach this bookie (also its id with the port)");
+  bind_bookie_storage_config(s, c);
+  s.bind("numIOThreads", &c->num_io_threads, "Event loops serving connections").range(1, 64);
+  s.bind("httpServerEnabled", &c->http_server_enabled,
+         "Serve Prometheus metrics at http://advertisedAddress:httpServerPort/metrics");
+  s.bind("httpServerPort", &c->http_server_port, "HTTP port (0 picks a free one)").range(0, 65535);
+  s.bind("nettyMaxFrameSizeBytes", &c->max_frame_size, "Largest request frame accepted")
+      .range(64 * 1024, 1 << 30);
+  metadata::bind_metadata_config(s, &c->metadata);
+}
+
+void bind_bookie_storage_config(ConfigSchema& s, BookieConfig* c) {
   s.bind("journalDirectories", &c->journal_directories,
          "Journal directory (write-ahead log); put it on its own disk");
-  s.bind("ledgerDirectories", &c->ledger_directories, "Ledger storage directory (entry logs + index)");
+  s.bind("ledgerDirectories", &c->ledger_directories,
+         "Ledger storage directory (entry logs + index)");
   s.bind("journalMaxSizeMB", &c->journal_max_size_mb, "Roll journal files past this size")
       .range(1, 1 << 20);
   s.bind("journalPreAllocSizeMB", &c->journal_pre_alloc_size_mb,
-         "Journal files grow by this much at a time").range(1, 1024);
+         "Journal files grow by this much at a time")
+      .range(1, 1024);
   s.bind("journalMaxGroupWaitMSec", &c->journal_max_group_wait_msec,
-         "Longest time an add waits for its group to be written and synced").range(0, 1000);
+         "Longest time an add waits for its group to be written and synced")
+      .range(0, 1000);
   s.bind("journalBufferedWritesThreshold", &c->journal_buffered_writes_threshold,
-         "Write and sync the group once this many bytes wait").range(1, 1 << 30);
+         "Write and sync the group once this many bytes wait")
+      .range(1, 1 << 30);
   s.bind("journalFlushWhenQueueEmpty", &c->journal_flush_when_queue_empty,
          "Write and sync as soon as no more adds are queued");
   s.bind("journalSyncData", &c->journal_sync_data,
          "fdatasync before acknowledging (false risks acknowledged data on power loss)");
-  s.bind("journalMaxBackups", &c->journal_max_backups,
-         "Journal files kept after a checkpoint").range(0, 1000);
+  s.bind("journalMaxBackups", &c->journal_max_backups, "Journal files kept after a checkpoint")
+      .range(0, 1000);
   s.bind("journalQueueSize", &c->journal_queue_size, "Adds queued before the bookie pushes back")
       .range(1, 10000000);
   s.bind("dbStorage_writeCacheMaxSizeMb", &c->write_cache_max_size_mb,
-         "Memory for entries not yet flushed to entry logs").range(1, 1 << 20);
+         "Memory for entries not yet flushed to entry logs")
+      .range(1, 1 << 20);
   s.bind("logSizeLimit", &c->entry_log_size_limit, "Rotate entry logs past this many bytes")
       .range(1 << 20, 1ll << 40);
   s.bind("flushInterval", &c->flush_interval_ms,
@@ -45,16 +61,10 @@ void bind_bookie_config(ConfigSchema& s, BookieConfig* c) {
   s.bind("readOnlyModeEnabled", &c->read_only_mode_enabled,
          "Turn read-only (instead of shutting down) when disks fill up or fail");
   s.bind("diskUsageThreshold", &c->disk_usage_threshold,
-         "Fraction of a disk in use past which the bookie turns read-only").range(0.01, 1.0);
+         "Fraction of a disk in use past which the bookie turns read-only")
+      .range(0.01, 1.0);
   s.bind("diskCheckInterval", &c->disk_check_interval_ms, "Disk usage check period (ms)")
       .range(100, 3600000);
-  s.bind("numIOThreads", &c->num_io_threads, "Event loops serving connections").range(1, 64);
-  s.bind("httpServerEnabled", &c->http_server_enabled,
-         "Serve Prometheus metrics at http://advertisedAddress:httpServerPort/metrics");
-  s.bind("httpServerPort", &c->http_server_port, "HTTP port (0 picks a free one)").range(0, 65535);
-  s.bind("nettyMaxFrameSizeBytes", &c->max_frame_size, "Largest request frame accepted")
-      .range(64 * 1024, 1 << 30);
-  metadata::bind_metadata_config(s, &c->metadata);
 }
 
 }  // namespace magnetar::bookie

@@ -45,5 +45,8 @@ struct BookieConfig {
 
 // Declares every key above on `schema`, bound to `config` (which must outlive the schema).
 void bind_bookie_config(ConfigSchema& schema, BookieConfig* config);
+// Only the storage keys (journal, ledger directories, cache, checkpoints, GC, disk checks):
+// what an embedded bookie (magnetar standalone) takes from its host's configuration.
+void bind_bookie_storage_config(ConfigSchema& schema, BookieConfig* config);
 
 }  // namespace magnetar::bookie

@@ -404,8 +404,12 @@ Task<std::optional<ServerFailure>> Subscription::acknowledge(std::shared_ptr<Con
     }
     const Position upto = *std::max_element(positions.begin(), positions.end());
     for (const auto& c : consumers_) {
-      c->pending_.erase(c->pending_.begin(), c->pending_.upper_bound(upto));
+      for (auto it = c->pending_.begin(); it != c->pending_.end() && it->first <= upto;) {
+        c->unacked_messages_ -= it->second;
+        it = c->pending_.erase(it);
+      }
     }
+    redeliveries_.erase(redeliveries_.begin(), redeliveries_.upper_bound(upto));
     std::map<std::string, int64_t> props;
     for (const auto& kv : ack.properties()) props[kv.key()] = static_cast<int64_t>(kv.value());
     st = co_await cursor_->mark_delete(upto, std::move(props));

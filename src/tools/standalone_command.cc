@@ -88,12 +88,16 @@ int run_standalone(const StandaloneArgs& args) {
   config.metadata.metadata_store_url =
       "rocksdb://" +
       (std::filesystem::absolute(args.data_dir) / "standalone" / "metadata").string();
+  const auto root = std::filesystem::absolute(args.data_dir) / "standalone";
   bookie::BookieConfig bookie_config;
   bookie_config.bookie_port = 3181;
+  bookie_config.journal_directories = {(root / "bookkeeper" / "journal").string()};
+  bookie_config.ledger_directories = {(root / "bookkeeper" / "ledgers").string()};
   ConfigSchema schema("standalone");
   broker::bind_broker_config(schema, &config);
   schema.bind("bookiePort", &bookie_config.bookie_port, "Port of the embedded bookie")
       .range(0, 65535);
+  bookie::bind_bookie_storage_config(schema, &bookie_config);
   if (args.server.print_template) {
     std::fputs(schema.render_template().c_str(), stdout);
     return 0;
@@ -105,9 +109,6 @@ int run_standalone(const StandaloneArgs& args) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
     return 2;
   }
-  const auto root = std::filesystem::absolute(args.data_dir) / "standalone";
-  bookie_config.journal_directories = {(root / "bookkeeper" / "journal").string()};
-  bookie_config.ledger_directories = {(root / "bookkeeper" / "ledgers").string()};
   bookie_config.advertised_address = config.advertised_address;
   bookie_config.metadata = config.metadata;
   log.info("starting standalone (data in {}) with configuration:\n{}", root.string(),
