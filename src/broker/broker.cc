@@ -158,12 +158,28 @@ Task<Result<std::shared_ptr<PersistentTopic>>> Broker::get_topic(protocol::Topic
     loading_.erase(key);
     for (auto& w : waiters) w(true);
   };
-  auto ns = co_await namespace_exists(name.namespace_name());
-  if (!ns.ok() || !*ns) {
+  const std::string policies_node = policies_path(name.namespace_name());
+  auto ns = co_await stores_.configuration->get(policies_node);
+  if (!ns.ok() || !ns->has_value()) {
     finish();
     co_return broker_error(
         Errc::kNotFound, ns.ok() ? fmt::format("namespace {} does not exist", name.namespace_name())
                                  : ns.status().message());
+  }
+  // Namespace policies that shape the topic (Pulsar's Policies JSON field names).
+  mledger::ManagedLedgerConfig ml_config = config_.managed_ledger;
+  bool deduplication = config_.broker_deduplication_enabled;
+  auto policies = nlohmann::json::parse((*ns)->value, nullptr, false);
+  if (policies.is_object()) {
+    if (policies.contains("deduplicationEnabled") &&
+        policies["deduplicationEnabled"].is_boolean()) {
+      deduplication = policies["deduplicationEnabled"].get<bool>();
+    }
+    const auto& retention = policies.value("retention_policies", nlohmann::json());
+    if (retention.is_object()) {
+      ml_config.retention_time_minutes = retention.value("retentionTimeInMinutes", 0.0);
+      ml_config.retention_size_mb = retention.value("retentionSizeInMB", int64_t{0});
+    }
   }
   const std::string ml_name = name.persistence_name();
   if (!create || !config_.allow_auto_topic_creation) {
@@ -174,13 +190,19 @@ Task<Result<std::shared_ptr<PersistentTopic>>> Broker::get_topic(protocol::Topic
       co_return broker_error(Errc::kNotFound, fmt::format("topic {} not found", key));
     }
   }
-  const mledger::ManagedLedgerConfig ml_config = config_.managed_ledger;
   auto ml = co_await factory_->open(ml_name, ml_config);
   if (!ml.ok()) {
     finish();
     co_return ml.status();
   }
   auto topic = std::make_shared<PersistentTopic>(*this, name, *ml);
+  if (deduplication) {
+    Status st = co_await topic->enable_deduplication();
+    if (!st.ok()) {
+      finish();
+      co_return st;
+    }
+  }
   topics_[key] = topic;
   finish();
   log_.info("loaded topic {}", key);

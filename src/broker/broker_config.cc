@@ -38,6 +38,8 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
   s.bind("defaultNumPartitions", &c->default_num_partitions,
          "Partitions of an auto-created partitioned topic")
       .range(1, 100000);
+  s.bind("brokerDeduplicationEnabled", &c->broker_deduplication_enabled,
+         "Drop messages a producer resends (same producer name and sequence id)");
   s.bind("maxUnackedMessagesPerConsumer", &c->max_unacked_messages_per_consumer,
          "Unacknowledged messages after which a Shared consumer gets no more (0: no limit)")
       .range(0, 100000000);

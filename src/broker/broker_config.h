@@ -26,6 +26,7 @@ struct BrokerConfig {
   bool allow_auto_topic_creation = true;                           // allowAutoTopicCreation
   std::string allow_auto_topic_creation_type = "non-partitioned";  // allowAutoTopicCreationType
   int32_t default_num_partitions = 1;                              // defaultNumPartitions
+  bool broker_deduplication_enabled = false;                       // brokerDeduplicationEnabled
   int32_t max_unacked_messages_per_consumer = 50000;               // maxUnackedMessagesPerConsumer
   int32_t subscription_key_shared_consistent_hashing_replica_points = 100;
 

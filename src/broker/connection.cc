@@ -87,6 +87,8 @@ void Connection::close() {
   // Producers and consumers of this connection go away with it.
   for (auto& [id, p] : producers_) p.topic->remove_producer(id, this);
   producers_.clear();
+  for (auto& [id, p] : waiting_producers_) p.topic->remove_producer(id, this);
+  waiting_producers_.clear();
   auto consumers = std::move(consumers_);
   consumers_.clear();
   for (auto& [id, c] : consumers) c.subscription->remove_consumer(id, this);
@@ -400,20 +402,39 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
                                     : self->broker_.next_producer_name();
     auto producer = std::make_shared<Producer>(self, req.producer_id(), producer_name,
                                                req.producer_access_mode());
-    if (auto failure = (*topic)->add_producer(producer)) {
-      self->send_error(req.request_id(), failure->error, failure->message);
-      co_return;
+    std::shared_ptr<PersistentTopic> t = *topic;
+    auto success = [self, t, producer, request_id = req.request_id()](bool ready) {
+      auto cmd = command(wire::BaseCommand::PRODUCER_SUCCESS);
+      auto* r = cmd.mutable_producer_success();
+      r->set_request_id(request_id);
+      r->set_producer_name(producer->name());
+      r->set_last_sequence_id(t->last_sequence_id(producer->name()));
+      r->set_producer_ready(ready);
+      self->write_command(cmd);
+    };
+    // A queued WaitForExclusive producer is registered (and told it is ready) when promoted.
+    auto promoted = [self, t, producer, success]() {
+      if (self->closed_) return;
+      self->waiting_producers_.erase(producer->id());
+      self->producers_[producer->id()] = ProducerEntry{t, producer};
+      success(true);
+    };
+    ServerFailure failure;
+    switch (t->add_producer(producer, promoted, &failure)) {
+      case PersistentTopic::AddResult::kFailed:
+        self->send_error(req.request_id(), failure.error, failure.message);
+        co_return;
+      case PersistentTopic::AddResult::kQueued:
+        self->waiting_producers_[req.producer_id()] = ProducerEntry{t, producer};
+        success(false);  // early answer: not ready yet
+        co_return;
+      case PersistentTopic::AddResult::kAdded:
+        break;
     }
-    self->producers_[req.producer_id()] = ProducerEntry{*topic, producer};
-    auto cmd = command(wire::BaseCommand::PRODUCER_SUCCESS);
-    auto* r = cmd.mutable_producer_success();
-    r->set_request_id(req.request_id());
-    r->set_producer_name(producer_name);
-    r->set_last_sequence_id(-1);
-    r->set_producer_ready(true);
-    self->write_command(cmd);
+    self->producers_[req.producer_id()] = ProducerEntry{t, producer};
+    success(true);
     self->log_.info("producer {} ({}) on {}", req.producer_id(), producer_name,
-                    (*topic)->name().to_string());
+                    t->name().to_string());
   });
 }
 
@@ -429,34 +450,71 @@ bool Connection::handle_send(protocol::Frame& frame) {
   const uint64_t sequence_id = send.sequence_id();
   const uint64_t highest = send.has_highest_sequence_id() ? send.highest_sequence_id() : 0;
   const int messages = std::max(1, send.num_messages());
+  std::shared_ptr<PersistentTopic> topic = it->second.topic;
+  const std::string& producer_name = it->second.producer->name();
+  if (topic->deduplication_enabled()) {
+    const auto seq = static_cast<int64_t>(sequence_id);
+    const auto top = std::max(seq, static_cast<int64_t>(highest));
+    switch (topic->check_duplicate(producer_name, seq, top)) {
+      case PersistentTopic::Duplicate::kYes: {
+        // Stored before: acknowledged again without storing (message id -1:-1).
+        auto cmd = command(wire::BaseCommand::SEND_RECEIPT);
+        auto* r = cmd.mutable_send_receipt();
+        r->set_producer_id(producer_id);
+        r->set_sequence_id(sequence_id);
+        if (highest) r->set_highest_sequence_id(highest);
+        r->mutable_message_id()->set_ledgerid(UINT64_MAX);
+        r->mutable_message_id()->set_entryid(UINT64_MAX);
+        write_command(cmd);
+        return true;
+      }
+      case PersistentTopic::Duplicate::kUnknown: {
+        // Still being stored: the client resends after reconnecting.
+        auto cmd = command(wire::BaseCommand::SEND_ERROR);
+        auto* r = cmd.mutable_send_error();
+        r->set_producer_id(producer_id);
+        r->set_sequence_id(sequence_id);
+        r->set_error(wire::PersistenceError);
+        r->set_message("a message with this sequence id is being stored");
+        write_command(cmd);
+        return true;
+      }
+      case PersistentTopic::Duplicate::kNo:
+        break;
+    }
+  }
   ++pending_sends_;
-  it->second.topic->publish(
-      it->second.producer, std::move(frame.entry), messages,
-      [self, producer_id, sequence_id, highest](Result<Position> p) {
-        if (--self->pending_sends_ <
-            self->broker_.config().max_pending_publish_requests_per_connection) {
-          self->resume_reading();
-        }
-        if (p.ok()) {
-          auto cmd = command(wire::BaseCommand::SEND_RECEIPT);
-          auto* r = cmd.mutable_send_receipt();
-          r->set_producer_id(producer_id);
-          r->set_sequence_id(sequence_id);
-          if (highest) r->set_highest_sequence_id(highest);
-          r->mutable_message_id()->set_ledgerid(static_cast<uint64_t>(p->ledger_id));
-          r->mutable_message_id()->set_entryid(static_cast<uint64_t>(p->entry_id));
-          self->write_command(cmd);
-        } else {
-          const auto failure = to_server_failure(p.status());
-          auto cmd = command(wire::BaseCommand::SEND_ERROR);
-          auto* r = cmd.mutable_send_error();
-          r->set_producer_id(producer_id);
-          r->set_sequence_id(sequence_id);
-          r->set_error(failure.error);
-          r->set_message(failure.message);
-          self->write_command(cmd);
-        }
-      });
+  const int64_t top_sequence =
+      std::max(static_cast<int64_t>(sequence_id), static_cast<int64_t>(highest));
+  topic->publish(it->second.producer, std::move(frame.entry), messages,
+                 [self, topic, producer_name, top_sequence, producer_id, sequence_id,
+                  highest](Result<Position> p) {
+                   // Resume reading at half the limit (as Pulsar does), not at every completion.
+                   if (--self->pending_sends_ <=
+                       self->broker_.config().max_pending_publish_requests_per_connection / 2) {
+                     self->resume_reading();
+                   }
+                   if (p.ok()) topic->persisted(producer_name, top_sequence, *p);
+                   if (p.ok()) {
+                     auto cmd = command(wire::BaseCommand::SEND_RECEIPT);
+                     auto* r = cmd.mutable_send_receipt();
+                     r->set_producer_id(producer_id);
+                     r->set_sequence_id(sequence_id);
+                     if (highest) r->set_highest_sequence_id(highest);
+                     r->mutable_message_id()->set_ledgerid(static_cast<uint64_t>(p->ledger_id));
+                     r->mutable_message_id()->set_entryid(static_cast<uint64_t>(p->entry_id));
+                     self->write_command(cmd);
+                   } else {
+                     const auto failure = to_server_failure(p.status());
+                     auto cmd = command(wire::BaseCommand::SEND_ERROR);
+                     auto* r = cmd.mutable_send_error();
+                     r->set_producer_id(producer_id);
+                     r->set_sequence_id(sequence_id);
+                     r->set_error(failure.error);
+                     r->set_message(failure.message);
+                     self->write_command(cmd);
+                   }
+                 });
   return true;
 }
 
@@ -584,10 +642,12 @@ void Connection::handle_unsubscribe(const wire::CommandUnsubscribe& req) {
 }
 
 void Connection::handle_close_producer(const wire::CommandCloseProducer& req) {
-  auto it = producers_.find(req.producer_id());
-  if (it != producers_.end()) {
-    it->second.topic->remove_producer(req.producer_id(), this);
-    producers_.erase(it);
+  for (auto* map : {&producers_, &waiting_producers_}) {
+    auto it = map->find(req.producer_id());
+    if (it == map->end()) continue;
+    auto topic = it->second.topic;
+    map->erase(it);
+    topic->remove_producer(req.producer_id(), this);
   }
   send_success(req.request_id());
 }

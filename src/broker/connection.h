@@ -112,6 +112,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   int pending_sends_ = 0;
   std::map<uint64_t, ProducerEntry> producers_;
+  std::map<uint64_t, ProducerEntry> waiting_producers_;  // WaitForExclusive, not yet promoted
   std::map<uint64_t, ConsumerEntry> consumers_;
 };
 

@@ -111,6 +111,9 @@ ServerFailure to_server_failure(const Status& status) {
   if (status.is(Errc::kFenced)) return {wire::ServiceNotReady, status.message()};
   if (status.is(Errc::kNotFound)) return {wire::TopicNotFound, status.message()};
   if (status.is(Errc::kInvalidArgument)) return {wire::MetadataError, status.message()};
+  if (status.is(Errc::kNotSupported) || status.is(Errc::kPermissionDenied)) {
+    return {wire::NotAllowedError, status.message()};
+  }
   return {wire::PersistenceError, status.message()};
 }
 
@@ -505,6 +508,7 @@ PersistentTopic::PersistentTopic(Broker& broker, protocol::TopicName name,
       log_(log::Logger("broker").with("topic", name_.to_string())) {
   // Durable subscriptions recovered with the managed ledger.
   for (const auto& [cursor_name, cursor] : ml_->cursors()) {
+    if (cursor_name == kDedupCursor) continue;
     // The subscription type is set by its first consumer.
     auto sub = std::make_shared<Subscription>(*this, cursor_name, wire::CommandSubscribe::Exclusive,
                                               cursor, true);
@@ -513,34 +517,136 @@ PersistentTopic::PersistentTopic(Broker& broker, protocol::TopicName name,
   }
 }
 
-std::optional<ServerFailure> PersistentTopic::add_producer(const std::shared_ptr<Producer>& p) {
-  if (ml_->terminated()) return ServerFailure{wire::TopicTerminatedError, "topic is terminated"};
+PersistentTopic::AddResult PersistentTopic::add_producer(const std::shared_ptr<Producer>& p,
+                                                         std::function<void()> promoted,
+                                                         ServerFailure* failure) {
+  auto fail = [failure](wire::ServerError e, std::string m) {
+    *failure = ServerFailure{e, std::move(m)};
+    return AddResult::kFailed;
+  };
+  if (ml_->terminated()) return fail(wire::TopicTerminatedError, "topic is terminated");
   for (const auto& [key, existing] : producers_) {
-    if (existing->access_mode() != wire::Shared || p->access_mode() != wire::Shared) {
-      if (p->access_mode() == wire::ExclusiveWithFencing) continue;
-      return ServerFailure{
-          wire::ProducerBusy,
-          fmt::format("topic has an {} producer",
-                      existing->access_mode() == wire::Shared ? "other" : "exclusive")};
-    }
     if (existing->name() == p->name()) {
-      return ServerFailure{wire::ProducerBusy,
-                           fmt::format("producer with name '{}' is already connected", p->name())};
+      return fail(wire::ProducerBusy,
+                  fmt::format("producer with name '{}' is already connected", p->name()));
     }
   }
-  if (p->access_mode() == wire::ExclusiveWithFencing) {
-    auto others = producers_;
-    for (const auto& [key, existing] : others) {
-      if (auto cnx = existing->connection()) cnx->close_producer(existing->id());
-      producers_.erase(key);
+  bool exclusive_exists = !waiting_exclusive_.empty();
+  for (const auto& [key, existing] : producers_) {
+    exclusive_exists |= existing->access_mode() != wire::Shared;
+  }
+  switch (p->access_mode()) {
+    case wire::Shared:
+      if (exclusive_exists) return fail(wire::ProducerBusy, "the topic has an exclusive producer");
+      break;
+    case wire::Exclusive:
+      if (!producers_.empty())
+        return fail(wire::ProducerFenced, "the topic already has a producer");
+      break;
+    case wire::ExclusiveWithFencing: {
+      auto others = producers_;
+      for (const auto& [key, existing] : others) {
+        if (auto cnx = existing->connection()) cnx->close_producer(existing->id());
+        producers_.erase(key);
+      }
+      waiting_exclusive_.clear();
+      break;
     }
+    case wire::WaitForExclusive:
+      if (!producers_.empty() || !waiting_exclusive_.empty()) {
+        waiting_exclusive_.push_back(WaitingProducer{p, std::move(promoted)});
+        return AddResult::kQueued;
+      }
+      break;
   }
   producers_[{p->connection().get(), p->id()}] = p;
-  return std::nullopt;
+  return AddResult::kAdded;
 }
 
 void PersistentTopic::remove_producer(uint64_t producer_id, const Connection* cnx) {
   producers_.erase({cnx, producer_id});
+  std::erase_if(waiting_exclusive_, [&](const WaitingProducer& w) {
+    return w.producer->id() == producer_id && w.producer->connection().get() == cnx;
+  });
+  // The next queued WaitForExclusive producer takes over once the topic has none.
+  while (producers_.empty() && !waiting_exclusive_.empty()) {
+    auto next = std::move(waiting_exclusive_.front());
+    waiting_exclusive_.pop_front();
+    if (!next.producer->connection()) continue;
+    producers_[{next.producer->connection().get(), next.producer->id()}] = next.producer;
+    if (next.promoted) next.promoted();
+  }
+}
+
+PersistentTopic::Duplicate PersistentTopic::check_duplicate(const std::string& producer,
+                                                            int64_t sequence_id, int64_t highest) {
+  auto pushed = pushed_.find(producer);
+  if (pushed != pushed_.end() && sequence_id <= pushed->second) {
+    auto stored = persisted_.find(producer);
+    if (stored != persisted_.end() && sequence_id <= stored->second) return Duplicate::kYes;
+    return Duplicate::kUnknown;
+  }
+  pushed_[producer] = std::max(highest, sequence_id);
+  return Duplicate::kNo;
+}
+
+void PersistentTopic::persisted(const std::string& producer, int64_t highest, Position position) {
+  if (!dedup_cursor_) return;
+  auto [it, inserted] = persisted_.try_emplace(producer, highest);
+  if (!inserted) it->second = std::max(it->second, highest);
+  // A snapshot every 1,000 stored entries bounds the replay after a restart
+  // (brokerDeduplicationEntriesInterval).
+  if (++persisted_since_snapshot_ < 1000) return;
+  persisted_since_snapshot_ = 0;
+  auto cursor = dedup_cursor_;
+  std::map<std::string, int64_t> snapshot = persisted_;
+  asio::co_spawn(
+      broker_.executor(),
+      [cursor, position, snapshot]() -> Task<void> {
+        (void)co_await cursor->mark_delete(position, snapshot);
+      },
+      asio::detached);
+}
+
+int64_t PersistentTopic::last_sequence_id(const std::string& producer) const {
+  auto it = pushed_.find(producer);
+  return it == pushed_.end() ? -1 : it->second;
+}
+
+Task<Status> PersistentTopic::enable_deduplication() {
+  auto self = shared_from_this();
+  auto cursor = co_await ml_->open_cursor(kDedupCursor, mledger::InitialPosition::kEarliest);
+  if (!cursor.ok()) co_return cursor.status();
+  (*cursor)->set_active(false);
+  persisted_ = (*cursor)->properties();
+  // Replay what was stored after the snapshot.
+  Position from = ml_->next_position((*cursor)->mark_delete_position());
+  int64_t replayed = 0;
+  while (from <= ml_->last_confirmed()) {
+    auto entries = co_await ml_->read(from, 1000);
+    if (!entries.ok()) co_return entries.status();
+    if (entries->empty()) break;
+    for (const auto& e : *entries) {
+      auto view = protocol::parse_entry(e.data);
+      if (!view.ok()) continue;
+      wire::MessageMetadata md;
+      if (!md.ParseFromArray(view->metadata_bytes.data(),
+                             static_cast<int>(view->metadata_bytes.size()))) {
+        continue;
+      }
+      const auto seq = static_cast<int64_t>(md.has_highest_sequence_id() ? md.highest_sequence_id()
+                                                                         : md.sequence_id());
+      auto [it, inserted] = persisted_.try_emplace(md.producer_name(), seq);
+      if (!inserted) it->second = std::max(it->second, seq);
+      ++replayed;
+    }
+    from = ml_->next_position(entries->back().position);
+  }
+  pushed_ = persisted_;
+  dedup_cursor_ = *cursor;
+  log_.info("deduplication on: {} producers known, {} entries replayed", persisted_.size(),
+            replayed);
+  co_return Status::OK();
 }
 
 void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer entry, int messages,
@@ -576,6 +682,10 @@ Task<Result<std::shared_ptr<Subscription>>> PersistentTopic::subscribe(
     const std::string& name, SubType type, bool durable,
     wire::CommandSubscribe::InitialPosition initial, std::optional<Position> start) {
   auto self = shared_from_this();
+  if (name == kDedupCursor) {
+    co_return Status(Errc::kPermissionDenied,
+                     fmt::format("subscription name {} is reserved", name));
+  }
   if (auto existing = find_subscription(name)) co_return existing;
   std::shared_ptr<Subscription> sub;
   if (durable) {

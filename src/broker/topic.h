@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
@@ -149,8 +150,25 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   mledger::ManagedLedger& ledger() { return *ml_; }
   Broker& broker() { return broker_; }
 
-  std::optional<ServerFailure> add_producer(const std::shared_ptr<Producer>& producer);
+  // Adds a producer per its access mode. WaitForExclusive producers that cannot be
+  // exclusive yet are queued: `promoted` runs when they become the topic's producer.
+  enum class AddResult { kAdded, kQueued, kFailed };  // kFailed: *failure says why
+  AddResult add_producer(const std::shared_ptr<Producer>& producer, std::function<void()> promoted,
+                         ServerFailure* failure);
   void remove_producer(uint64_t producer_id, const Connection* cnx);
+
+  // --- Deduplication (brokerDeduplicationEnabled or the namespace policy) ---
+  enum class Duplicate { kNo, kYes, kUnknown };
+  bool deduplication_enabled() const { return dedup_cursor_ != nullptr; }
+  // Classifies a send by its producer's sequence ids; kNo also records it as pushed.
+  Duplicate check_duplicate(const std::string& producer, int64_t sequence_id, int64_t highest);
+  // Called when the send's entry is stored.
+  void persisted(const std::string& producer, int64_t highest, Position position);
+  int64_t last_sequence_id(const std::string& producer) const;
+  // Opens the `pulsar.dedup` cursor and rebuilds the sequence ids from its snapshot plus
+  // the entries after it.
+  Task<Status> enable_deduplication();
+  static constexpr const char* kDedupCursor = "pulsar.dedup";
   // Stores one entry (metadata + payload as received); `done` gets its position.
   void publish(const std::shared_ptr<Producer>& producer, Buffer entry, int messages,
                std::function<void(Result<Position>)> done);
@@ -174,6 +192,15 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   std::shared_ptr<mledger::ManagedLedger> ml_;
   log::Logger log_;
   std::map<std::pair<const Connection*, uint64_t>, std::shared_ptr<Producer>> producers_;
+  struct WaitingProducer {
+    std::shared_ptr<Producer> producer;
+    std::function<void()> promoted;
+  };
+  std::deque<WaitingProducer> waiting_exclusive_;
+  std::shared_ptr<mledger::ManagedCursor> dedup_cursor_;
+  std::map<std::string, int64_t> pushed_;     // highest sequence id accepted, per producer
+  std::map<std::string, int64_t> persisted_;  // highest sequence id stored, per producer
+  int64_t persisted_since_snapshot_ = 0;
   std::map<std::string, std::shared_ptr<Subscription>> subscriptions_;
   int64_t msgs_in_ = 0;
   int64_t bytes_in_ = 0;

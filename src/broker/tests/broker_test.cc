@@ -388,3 +388,82 @@ TEST_F(BrokerTest, GarbageLyingLengthsHugeFramesAndUnknownProducersCloseTheConne
 
 }  // namespace
 }  // namespace magnetar::broker
+
+namespace magnetar::broker {
+namespace {
+
+TEST_F(BrokerTest, DeduplicationDropsResentMessagesAcrossRestarts) {
+  broker_->stop();
+  start_broker([](BrokerConfig& cfg) { cfg.broker_deduplication_enabled = true; });
+  const std::string topic = "persistent://public/default/dedup";
+  {
+    auto c = client();
+    ASSERT_TRUE(c->subscribe(topic, "all", wire::CommandSubscribe::Exclusive, 9,
+                             wire::CommandSubscribe::Earliest)
+                    .ok());
+    auto p = c->create_producer(topic, 1, "p1");
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    EXPECT_EQ(p->last_sequence_id(), -1);
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(c->send_message(1, static_cast<uint64_t>(i), "x").ok());
+    auto again = c->send_message(1, 3, "x");
+    ASSERT_TRUE(again.ok()) << again.status().to_string();
+    EXPECT_EQ(again->message_id().ledgerid(), UINT64_MAX) << "a duplicate is not stored";
+    EXPECT_EQ(again->message_id().entryid(), UINT64_MAX);
+    ASSERT_TRUE(c->send_message(1, 5, "x").ok());
+  }
+  broker_->stop();
+  start_broker([](BrokerConfig& cfg) { cfg.broker_deduplication_enabled = true; });
+  auto c = client();
+  auto p = c->create_producer(topic, 1, "p1");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ(p->last_sequence_id(), 5) << "the last sequence id survives the restart";
+  auto dup = c->send_message(1, 5, "x");
+  ASSERT_TRUE(dup.ok());
+  EXPECT_EQ(dup->message_id().ledgerid(), UINT64_MAX);
+  ASSERT_TRUE(c->subscribe(topic, "all", wire::CommandSubscribe::Exclusive, 9).ok());
+  ASSERT_TRUE(c->flow(9, 100).ok());
+  int stored = 0;
+  while (c->receive_message(500ms).ok()) ++stored;
+  EXPECT_EQ(stored, 6);
+  // The reserved cursor is not a subscription anyone may use.
+  auto reserved = c->subscribe(topic, "pulsar.dedup", wire::CommandSubscribe::Shared, 10);
+  EXPECT_EQ(testing::server_error_of(reserved), wire::NotAllowedError);
+}
+
+TEST_F(BrokerTest, ProducerAccessModes) {
+  const std::string topic = "persistent://public/default/modes";
+  auto a = client();
+  auto b = client();
+  wire::CommandProducer exclusive;
+  exclusive.set_topic(topic);
+  exclusive.set_producer_id(1);
+  exclusive.set_producer_access_mode(wire::Exclusive);
+  ASSERT_TRUE(a->create_producer(exclusive).ok());
+  EXPECT_EQ(testing::server_error_of(b->create_producer(topic, 2).status()), wire::ProducerBusy);
+  wire::CommandProducer second = exclusive;
+  second.set_producer_id(3);
+  EXPECT_EQ(testing::server_error_of(b->create_producer(second).status()), wire::ProducerFenced);
+  // WaitForExclusive: an early answer (not ready), then ready once the other one leaves.
+  wire::CommandProducer waiting = exclusive;
+  waiting.set_producer_id(4);
+  waiting.set_producer_access_mode(wire::WaitForExclusive);
+  auto early = b->create_producer(waiting);
+  ASSERT_TRUE(early.ok()) << early.status().to_string();
+  EXPECT_FALSE(early->producer_ready());
+  ASSERT_TRUE(a->close_producer(1).ok());
+  auto ready = b->receive(wire::BaseCommand::PRODUCER_SUCCESS);
+  ASSERT_TRUE(ready.ok()) << ready.status().to_string();
+  EXPECT_TRUE(ready->command.producer_success().producer_ready());
+  EXPECT_TRUE(b->send_message(4, 0, "mine now").ok());
+  // ExclusiveWithFencing takes the topic over: the current producer is closed.
+  wire::CommandProducer fencing = exclusive;
+  fencing.set_producer_id(5);
+  fencing.set_producer_access_mode(wire::ExclusiveWithFencing);
+  ASSERT_TRUE(a->create_producer(fencing).ok());
+  auto closed = b->receive(wire::BaseCommand::CLOSE_PRODUCER);
+  ASSERT_TRUE(closed.ok()) << closed.status().to_string();
+  EXPECT_EQ(closed->command.close_producer().producer_id(), 4u);
+}
+
+}  // namespace
+}  // namespace magnetar::broker
