@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "broker/connection.h"
+#include "broker/schema_registry.h"
 #include "broker/topic.h"
 #include "http/http_server.h"
 #include "ledger/bookkeeper.h"
@@ -59,6 +60,7 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   b->bk_ = std::make_unique<ledger::BookKeeper>(*b->stores_.cluster, b->io_.get_executor());
   b->factory_ = std::make_unique<mledger::ManagedLedgerFactory>(*b->stores_.cluster, *b->bk_,
                                                                 b->config_.managed_ledger_factory);
+  b->schemas_ = std::make_unique<SchemaRegistry>(*b->stores_.cluster);
   Broker* raw = b.get();
   asio::co_spawn(
       b->io_, [raw]() { return raw->accept_loop(); }, asio::detached);

@@ -33,6 +33,7 @@ namespace magnetar::broker {
 
 class Connection;
 class PersistentTopic;
+class SchemaRegistry;
 
 class Broker {
  public:
@@ -50,6 +51,7 @@ class Broker {
   Executor executor() { return io_.get_executor(); }
   metadata::MetadataStore& store() { return *stores_.cluster; }
   metadata::MetadataStore& configuration_store() { return *stores_.configuration; }
+  SchemaRegistry& schemas() { return *schemas_; }
   log::Logger& log() { return log_; }
 
   // --- On the event loop ---
@@ -79,6 +81,7 @@ class Broker {
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   std::unique_ptr<ledger::BookKeeper> bk_;
   std::unique_ptr<mledger::ManagedLedgerFactory> factory_;
+  std::unique_ptr<SchemaRegistry> schemas_;
   std::thread thread_;
   int port_ = 0;
   std::atomic<bool> stopped_{false};

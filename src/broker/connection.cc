@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "broker/broker.h"
+#include "broker/schema_registry.h"
 #include "broker/topic.h"
 #include "common/version.h"
 #include "protocol/topic_name.h"
@@ -396,6 +397,18 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
       self->send_error(req.request_id(), failure.error, failure.message);
       co_return;
     }
+    std::string schema_version;
+    if (req.has_schema() && SchemaRegistry::is_storable(req.schema())) {
+      auto version = co_await self->broker_.schemas().get_or_create(*name, req.schema());
+      if (!version.ok()) {
+        self->send_error(req.request_id(),
+                         version.status().is(Errc::kAlreadyExists) ? wire::IncompatibleSchema
+                                                                   : wire::MetadataError,
+                         version.status().message());
+        co_return;
+      }
+      schema_version = SchemaRegistry::encode_version(*version);
+    }
     if (self->closed_) co_return;
     std::string producer_name = req.has_producer_name() && !req.producer_name().empty()
                                     ? req.producer_name()
@@ -403,13 +416,14 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
     auto producer = std::make_shared<Producer>(self, req.producer_id(), producer_name,
                                                req.producer_access_mode());
     std::shared_ptr<PersistentTopic> t = *topic;
-    auto success = [self, t, producer, request_id = req.request_id()](bool ready) {
+    auto success = [self, t, producer, schema_version, request_id = req.request_id()](bool ready) {
       auto cmd = command(wire::BaseCommand::PRODUCER_SUCCESS);
       auto* r = cmd.mutable_producer_success();
       r->set_request_id(request_id);
       r->set_producer_name(producer->name());
       r->set_last_sequence_id(t->last_sequence_id(producer->name()));
       r->set_producer_ready(ready);
+      if (!schema_version.empty()) r->set_schema_version(schema_version);
       self->write_command(cmd);
     };
     // A queued WaitForExclusive producer is registered (and told it is ready) when promoted.
@@ -533,6 +547,16 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
     if (req.subscription().empty()) {
       self->send_error(req.request_id(), wire::InvalidTopicName, "empty subscription name");
       co_return;
+    }
+    if (req.has_schema() && SchemaRegistry::is_storable(req.schema())) {
+      auto version = co_await self->broker_.schemas().get_or_create(*name, req.schema());
+      if (!version.ok()) {
+        self->send_error(req.request_id(),
+                         version.status().is(Errc::kAlreadyExists) ? wire::IncompatibleSchema
+                                                                   : wire::MetadataError,
+                         version.status().message());
+        co_return;
+      }
     }
     const bool create = !req.has_force_topic_creation() || req.force_topic_creation();
     auto topic = co_await self->broker_.get_topic(*name, create);
@@ -754,21 +778,59 @@ void Connection::handle_get_topics_of_namespace(const wire::CommandGetTopicsOfNa
 }
 
 void Connection::handle_get_schema(const wire::CommandGetSchema& req) {
-  auto cmd = command(wire::BaseCommand::GET_SCHEMA_RESPONSE);
-  auto* r = cmd.mutable_getschemaresponse();
-  r->set_request_id(req.request_id());
-  r->set_error_code(wire::TopicNotFound);
-  r->set_error_message("Topic not found or no-schema");
-  write_command(cmd);
+  auto self = shared_from_this();
+  spawn([self, req]() -> Task<void> {
+    auto cmd = command(wire::BaseCommand::GET_SCHEMA_RESPONSE);
+    auto* r = cmd.mutable_getschemaresponse();
+    r->set_request_id(req.request_id());
+    auto name = protocol::TopicName::parse(req.topic());
+    if (!name.ok()) {
+      r->set_error_code(wire::InvalidTopicName);
+      r->set_error_message(name.status().message());
+      self->write_command(cmd);
+      co_return;
+    }
+    std::optional<int64_t> version;
+    if (req.has_schema_version()) version = SchemaRegistry::decode_version(req.schema_version());
+    auto found = co_await self->broker_.schemas().get(*name, version);
+    if (!found.ok()) {
+      r->set_error_code(wire::MetadataError);
+      r->set_error_message(found.status().message());
+    } else if (!found->has_value()) {
+      // What clients read as "this topic has no schema".
+      r->set_error_code(wire::TopicNotFound);
+      r->set_error_message("Topic not found or no-schema");
+    } else {
+      *r->mutable_schema() = (*found)->schema;
+      r->set_schema_version(SchemaRegistry::encode_version((*found)->version));
+    }
+    self->write_command(cmd);
+  });
 }
 
 void Connection::handle_get_or_create_schema(const wire::CommandGetOrCreateSchema& req) {
-  auto cmd = command(wire::BaseCommand::GET_OR_CREATE_SCHEMA_RESPONSE);
-  auto* r = cmd.mutable_getorcreateschemaresponse();
-  r->set_request_id(req.request_id());
-  r->set_error_code(wire::NotAllowedError);
-  r->set_error_message("schema storage is not available yet");
-  write_command(cmd);
+  auto self = shared_from_this();
+  spawn([self, req]() -> Task<void> {
+    auto cmd = command(wire::BaseCommand::GET_OR_CREATE_SCHEMA_RESPONSE);
+    auto* r = cmd.mutable_getorcreateschemaresponse();
+    r->set_request_id(req.request_id());
+    auto name = protocol::TopicName::parse(req.topic());
+    if (!name.ok()) {
+      r->set_error_code(wire::InvalidTopicName);
+      r->set_error_message(name.status().message());
+      self->write_command(cmd);
+      co_return;
+    }
+    auto version = co_await self->broker_.schemas().get_or_create(*name, req.schema());
+    if (!version.ok()) {
+      r->set_error_code(version.status().is(Errc::kAlreadyExists) ? wire::IncompatibleSchema
+                                                                  : wire::MetadataError);
+      r->set_error_message(version.status().message());
+    } else {
+      r->set_schema_version(SchemaRegistry::encode_version(*version));
+    }
+    self->write_command(cmd);
+  });
 }
 
 void Connection::close_producer(uint64_t producer_id) {

@@ -467,3 +467,68 @@ TEST_F(BrokerTest, ProducerAccessModes) {
 
 }  // namespace
 }  // namespace magnetar::broker
+
+namespace magnetar::broker {
+namespace {
+
+TEST_F(BrokerTest, SchemaVersionsAreStoredAndServed) {
+  const std::string topic = "persistent://public/default/typed";
+  auto c = client();
+  wire::CommandProducer producer;
+  producer.set_topic(topic);
+  producer.set_producer_id(1);
+  auto* schema = producer.mutable_schema();
+  schema->set_name("typed");
+  schema->set_type(wire::Schema::Json);
+  schema->set_schema_data(R"({"type":"record","name":"R","fields":[]})");
+  auto first = c->create_producer(producer);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_EQ(first->schema_version(), std::string(8, '\0'));
+  producer.set_producer_id(2);
+  auto same = c->create_producer(producer);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->schema_version(), std::string(8, '\0'));
+  // Another type is incompatible.
+  producer.set_producer_id(3);
+  producer.mutable_schema()->set_type(wire::Schema::Avro);
+  EXPECT_EQ(testing::server_error_of(c->create_producer(producer).status()),
+            wire::IncompatibleSchema);
+  // A changed definition of the same type is the next version (through GET_OR_CREATE_SCHEMA).
+  wire::BaseCommand create;
+  create.set_type(wire::BaseCommand::GET_OR_CREATE_SCHEMA);
+  const uint64_t rid = c->next_request_id();
+  create.mutable_getorcreateschema()->set_request_id(rid);
+  create.mutable_getorcreateschema()->set_topic(topic + "-partition-0");  // shares the topic's
+  *create.mutable_getorcreateschema()->mutable_schema() = *schema;
+  create.mutable_getorcreateschema()->mutable_schema()->set_type(wire::Schema::Json);
+  create.mutable_getorcreateschema()->mutable_schema()->set_schema_data("{}");
+  ASSERT_TRUE(c->send(create).ok());
+  auto created = c->response(rid);
+  ASSERT_TRUE(created.ok()) << created.status().to_string();
+  EXPECT_EQ(created->command.getorcreateschemaresponse().schema_version(),
+            std::string("\0\0\0\0\0\0\0\x01", 8));
+  // GET_SCHEMA: the latest, a given version, and "no schema" for an untyped topic.
+  wire::BaseCommand get;
+  get.set_type(wire::BaseCommand::GET_SCHEMA);
+  const uint64_t rid2 = c->next_request_id();
+  get.mutable_getschema()->set_request_id(rid2);
+  get.mutable_getschema()->set_topic(topic);
+  get.mutable_getschema()->set_schema_version(std::string(8, '\0'));
+  ASSERT_TRUE(c->send(get).ok());
+  auto v0 = c->response(rid2);
+  ASSERT_TRUE(v0.ok());
+  EXPECT_EQ(v0->command.getschemaresponse().schema().schema_data(),
+            R"({"type":"record","name":"R","fields":[]})");
+  const uint64_t rid3 = c->next_request_id();
+  get.mutable_getschema()->set_request_id(rid3);
+  get.mutable_getschema()->set_topic("persistent://public/default/untyped");
+  get.mutable_getschema()->clear_schema_version();
+  ASSERT_TRUE(c->send(get).ok());
+  auto none = c->response(rid3);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->command.getschemaresponse().error_code(), wire::TopicNotFound);
+  EXPECT_EQ(none->command.getschemaresponse().error_message(), "Topic not found or no-schema");
+}
+
+}  // namespace
+}  // namespace magnetar::broker

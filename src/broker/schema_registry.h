@@ -1,0 +1,51 @@
+#pragma once
+// Schema storage: the versions of each topic's schema (partitions share their topic's), in
+// the metadata store under /schemas/<tenant>/<namespace>/<encoded topic>, updated with
+// compare-and-set. A schema identical to a stored version gets that version; a new one of
+// the same type becomes the next version; a schema of another type is incompatible.
+// (Pulsar's per-type compatibility strategies — BACKWARD, FULL, ... over Avro — are not
+// checked yet.)
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/asio.h"
+#include "common/status.h"
+#include "proto/pulsar_api.pb.h"
+#include "protocol/topic_name.h"
+
+namespace magnetar::metadata {
+class MetadataStore;
+}
+
+namespace magnetar::broker {
+
+struct StoredSchema {
+  int64_t version = 0;
+  wire::Schema schema;
+};
+
+class SchemaRegistry {
+ public:
+  explicit SchemaRegistry(metadata::MetadataStore& store) : store_(store) {}
+
+  // The given version, or the latest; nullopt when the topic has none (or not that one).
+  Task<Result<std::optional<StoredSchema>>> get(protocol::TopicName topic,
+                                                std::optional<int64_t> version);
+  // The version of `schema`, stored first when new. Errors: kAlreadyExists when
+  // incompatible (IncompatibleSchema on the wire).
+  Task<Result<int64_t>> get_or_create(protocol::TopicName topic, wire::Schema schema);
+
+  // Pulsar's schema version on the wire: 8 bytes, big-endian.
+  static std::string encode_version(int64_t version);
+  static std::optional<int64_t> decode_version(const std::string& bytes);
+  // Schema types that carry no stored schema (raw bytes, AUTO_CONSUME).
+  static bool is_storable(const wire::Schema& schema);
+
+ private:
+  static std::string path(const protocol::TopicName& topic);
+  metadata::MetadataStore& store_;
+};
+
+}  // namespace magnetar::broker
