@@ -64,6 +64,8 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   Broker* raw = b.get();
   asio::co_spawn(
       b->io_, [raw]() { return raw->accept_loop(); }, asio::detached);
+  asio::co_spawn(
+      b->io_, [raw]() { return raw->maintenance_loop(); }, asio::detached);
   b->thread_ = std::thread([raw] {
     auto guard = asio::make_work_guard(raw->io_);
     raw->io_.run();
@@ -125,6 +127,36 @@ void Broker::forget_connection(Connection* cnx) {
   connections_.erase(cnx);
 }
 
+// Message expiry (TTL) and backlog quotas, each at its configured period.
+Task<void> Broker::maintenance_loop() {
+  using std::chrono::milliseconds;
+  const auto ttl_period =
+      milliseconds(static_cast<int64_t>(config_.message_expiry_check_interval_minutes * 60000));
+  const auto quota_period =
+      milliseconds(static_cast<int64_t>(config_.backlog_quota_check_interval_seconds * 1000));
+  const auto tick =
+      std::clamp(std::min(ttl_period, quota_period), milliseconds(10), milliseconds(1000));
+  auto next_ttl = std::chrono::steady_clock::now() + ttl_period;
+  auto next_quota = std::chrono::steady_clock::now() + quota_period;
+  asio::steady_timer timer(io_);
+  while (!stopped_) {
+    timer.expires_after(tick);
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (stopped_) co_return;
+    const auto now = std::chrono::steady_clock::now();
+    const bool ttl_due = now >= next_ttl, quota_due = now >= next_quota;
+    if (ttl_due) next_ttl = now + ttl_period;
+    if (quota_due) next_quota = now + quota_period;
+    if (!ttl_due && !quota_due) continue;
+    auto topics = topics_;
+    for (auto& [name, topic] : topics) {
+      if (ttl_due) co_await topic->expire_messages();
+      if (quota_due) co_await topic->enforce_backlog_quota();
+    }
+  }
+}
+
 std::string Broker::next_producer_name() {
   return fmt::format("{}-{}-{}", config_.cluster_name, port_, producer_counter_++);
 }
@@ -171,8 +203,24 @@ Task<Result<std::shared_ptr<PersistentTopic>>> Broker::get_topic(protocol::Topic
   // Namespace policies that shape the topic (Pulsar's Policies JSON field names).
   mledger::ManagedLedgerConfig ml_config = config_.managed_ledger;
   bool deduplication = config_.broker_deduplication_enabled;
+  PersistentTopic::Policies topic_policies;
+  topic_policies.message_ttl_seconds = config_.ttl_duration_default_in_seconds;
+  topic_policies.backlog_quota_bytes = config_.backlog_quota_default_limit_bytes;
+  topic_policies.backlog_quota_policy = config_.backlog_quota_default_retention_policy;
   auto policies = nlohmann::json::parse((*ns)->value, nullptr, false);
   if (policies.is_object()) {
+    if (policies.contains("message_ttl_in_seconds") &&
+        policies["message_ttl_in_seconds"].is_number_integer()) {
+      topic_policies.message_ttl_seconds = policies["message_ttl_in_seconds"].get<int64_t>();
+    }
+    const auto& quotas = policies.value("backlog_quota_map", nlohmann::json());
+    if (quotas.is_object() && quotas.contains("destination_storage") &&
+        quotas["destination_storage"].is_object()) {
+      const auto& q = quotas["destination_storage"];
+      topic_policies.backlog_quota_bytes =
+          q.value("limitSize", q.value("limit", topic_policies.backlog_quota_bytes));
+      topic_policies.backlog_quota_policy = q.value("policy", topic_policies.backlog_quota_policy);
+    }
     if (policies.contains("deduplicationEnabled") &&
         policies["deduplicationEnabled"].is_boolean()) {
       deduplication = policies["deduplicationEnabled"].get<bool>();
@@ -198,6 +246,7 @@ Task<Result<std::shared_ptr<PersistentTopic>>> Broker::get_topic(protocol::Topic
     co_return ml.status();
   }
   auto topic = std::make_shared<PersistentTopic>(*this, name, *ml);
+  topic->set_policies(topic_policies);
   if (deduplication) {
     Status st = co_await topic->enable_deduplication();
     if (!st.ok()) {

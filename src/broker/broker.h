@@ -73,6 +73,7 @@ class Broker {
  private:
   Broker(BrokerConfig config, metadata::MetadataStores stores);
   Task<void> accept_loop();
+  Task<void> maintenance_loop();
 
   BrokerConfig config_;
   metadata::MetadataStores stores_;

@@ -40,6 +40,17 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
       .range(1, 100000);
   s.bind("brokerDeduplicationEnabled", &c->broker_deduplication_enabled,
          "Drop messages a producer resends (same producer name and sequence id)");
+  s.bind("ttlDurationDefaultInSeconds", &c->ttl_duration_default_in_seconds,
+         "Messages older than this are expired from subscriptions (0: never)")
+      .range(0, 1 << 30);
+  s.bind("messageExpiryCheckIntervalInMinutes", &c->message_expiry_check_interval_minutes,
+         "Period of the message TTL check");
+  s.bind("backlogQuotaCheckIntervalInSeconds", &c->backlog_quota_check_interval_seconds,
+         "Period of the backlog quota check");
+  s.bind("backlogQuotaDefaultLimitBytes", &c->backlog_quota_default_limit_bytes,
+         "Backlog a topic may keep before its quota policy applies (-1: no quota)");
+  s.bind("backlogQuotaDefaultRetentionPolicy", &c->backlog_quota_default_retention_policy,
+         "producer_request_hold, producer_exception or consumer_backlog_eviction");
   s.bind("maxUnackedMessagesPerConsumer", &c->max_unacked_messages_per_consumer,
          "Unacknowledged messages after which a Shared consumer gets no more (0: no limit)")
       .range(0, 100000000);

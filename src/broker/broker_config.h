@@ -27,7 +27,13 @@ struct BrokerConfig {
   std::string allow_auto_topic_creation_type = "non-partitioned";  // allowAutoTopicCreationType
   int32_t default_num_partitions = 1;                              // defaultNumPartitions
   bool broker_deduplication_enabled = false;                       // brokerDeduplicationEnabled
-  int32_t max_unacked_messages_per_consumer = 50000;               // maxUnackedMessagesPerConsumer
+  int32_t ttl_duration_default_in_seconds = 0;       // ttlDurationDefaultInSeconds (0: none)
+  double message_expiry_check_interval_minutes = 5;  // messageExpiryCheckIntervalInMinutes
+  double backlog_quota_check_interval_seconds = 60;  // backlogQuotaCheckIntervalInSeconds
+  int64_t backlog_quota_default_limit_bytes = -1;    // backlogQuotaDefaultLimitBytes (-1: none)
+  // backlogQuotaDefaultRetentionPolicy
+  std::string backlog_quota_default_retention_policy = "producer_request_hold";
+  int32_t max_unacked_messages_per_consumer = 50000;  // maxUnackedMessagesPerConsumer
   int32_t subscription_key_shared_consistent_hashing_replica_points = 100;
 
   metadata::MetadataConfig metadata;

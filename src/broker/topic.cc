@@ -525,6 +525,16 @@ PersistentTopic::AddResult PersistentTopic::add_producer(const std::shared_ptr<P
     return AddResult::kFailed;
   };
   if (ml_->terminated()) return fail(wire::TopicTerminatedError, "topic is terminated");
+  if (backlog_quota_exceeded()) {
+    if (policies_.backlog_quota_policy == "producer_exception") {
+      return fail(wire::ProducerBlockedQuotaExceededException,
+                  "cannot create producer: the topic's backlog quota is exceeded");
+    }
+    if (policies_.backlog_quota_policy == "producer_request_hold") {
+      return fail(wire::ProducerBlockedQuotaExceededError,
+                  "cannot create producer: the topic's backlog quota is exceeded");
+    }
+  }
   for (const auto& [key, existing] : producers_) {
     if (existing->name() == p->name()) {
       return fail(wire::ProducerBusy,
@@ -735,6 +745,72 @@ Task<std::optional<ServerFailure>> PersistentTopic::unsubscribe(const std::strin
     if (!st.ok()) co_return to_server_failure(st);
   }
   co_return std::nullopt;
+}
+
+bool PersistentTopic::backlog_quota_exceeded() const {
+  return ml_->backlog_quota_exceeded(policies_.backlog_quota_bytes);
+}
+
+Task<void> PersistentTopic::expire_messages() {
+  auto self = shared_from_this();
+  if (policies_.message_ttl_seconds <= 0) co_return;
+  const auto cutoff = static_cast<uint64_t>(now_ms() - policies_.message_ttl_seconds * 1000);
+  auto older = [cutoff](const mledger::Entry& e) {
+    auto view = protocol::parse_entry(e.data);
+    if (!view.ok()) return true;
+    wire::MessageMetadata md;
+    if (!md.ParseFromArray(view->metadata_bytes.data(),
+                           static_cast<int>(view->metadata_bytes.size()))) {
+      return true;
+    }
+    return md.publish_time() < cutoff;
+  };
+  auto subs = subscriptions_;
+  for (auto& [name, sub] : subs) {
+    auto& cursor = sub->cursor();
+    const Position from = ml_->next_position(cursor.mark_delete_position());
+    if (from > ml_->last_confirmed()) continue;
+    auto found = co_await ml_->find_newest_matching(from, older);
+    if (!found.ok() || !found->has_value()) continue;
+    Status st = co_await cursor.mark_delete(**found);
+    if (st.ok())
+      log_.info("subscription {}: expired messages up to {}", name, (*found)->to_string());
+  }
+}
+
+Task<void> PersistentTopic::enforce_backlog_quota() {
+  auto self = shared_from_this();
+  if (!backlog_quota_exceeded()) co_return;
+  const auto& policy = policies_.backlog_quota_policy;
+  if (policy == "producer_exception") {
+    log_.warn("backlog quota exceeded: disconnecting producers");
+    auto producers = producers_;
+    for (const auto& [key, p] : producers) {
+      if (auto cnx = p->connection()) cnx->close_producer(p->id());
+    }
+    producers_.clear();
+  } else if (policy == "consumer_backlog_eviction") {
+    // The slowest durable subscriptions skip their oldest entries until under the quota.
+    for (int round = 0; round < 100 && backlog_quota_exceeded(); ++round) {
+      std::shared_ptr<Subscription> slowest;
+      for (const auto& [name, sub] : subscriptions_) {
+        if (!sub->durable()) continue;
+        if (!slowest ||
+            sub->cursor().mark_delete_position() < slowest->cursor().mark_delete_position()) {
+          slowest = sub;
+        }
+      }
+      if (!slowest) break;
+      const int64_t entries = std::max<int64_t>(1, ml_->number_of_entries());
+      const int64_t average = std::max<int64_t>(1, ml_->total_size() / entries);
+      const int64_t over = ml_->estimated_backlog_size() - policies_.backlog_quota_bytes;
+      const int64_t skip = std::max<int64_t>(1, over / average + 1);
+      Status st = co_await slowest->cursor().skip_entries(skip);
+      if (!st.ok()) break;
+      log_.warn("backlog quota exceeded: subscription {} skipped {} entries", slowest->name(),
+                skip);
+    }
+  }
 }
 
 Task<void> PersistentTopic::close() {

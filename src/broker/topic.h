@@ -180,6 +180,20 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   Task<std::optional<ServerFailure>> unsubscribe(const std::string& name, bool force);
   std::shared_ptr<Subscription> find_subscription(const std::string& name) const;
   void remove_non_durable(const std::string& name);
+  // --- Namespace policies applied to the topic ---
+  struct Policies {
+    int64_t message_ttl_seconds = 0;   // 0: none
+    int64_t backlog_quota_bytes = -1;  // -1: none
+    std::string backlog_quota_policy = "producer_request_hold";
+  };
+  void set_policies(Policies policies) { policies_ = std::move(policies); }
+  const Policies& policies() const { return policies_; }
+  bool backlog_quota_exceeded() const;
+  // Moves subscriptions past messages older than the TTL.
+  Task<void> expire_messages();
+  // Applies the quota policy when the backlog is over it.
+  Task<void> enforce_backlog_quota();
+
   // Closes producers and consumers (they reconnect) and the managed ledger.
   Task<void> close();
   nlohmann::json stats() const;
@@ -201,6 +215,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   std::map<std::string, int64_t> pushed_;     // highest sequence id accepted, per producer
   std::map<std::string, int64_t> persisted_;  // highest sequence id stored, per producer
   int64_t persisted_since_snapshot_ = 0;
+  Policies policies_;
   std::map<std::string, std::shared_ptr<Subscription>> subscriptions_;
   int64_t msgs_in_ = 0;
   int64_t bytes_in_ = 0;

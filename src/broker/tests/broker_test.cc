@@ -532,3 +532,89 @@ TEST_F(BrokerTest, SchemaVersionsAreStoredAndServed) {
 
 }  // namespace
 }  // namespace magnetar::broker
+
+namespace magnetar::broker {
+namespace {
+
+TEST_F(BrokerTest, MessageTtlExpiresUnconsumedMessages) {
+  ASSERT_TRUE(
+      cluster_
+          .await(store_->put("/admin/policies/public/default", R"({"message_ttl_in_seconds": 1})"))
+          .ok());
+  broker_->stop();
+  start_broker([](BrokerConfig& cfg) { cfg.message_expiry_check_interval_minutes = 0.002; });
+  const std::string topic = "persistent://public/default/ttl";
+  auto c = client();
+  ASSERT_TRUE(c->subscribe(topic, "slow", wire::CommandSubscribe::Exclusive, 1).ok());
+  produce(*c, topic, 5);
+  std::this_thread::sleep_for(1500ms);
+  ASSERT_TRUE(c->send_message(1, 5, "fresh").ok());
+  ASSERT_TRUE(c->flow(1, 100).ok());
+  auto m = c->receive_message();
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->payload.to_string(), "fresh") << "older messages expired";
+  EXPECT_FALSE(c->receive_message(300ms).ok());
+}
+
+TEST_F(BrokerTest, BacklogQuotaPolicies) {
+  ASSERT_TRUE(cluster_
+                  .await(store_->put("/admin/policies/public/default",
+                                     R"({"backlog_quota_map": {"destination_storage":
+                                         {"limitSize": 2000, "policy": "producer_exception"}}})"))
+                  .ok());
+  broker_->stop();
+  start_broker([](BrokerConfig& cfg) { cfg.backlog_quota_check_interval_seconds = 0.1; });
+  const std::string topic = "persistent://public/default/quota";
+  auto c = client();
+  ASSERT_TRUE(c->subscribe(topic, "behind", wire::CommandSubscribe::Exclusive, 1).ok());
+  ASSERT_TRUE(c->create_producer(topic, 1).ok());
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(c->send_message(1, static_cast<uint64_t>(i), std::string(100, 'q')).ok());
+  }
+  // Over the quota: the producer is disconnected and new ones are refused.
+  auto closed = c->receive(wire::BaseCommand::CLOSE_PRODUCER, 5s);
+  ASSERT_TRUE(closed.ok()) << closed.status().to_string();
+  auto refused = c->create_producer(topic, 2);
+  EXPECT_EQ(testing::server_error_of(refused.status()),
+            wire::ProducerBlockedQuotaExceededException);
+  // Consuming brings the backlog under the quota: producers are welcome again.
+  ASSERT_TRUE(c->flow(1, 100).ok());
+  wire::MessageIdData last;
+  for (int i = 0; i < 40; ++i) {
+    auto m = c->receive_message();
+    ASSERT_TRUE(m.ok());
+    last = m->id;
+  }
+  wire::MessageIdData id;
+  id.set_ledgerid(last.ledgerid());
+  id.set_entryid(last.entryid());
+  ASSERT_TRUE(c->ack(1, {id}, true, 77).ok());
+  EXPECT_TRUE(c->create_producer(topic, 3).ok());
+}
+
+TEST_F(BrokerTest, BacklogQuotaEvictsTheSlowestSubscription) {
+  ASSERT_TRUE(cluster_
+                  .await(store_->put("/admin/policies/public/default",
+                                     R"({"backlog_quota_map": {"destination_storage":
+                                         {"limitSize": 2000,
+                                          "policy": "consumer_backlog_eviction"}}})"))
+                  .ok());
+  broker_->stop();
+  start_broker([](BrokerConfig& cfg) { cfg.backlog_quota_check_interval_seconds = 0.1; });
+  const std::string topic = "persistent://public/default/evict";
+  auto c = client();
+  ASSERT_TRUE(c->subscribe(topic, "behind", wire::CommandSubscribe::Exclusive, 1).ok());
+  ASSERT_TRUE(c->create_producer(topic, 1).ok());
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(c->send_message(1, static_cast<uint64_t>(i), std::string(100, 'e')).ok());
+  }
+  std::this_thread::sleep_for(500ms);
+  ASSERT_TRUE(c->flow(1, 100).ok());
+  int kept = 0;
+  while (c->receive_message(300ms).ok()) ++kept;
+  EXPECT_LT(kept, 40) << "the oldest entries were evicted";
+  EXPECT_GT(kept, 0);
+}
+
+}  // namespace
+}  // namespace magnetar::broker
