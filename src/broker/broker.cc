@@ -6,6 +6,7 @@
 #include <future>
 #include <nlohmann/json.hpp>
 
+#include "broker/broker_metrics.h"
 #include "broker/connection.h"
 #include "broker/schema_registry.h"
 #include "broker/topic.h"
@@ -61,6 +62,7 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   b->factory_ = std::make_unique<mledger::ManagedLedgerFactory>(*b->stores_.cluster, *b->bk_,
                                                                 b->config_.managed_ledger_factory);
   b->schemas_ = std::make_unique<SchemaRegistry>(*b->stores_.cluster);
+  b->connections_gauge_ = active_connections_gauge(b->config_.cluster_name);
   Broker* raw = b.get();
   asio::co_spawn(
       b->io_, [raw]() { return raw->accept_loop(); }, asio::detached);
@@ -148,6 +150,8 @@ Task<void> Broker::maintenance_loop() {
     const bool ttl_due = now >= next_ttl, quota_due = now >= next_quota;
     if (ttl_due) next_ttl = now + ttl_period;
     if (quota_due) next_quota = now + quota_period;
+    for (auto& [name, topic] : topics_) topic->refresh_metrics();
+    connections_gauge_->set(static_cast<double>(connections_.size()));
     if (!ttl_due && !quota_due) continue;
     auto topics = topics_;
     for (auto& [name, topic] : topics) {

@@ -25,6 +25,9 @@
 namespace magnetar::ledger {
 class BookKeeper;
 }
+namespace magnetar::metrics {
+class Gauge;
+}
 namespace magnetar::mledger {
 class ManagedLedgerFactory;
 }
@@ -83,6 +86,7 @@ class Broker {
   std::unique_ptr<ledger::BookKeeper> bk_;
   std::unique_ptr<mledger::ManagedLedgerFactory> factory_;
   std::unique_ptr<SchemaRegistry> schemas_;
+  std::shared_ptr<metrics::Gauge> connections_gauge_;
   std::thread thread_;
   int port_ = 0;
   std::atomic<bool> stopped_{false};

@@ -164,7 +164,23 @@ Subscription::Subscription(PersistentTopic& topic, std::string name, SubType typ
       type_(type),
       cursor_(std::move(cursor)),
       durable_(durable),
-      log_(log::Logger("broker").with("topic", topic.name().to_string()).with("sub", name_)) {}
+      log_(log::Logger("broker").with("topic", topic.name().to_string()).with("sub", name_)),
+      metrics_(subscription_metrics(topic.broker().config().cluster_name,
+                                    topic.name().namespace_name(), topic.name().to_string(),
+                                    name_)) {}
+
+void Subscription::refresh_metrics() {
+  metrics_.back_log->set(static_cast<double>(cursor_->backlog_entries()));
+  int64_t unacked = 0;
+  for (const auto& c : consumers_) unacked += c->unacked_messages_;
+  metrics_.unacked->set(static_cast<double>(unacked));
+  metrics_.consumers->set(static_cast<double>(consumers_.size()));
+}
+
+void Subscription::remove_metrics() {
+  remove_subscription_metrics(topic_.broker().config().cluster_name, topic_.name().namespace_name(),
+                              topic_.name().to_string(), name_);
+}
 
 std::optional<ServerFailure> Subscription::add_consumer(const std::shared_ptr<Consumer>& consumer,
                                                         SubType type) {
@@ -295,6 +311,8 @@ void Subscription::send_to(const std::shared_ptr<Consumer>& consumer, const mled
   consumer->bytes_out_ += static_cast<int64_t>(entry.data.size());
   msgs_out_ += messages;
   bytes_out_ += static_cast<int64_t>(entry.data.size());
+  metrics_.out_messages->inc(messages);
+  metrics_.out_bytes->inc(static_cast<int64_t>(entry.data.size()));
   consumer->pending_[entry.position] = messages;
   consumer->unacked_messages_ += messages;
 }
@@ -505,7 +523,9 @@ PersistentTopic::PersistentTopic(Broker& broker, protocol::TopicName name,
     : broker_(broker),
       name_(std::move(name)),
       ml_(std::move(ml)),
-      log_(log::Logger("broker").with("topic", name_.to_string())) {
+      log_(log::Logger("broker").with("topic", name_.to_string())),
+      metrics_(
+          topic_metrics(broker.config().cluster_name, name_.namespace_name(), name_.to_string())) {
   // Durable subscriptions recovered with the managed ledger.
   for (const auto& [cursor_name, cursor] : ml_->cursors()) {
     if (cursor_name == kDedupCursor) continue;
@@ -668,6 +688,8 @@ void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer 
                    if (p.ok()) {
                      self->msgs_in_ += messages;
                      self->bytes_in_ += size;
+                     self->metrics_.in_messages->inc(messages);
+                     self->metrics_.in_bytes->inc(size);
                      producer->msgs_in += messages;
                      producer->bytes_in += size;
                    }
@@ -684,6 +706,7 @@ void PersistentTopic::remove_non_durable(const std::string& name) {
   auto it = subscriptions_.find(name);
   if (it == subscriptions_.end() || it->second->durable()) return;
   auto cursor = it->second->cursor_ptr();
+  it->second->remove_metrics();
   subscriptions_.erase(it);
   ml_->remove_non_durable_cursor(cursor);
 }
@@ -739,6 +762,7 @@ Task<std::optional<ServerFailure>> PersistentTopic::unsubscribe(const std::strin
                             "Unconnected or shared consumer attempting to unsubscribe"};
   }
   sub->disconnect_all();
+  sub->remove_metrics();
   subscriptions_.erase(name);
   if (sub->durable()) {
     Status st = co_await ml_->delete_cursor(encode_component(name));
@@ -820,9 +844,27 @@ Task<void> PersistentTopic::close() {
     if (auto cnx = p->connection()) cnx->close_producer(p->id());
   }
   producers_.clear();
-  for (const auto& [name, sub] : subscriptions_) sub->disconnect_all();
+  for (const auto& [name, sub] : subscriptions_) {
+    sub->disconnect_all();
+    sub->remove_metrics();
+  }
+  remove_topic_metrics(broker_.config().cluster_name, name_.namespace_name(), name_.to_string());
   Status st = co_await ml_->close();
   if (!st.ok()) log_.warn("closing its managed ledger: {}", st.to_string());
+}
+
+void PersistentTopic::refresh_metrics() {
+  metrics_.storage_size->set(static_cast<double>(ml_->total_size()));
+  int64_t backlog = 0, consumers = 0;
+  for (const auto& [name, sub] : subscriptions_) {
+    sub->refresh_metrics();
+    backlog += sub->cursor().backlog_entries();
+    consumers += static_cast<int64_t>(sub->consumers().size());
+  }
+  metrics_.backlog->set(static_cast<double>(backlog));
+  metrics_.producers->set(static_cast<double>(producers_.size()));
+  metrics_.consumers->set(static_cast<double>(consumers));
+  metrics_.subscriptions->set(static_cast<double>(subscriptions_.size()));
 }
 
 nlohmann::json PersistentTopic::stats() const {

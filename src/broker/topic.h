@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/broker_metrics.h"
 #include "common/asio.h"
 #include "common/buffer.h"
 #include "common/logging.h"
@@ -115,6 +116,8 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
   // Disconnects every consumer (CLOSE_CONSUMER) and stops dispatch.
   void disconnect_all();
   nlohmann::json stats() const;
+  void refresh_metrics();
+  void remove_metrics();
 
  private:
   Task<void> dispatch_loop();
@@ -138,6 +141,7 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
   std::shared_ptr<Consumer> last_active_;
   int64_t msgs_out_ = 0;
   int64_t bytes_out_ = 0;
+  SubscriptionMetrics metrics_;
 };
 
 class Broker;
@@ -197,6 +201,8 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // Closes producers and consumers (they reconnect) and the managed ledger.
   Task<void> close();
   nlohmann::json stats() const;
+  // Sets the gauges (storage, backlog, counts) of the topic and its subscriptions.
+  void refresh_metrics();
 
  private:
   void on_entries_added();
@@ -216,6 +222,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   std::map<std::string, int64_t> persisted_;  // highest sequence id stored, per producer
   int64_t persisted_since_snapshot_ = 0;
   Policies policies_;
+  TopicMetrics metrics_;
   std::map<std::string, std::shared_ptr<Subscription>> subscriptions_;
   int64_t msgs_in_ = 0;
   int64_t bytes_in_ = 0;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <thread>
 
+#include "common/metrics.h"
 #include "ledger/tests/ledger_test_support.h"
 #include "testing/pulsar_test_client.h"
 
@@ -142,6 +143,16 @@ TEST_F(BrokerTest, ProduceThenConsumeExclusiveInOrder) {
   auto other = client();
   auto busy = other->subscribe(topic, "sub", wire::CommandSubscribe::Exclusive, 1);
   EXPECT_EQ(testing::server_error_of(busy), wire::ConsumerBusy);
+  // Prometheus counters with Pulsar's names and labels.
+  const std::string exposed = metrics::default_registry().expose();
+  EXPECT_NE(exposed.find("pulsar_in_messages_total{cluster=\"standalone\",namespace=\"public/"
+                         "default\",topic=\"persistent://public/default/orders\"} 10"),
+            std::string::npos)
+      << exposed;
+  EXPECT_NE(exposed.find("pulsar_out_messages_total{cluster=\"standalone\",namespace=\"public/"
+                         "default\",topic=\"persistent://public/default/orders\",subscription="
+                         "\"sub\"} 10"),
+            std::string::npos);
   auto last = c->get_last_message_id(7);
   ASSERT_TRUE(last.ok()) << last.status().to_string();
   EXPECT_EQ(last->last_message_id().entryid(), ids.back().entryid());
