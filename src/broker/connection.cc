@@ -569,9 +569,10 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
     if (req.has_start_message_id()) {
       const auto& id = req.start_message_id();
       start = Position{static_cast<int64_t>(id.ledgerid()), static_cast<int64_t>(id.entryid())};
-      // A batch index: the batch is delivered again and the client skips what it should.
-      if (id.has_batch_index() && id.batch_index() >= 0 && start->ledger_id >= 0 &&
-          start->ledger_id != INT64_MAX) {
+      // As Pulsar does, delivery starts at the start entry itself (the entry before it is
+      // the cursor's mark-delete position): the client drops what it should not see (the
+      // start message unless inclusive, the indexes before a batch index).
+      if (start->ledger_id >= 0 && start->entry_id >= 0 && start->ledger_id != INT64_MAX) {
         start = (*topic)->ledger().previous_position(*start);
       }
     }

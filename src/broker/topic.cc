@@ -251,7 +251,14 @@ std::shared_ptr<Consumer> Subscription::active_consumer() const {
 
 void Subscription::notify_active_consumer() {
   auto active = active_consumer();
-  if (active == last_active_) return;
+  if (active == last_active_) {
+    // Unchanged: a consumer that just joined still learns it is on standby.
+    const auto& newest = consumers_.back();
+    if (newest != active) {
+      if (auto cnx = newest->connection()) cnx->send_active_consumer_change(newest->id_, false);
+    }
+    return;
+  }
   if (last_active_) {
     // The new active consumer starts after the last acknowledged entry.
     cursor_->seek(topic_.ledger().next_position(cursor_->mark_delete_position()));
