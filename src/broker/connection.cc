@@ -277,6 +277,9 @@ bool Connection::handle(protocol::Frame& frame) {
     case wire::BaseCommand::SEEK:
       handle_seek(cmd.seek());
       return true;
+    case wire::BaseCommand::CONSUMER_STATS:
+      handle_consumer_stats(cmd.consumerstats());
+      return true;
     case wire::BaseCommand::GET_LAST_MESSAGE_ID:
       handle_get_last_message_id(cmd.getlastmessageid());
       return true;
@@ -587,6 +590,13 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
     if (self->closed_) co_return;
     auto consumer = std::make_shared<Consumer>(self, req.consumer_id(), req.consumer_name(),
                                                req.priority_level());
+    if (req.subtype() == wire::CommandSubscribe::Key_Shared && req.has_keysharedmeta() &&
+        req.keysharedmeta().keysharedmode() == wire::STICKY) {
+      std::vector<std::pair<int, int>> ranges;
+      for (const auto& r : req.keysharedmeta().hashranges())
+        ranges.emplace_back(r.start(), r.end());
+      consumer->set_sticky_ranges(std::move(ranges));
+    }
     if (auto failure = (*sub)->add_consumer(consumer, req.subtype())) {
       self->send_error(req.request_id(), failure->error, failure->message);
       co_return;
@@ -739,6 +749,27 @@ void Connection::handle_seek(const wire::CommandSeek& req) {
     // As Pulsar does: the subscription's consumers reconnect and read from the new position.
     entry.subscription->disconnect_all();
   });
+}
+
+void Connection::handle_consumer_stats(const wire::CommandConsumerStats& req) {
+  auto cmd = command(wire::BaseCommand::CONSUMER_STATS_RESPONSE);
+  auto* r = cmd.mutable_consumerstatsresponse();
+  r->set_request_id(req.request_id());
+  auto it = consumers_.find(req.consumer_id());
+  if (it == consumers_.end()) {
+    r->set_error_code(wire::ConsumerNotFound);
+    r->set_error_message("consumer not found");
+  } else {
+    const auto& c = *it->second.consumer;
+    r->set_consumername(c.name());
+    r->set_availablepermits(static_cast<uint64_t>(std::max<int64_t>(0, c.permits())));
+    r->set_unackedmessages(static_cast<uint64_t>(std::max<int64_t>(0, c.unacked_messages())));
+    r->set_blockedconsumeronunackedmsgs(c.blocked());
+    r->set_address(remote_);
+    r->set_type(wire::CommandSubscribe::SubType_Name(it->second.subscription->type()));
+    r->set_msgbacklog(static_cast<uint64_t>(it->second.subscription->cursor().backlog_entries()));
+  }
+  write_command(cmd);
 }
 
 void Connection::handle_get_last_message_id(const wire::CommandGetLastMessageId& req) {

@@ -79,6 +79,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void handle_close_consumer(const wire::CommandCloseConsumer& request);
   void handle_seek(const wire::CommandSeek& request);
   void handle_get_last_message_id(const wire::CommandGetLastMessageId& request);
+  void handle_consumer_stats(const wire::CommandConsumerStats& request);
   void handle_get_topics_of_namespace(const wire::CommandGetTopicsOfNamespace& request);
   void handle_get_schema(const wire::CommandGetSchema& request);
   void handle_get_or_create_schema(const wire::CommandGetOrCreateSchema& request);

@@ -193,9 +193,28 @@ std::optional<ServerFailure> Subscription::add_consumer(const std::shared_ptr<Co
   if (type == wire::CommandSubscribe::Exclusive && !consumers_.empty()) {
     return ServerFailure{wire::ConsumerBusy, "Exclusive consumer is already connected"};
   }
+  if (type == wire::CommandSubscribe::Key_Shared) {
+    // Sticky ranges must not overlap another consumer's; auto-split consumers share the rest.
+    for (const auto& [start, end] : consumer->sticky_ranges_) {
+      if (start < 0 || end > 65535 || start > end) {
+        return ServerFailure{wire::ConsumerAssignError,
+                             fmt::format("invalid hash range [{}, {}]", start, end)};
+      }
+      for (const auto& other : consumers_) {
+        for (const auto& [s2, e2] : other->sticky_ranges_) {
+          if (start <= e2 && s2 <= end) {
+            return ServerFailure{wire::ConsumerAssignError,
+                                 fmt::format("hash range [{}, {}] overlaps [{}, {}] of consumer {}",
+                                             start, end, s2, e2, other->name_)};
+          }
+        }
+      }
+    }
+  }
   type_ = type;
   consumers_.push_back(consumer);
   cursor_->set_active(true);
+  if (type_ == wire::CommandSubscribe::Key_Shared) assign_key_ranges(consumer);
   if (type_ == wire::CommandSubscribe::Failover) notify_active_consumer();
   return std::nullopt;
 }
@@ -215,6 +234,7 @@ void Subscription::remove_consumer(uint64_t consumer_id, const Connection* cnx) 
   if (it == consumers_.end()) return;
   auto consumer = *it;
   consumers_.erase(it);
+  if (type_ == wire::CommandSubscribe::Key_Shared) release_key_ranges(consumer);
   if (type_ == wire::CommandSubscribe::Shared || type_ == wire::CommandSubscribe::Key_Shared) {
     // What it was sent and did not acknowledge goes to the others.
     for (const auto& [pos, n] : consumer->pending_) {
@@ -249,6 +269,79 @@ std::shared_ptr<Consumer> Subscription::active_consumer() const {
   return sorted[index];
 }
 
+// Auto-split (Pulsar's HashRangeAutoSplitStickyKeyConsumerSelector): the first consumer owns
+// [0, 65535]; each consumer that joins takes the lower half of the largest range, so keys move
+// only from the consumer whose range was split. Sticky consumers own exactly their ranges.
+void Subscription::assign_key_ranges(const std::shared_ptr<Consumer>& joined) {
+  if (!joined->sticky_ranges_.empty()) return;
+  if (key_ranges_.empty()) {
+    key_ranges_[65535] = joined;
+    return;
+  }
+  int best_start = 0, best_end = -1, previous = -1;
+  for (const auto& [end, owner] : key_ranges_) {
+    if (end - previous > best_end - best_start + 1) {
+      best_start = previous + 1;
+      best_end = end;
+    }
+    previous = end;
+  }
+  if (best_end <= best_start) return;  // nothing left to split
+  key_ranges_[best_start + (best_end - best_start) / 2] = joined;
+}
+
+void Subscription::release_key_ranges(const std::shared_ptr<Consumer>& left) {
+  // Each range of the consumer that left joins the range after it (or before it, at the end).
+  for (auto it = key_ranges_.begin(); it != key_ranges_.end();) {
+    if (it->second != left) {
+      ++it;
+      continue;
+    }
+    auto next = std::next(it);
+    if (next != key_ranges_.end()) {
+      it = key_ranges_.erase(it);
+    } else if (it != key_ranges_.begin()) {
+      it->second = std::prev(it)->second;
+      key_ranges_.erase(std::prev(it));
+      break;
+    } else {
+      key_ranges_.erase(it);
+      break;
+    }
+  }
+}
+
+std::shared_ptr<Consumer> Subscription::consumer_for_slot(uint32_t slot) const {
+  for (const auto& c : consumers_) {
+    for (const auto& [start, end] : c->sticky_ranges_) {
+      if (static_cast<int>(slot) >= start && static_cast<int>(slot) <= end) return c;
+    }
+  }
+  auto it = key_ranges_.lower_bound(static_cast<int>(slot));
+  return it == key_ranges_.end() ? nullptr : it->second;
+}
+
+// maxUnackedMessagesPerConsumer: a Shared/Key_Shared consumer at the limit gets nothing more
+// until its unacknowledged messages fall to half of it.
+void Subscription::update_blocked(Consumer& c) {
+  const int64_t limit = topic_.broker().config().max_unacked_messages_per_consumer;
+  if (limit <= 0 || type_ == wire::CommandSubscribe::Exclusive ||
+      type_ == wire::CommandSubscribe::Failover) {
+    c.blocked_ = false;
+    return;
+  }
+  if (!c.blocked_ && c.unacked_messages_ >= limit) {
+    c.blocked_ = true;
+    log_.info("consumer {} blocked: {} unacknowledged messages", c.name_, c.unacked_messages_);
+  } else if (c.blocked_ && c.unacked_messages_ <= limit / 2) {
+    c.blocked_ = false;
+  }
+}
+
+bool Subscription::can_receive(const Consumer& c) const {
+  return c.permits_ > 0 && !c.blocked_;
+}
+
 void Subscription::notify_active_consumer() {
   auto active = active_consumer();
   if (active == last_active_) {
@@ -275,7 +368,9 @@ int64_t Subscription::available_permits() const {
     return active ? active->permits_ : 0;
   }
   int64_t total = 0;
-  for (const auto& c : consumers_) total += std::max<int64_t>(0, c->permits_);
+  for (const auto& c : consumers_) {
+    if (!c->blocked_) total += std::max<int64_t>(0, c->permits_);
+  }
   return total;
 }
 
@@ -322,6 +417,7 @@ void Subscription::send_to(const std::shared_ptr<Consumer>& consumer, const mled
   metrics_.out_bytes->inc(static_cast<int64_t>(entry.data.size()));
   consumer->pending_[entry.position] = messages;
   consumer->unacked_messages_ += messages;
+  update_blocked(*consumer);
 }
 
 Task<void> Subscription::dispatch_loop() {
@@ -367,6 +463,7 @@ Task<void> Subscription::dispatch_loop() {
     }
     failures = 0;
     // Distribute.
+    int sent = 0;
     for (size_t i = 0; i < entries.size(); ++i) {
       const auto& entry = entries[i];
       const EntryInfo info = entry_info(entry.data);
@@ -374,19 +471,18 @@ Task<void> Subscription::dispatch_loop() {
       if (type_ == wire::CommandSubscribe::Exclusive || type_ == wire::CommandSubscribe::Failover) {
         target = active_consumer();
         if (target && target->permits_ <= 0) target = nullptr;
-      } else if (type_ == wire::CommandSubscribe::Key_Shared && !consumers_.empty()) {
-        const uint32_t slot = murmur3_32(info.key) % 65536;
-        target = consumers_[slot * consumers_.size() / 65536];
-        if (target->permits_ <= 0) target = nullptr;
+      } else if (type_ == wire::CommandSubscribe::Key_Shared) {
+        target = consumer_for_slot(murmur3_32(info.key) % 65536);
+        if (target && !can_receive(*target)) target = nullptr;
       } else {
         // Shared: round robin among the highest-priority consumers with permits.
         int best = INT32_MAX;
         for (const auto& c : consumers_) {
-          if (c->permits_ > 0) best = std::min(best, c->priority_);
+          if (can_receive(*c)) best = std::min(best, c->priority_);
         }
         for (size_t k = 0; k < consumers_.size() && !target; ++k) {
           auto& c = consumers_[(round_robin_ + k) % consumers_.size()];
-          if (c->permits_ > 0 && c->priority_ == best) {
+          if (can_receive(*c) && c->priority_ == best) {
             target = c;
             round_robin_ = (round_robin_ + k + 1) % consumers_.size();
           }
@@ -403,6 +499,13 @@ Task<void> Subscription::dispatch_loop() {
         continue;
       }
       send_to(target, entry, info.messages);
+      ++sent;
+    }
+    // Nothing could go anywhere (Key_Shared keys whose consumer has no permits): wait for a
+    // FLOW or an acknowledgement instead of spinning.
+    if (sent == 0) {
+      dispatching_ = false;
+      co_return;
     }
   }
   dispatching_ = false;
@@ -451,6 +554,11 @@ Task<std::optional<ServerFailure>> Subscription::acknowledge(std::shared_ptr<Con
         }
       }
       redeliveries_.erase(p);
+    }
+    for (const auto& c : consumers_) {
+      const bool was_blocked = c->blocked_;
+      update_blocked(*c);
+      if (was_blocked && !c->blocked_) trigger();
     }
     st = co_await cursor_->delete_positions(positions);
   }

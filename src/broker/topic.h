@@ -63,6 +63,13 @@ class Producer {
 class Consumer {
  public:
   Consumer(std::shared_ptr<Connection> cnx, uint64_t id, std::string name, int priority);
+  // Key_Shared STICKY: the hash ranges (inclusive, within [0, 65535]) this consumer asked for.
+  void set_sticky_ranges(std::vector<std::pair<int, int>> ranges) {
+    sticky_ranges_ = std::move(ranges);
+  }
+  int64_t unacked_messages() const { return unacked_messages_; }
+  bool blocked() const { return blocked_; }
+  int64_t msgs_out() const { return msgs_out_; }
   uint64_t id() const { return id_; }
   const std::string& name() const { return name_; }
   int priority() const { return priority_; }
@@ -81,6 +88,8 @@ class Consumer {
   // leaves), with the number of messages each holds.
   std::map<Position, int> pending_;
   int64_t unacked_messages_ = 0;
+  bool blocked_ = false;  // maxUnackedMessagesPerConsumer reached (Shared, Key_Shared)
+  std::vector<std::pair<int, int>> sticky_ranges_;
   int64_t msgs_out_ = 0;
   int64_t bytes_out_ = 0;
   int64_t connected_since_ms_;
@@ -122,6 +131,12 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
  private:
   Task<void> dispatch_loop();
   std::shared_ptr<Consumer> active_consumer() const;  // Exclusive/Failover
+  // Key_Shared: the consumer owning a hash slot in [0, 65536), or null.
+  std::shared_ptr<Consumer> consumer_for_slot(uint32_t slot) const;
+  void assign_key_ranges(const std::shared_ptr<Consumer>& joined);
+  void release_key_ranges(const std::shared_ptr<Consumer>& left);
+  void update_blocked(Consumer& consumer);
+  bool can_receive(const Consumer& consumer) const;
   void send_to(const std::shared_ptr<Consumer>& consumer, const mledger::Entry& entry,
                int messages);
   void notify_active_consumer();
@@ -139,6 +154,8 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
   std::set<Position> to_redeliver_;            // Shared: sent again before new entries
   std::map<Position, uint32_t> redeliveries_;  // redelivery counts
   std::shared_ptr<Consumer> last_active_;
+  // Key_Shared: range end (inclusive) -> owner; the range starts after the previous end.
+  std::map<int, std::shared_ptr<Consumer>> key_ranges_;
   int64_t msgs_out_ = 0;
   int64_t bytes_out_ = 0;
   SubscriptionMetrics metrics_;

@@ -633,3 +633,121 @@ TEST_F(BrokerTest, BacklogQuotaEvictsTheSlowestSubscription) {
 
 }  // namespace
 }  // namespace magnetar::broker
+
+namespace magnetar::broker {
+namespace {
+
+// Sends n messages with partition keys "k<i % keys>".
+void produce_keyed(PulsarTestClient& c, uint64_t producer_id, int n, int keys) {
+  for (int i = 0; i < n; ++i) {
+    wire::MessageMetadata md;
+    md.set_partition_key("k" + std::to_string(i % keys));
+    ASSERT_TRUE(
+        c.send_message(producer_id, static_cast<uint64_t>(i), "m" + std::to_string(i), &md).ok());
+  }
+}
+
+TEST_F(BrokerTest, KeySharedKeepsEachKeyOnOneConsumer) {
+  const std::string topic = "persistent://public/default/keyed";
+  auto a = client();
+  auto b = client();
+  ASSERT_TRUE(a->subscribe(topic, "ks", wire::CommandSubscribe::Key_Shared, 1).ok());
+  ASSERT_TRUE(b->subscribe(topic, "ks", wire::CommandSubscribe::Key_Shared, 2).ok());
+  ASSERT_TRUE(a->flow(1, 1000).ok());
+  ASSERT_TRUE(b->flow(2, 1000).ok());
+  auto p = client();
+  ASSERT_TRUE(p->create_producer(topic, 1).ok());
+  produce_keyed(*p, 1, 200, 20);
+  std::map<std::string, int> owner;  // key -> consumer
+  int total = 0;
+  for (auto* c : {a.get(), b.get()}) {
+    while (auto m = c->receive_message(500ms)) {
+      if (!m.ok()) break;
+      ++total;
+      const int who = c == a.get() ? 1 : 2;
+      auto [it, inserted] = owner.try_emplace(m->metadata.partition_key(), who);
+      EXPECT_EQ(it->second, who) << "key " << it->first << " went to both consumers";
+    }
+  }
+  EXPECT_EQ(total, 200);
+  std::set<int> owners;
+  for (const auto& [k, who] : owner) owners.insert(who);
+  EXPECT_EQ(owners.size(), 2u) << "keys are split between the consumers";
+  // Sticky ranges must not overlap.
+  auto s1 = client();
+  wire::CommandSubscribe sticky;
+  sticky.set_topic(topic);
+  sticky.set_subscription("sticky");
+  sticky.set_subtype(wire::CommandSubscribe::Key_Shared);
+  sticky.set_consumer_id(5);
+  sticky.mutable_keysharedmeta()->set_keysharedmode(wire::STICKY);
+  auto* range = sticky.mutable_keysharedmeta()->add_hashranges();
+  range->set_start(0);
+  range->set_end(40000);
+  ASSERT_TRUE(s1->subscribe(sticky).ok());
+  sticky.set_consumer_id(6);
+  range->set_start(30000);
+  range->set_end(65535);
+  EXPECT_EQ(testing::server_error_of(s1->subscribe(sticky)), wire::ConsumerAssignError);
+}
+
+TEST_F(BrokerTest, UnackedLimitBlocksASharedConsumerUntilItAcknowledges) {
+  broker_->stop();
+  start_broker([](BrokerConfig& cfg) { cfg.max_unacked_messages_per_consumer = 10; });
+  const std::string topic = "persistent://public/default/unacked";
+  auto c = client();
+  ASSERT_TRUE(c->subscribe(topic, "s", wire::CommandSubscribe::Shared, 1).ok());
+  ASSERT_TRUE(c->flow(1, 100).ok());
+  produce(*c, topic, 30);
+  std::vector<wire::MessageIdData> got;
+  while (auto m = c->receive_message(500ms)) {
+    if (!m.ok()) break;
+    got.push_back(id_of(m->id));
+  }
+  EXPECT_EQ(got.size(), 10u) << "blocked at maxUnackedMessagesPerConsumer";
+  // Acknowledging down to half the limit unblocks it.
+  ASSERT_TRUE(
+      c->ack(1, std::vector<wire::MessageIdData>(got.begin(), got.begin() + 6), false, 1).ok());
+  auto more = c->receive_message();
+  ASSERT_TRUE(more.ok()) << more.status().to_string();
+  // Consumer stats tell the same story.
+  wire::BaseCommand stats;
+  stats.set_type(wire::BaseCommand::CONSUMER_STATS);
+  const uint64_t rid = c->next_request_id();
+  stats.mutable_consumerstats()->set_request_id(rid);
+  stats.mutable_consumerstats()->set_consumer_id(1);
+  ASSERT_TRUE(c->send(stats).ok());
+  auto resp = c->response(rid);
+  ASSERT_TRUE(resp.ok()) << resp.status().to_string();
+  EXPECT_EQ(resp->command.consumerstatsresponse().type(), "Shared");
+  EXPECT_GE(resp->command.consumerstatsresponse().unackedmessages(), 5u);
+}
+
+TEST_F(BrokerTest, RedeliverUnacknowledgedAndTopicsOfNamespace) {
+  const std::string topic = "persistent://public/default/redeliver";
+  auto c = client();
+  ASSERT_TRUE(c->subscribe(topic, "s", wire::CommandSubscribe::Shared, 1).ok());
+  ASSERT_TRUE(c->flow(1, 3).ok());
+  produce(*c, topic, 3);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(c->receive_message().ok());
+  ASSERT_TRUE(c->redeliver_unacknowledged(1).ok());
+  ASSERT_TRUE(c->flow(1, 3).ok());
+  for (int i = 0; i < 3; ++i) {
+    auto m = c->receive_message();
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    EXPECT_EQ(m->redelivery_count, 1u);
+  }
+  wire::BaseCommand list;
+  list.set_type(wire::BaseCommand::GET_TOPICS_OF_NAMESPACE);
+  const uint64_t rid = c->next_request_id();
+  list.mutable_gettopicsofnamespace()->set_request_id(rid);
+  list.mutable_gettopicsofnamespace()->set_namespace_("public/default");
+  ASSERT_TRUE(c->send(list).ok());
+  auto topics = c->response(rid);
+  ASSERT_TRUE(topics.ok()) << topics.status().to_string();
+  const auto& names = topics->command.gettopicsofnamespaceresponse().topics();
+  EXPECT_NE(std::find(names.begin(), names.end(), topic), names.end());
+}
+
+}  // namespace
+}  // namespace magnetar::broker
