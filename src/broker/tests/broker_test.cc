@@ -5,6 +5,7 @@
 
 #include "broker/broker.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
