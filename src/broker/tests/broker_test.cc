@@ -642,9 +642,9 @@ namespace {
 void produce_keyed(PulsarTestClient& c, uint64_t producer_id, int n, int keys) {
   for (int i = 0; i < n; ++i) {
     wire::MessageMetadata md;
-    md.set_partition_key("k" + std::to_string(i % keys));
+    md.set_partition_key(fmt::format("k{}", i % keys));
     ASSERT_TRUE(
-        c.send_message(producer_id, static_cast<uint64_t>(i), "m" + std::to_string(i), &md).ok());
+        c.send_message(producer_id, static_cast<uint64_t>(i), fmt::format("m{}", i), &md).ok());
   }
 }
 
