@@ -39,6 +39,19 @@ Broker::Broker(BrokerConfig config, metadata::MetadataStores stores)
 Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
                                               metadata::MetadataStores stores) {
   std::unique_ptr<Broker> b(new Broker(std::move(config), std::move(stores)));
+  int loops = b->config_.num_io_threads;
+  if (loops <= 0) loops = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // One entry-cache budget for every loop's factory.
+  auto cache = std::make_shared<mledger::EntryCacheManager>(
+      b->config_.managed_ledger_factory.cache_size_bytes(),
+      b->config_.managed_ledger_factory.cache_eviction_watermark);
+  for (int i = 0; i < loops; ++i) {
+    auto loop = std::make_unique<Loop>();
+    loop->bk = std::make_unique<ledger::BookKeeper>(*b->stores_.cluster, loop->io.get_executor());
+    loop->factory = std::make_unique<mledger::ManagedLedgerFactory>(
+        *b->stores_.cluster, *loop->bk, b->config_.managed_ledger_factory, cache);
+    b->loops_.push_back(std::move(loop));
+  }
   boost::system::error_code ec;
   auto address = asio::ip::make_address(b->config_.bind_address, ec);
   if (ec) {
@@ -46,7 +59,7 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
                   fmt::format("bindAddress '{}': {}", b->config_.bind_address, ec.message()));
   }
   asio::ip::tcp::endpoint endpoint(address, static_cast<uint16_t>(b->config_.broker_service_port));
-  b->acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(b->io_);
+  b->acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(b->loops_.front()->io);
   b->acceptor_->open(endpoint.protocol(), ec);
   if (!ec) b->acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) b->acceptor_->bind(endpoint, ec);
@@ -58,22 +71,22 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   }
   b->port_ = b->acceptor_->local_endpoint().port();
   b->config_.broker_service_port = b->port_;
-  b->bk_ = std::make_unique<ledger::BookKeeper>(*b->stores_.cluster, b->io_.get_executor());
-  b->factory_ = std::make_unique<mledger::ManagedLedgerFactory>(*b->stores_.cluster, *b->bk_,
-                                                                b->config_.managed_ledger_factory);
   b->schemas_ = std::make_unique<SchemaRegistry>(*b->stores_.cluster);
   b->connections_gauge_ = active_connections_gauge(b->config_.cluster_name);
   Broker* raw = b.get();
   asio::co_spawn(
-      b->io_, [raw]() { return raw->accept_loop(); }, asio::detached);
-  asio::co_spawn(
-      b->io_, [raw]() { return raw->maintenance_loop(); }, asio::detached);
-  b->thread_ = std::thread([raw] {
-    auto guard = asio::make_work_guard(raw->io_);
-    raw->io_.run();
-  });
-  b->log_.info("serving the Pulsar protocol on {}:{} (advertised as {})", b->config_.bind_address,
-               b->port_, b->config_.service_url());
+      b->loops_.front()->io, [raw]() { return raw->accept_loop(); }, asio::detached);
+  for (auto& loop : b->loops_) {
+    Loop* l = loop.get();
+    asio::co_spawn(
+        l->io, [raw, l]() { return raw->maintenance_loop(l); }, asio::detached);
+    l->thread = std::thread([l] {
+      auto guard = asio::make_work_guard(l->io);
+      l->io.run();
+    });
+  }
+  b->log_.info("serving the Pulsar protocol on {}:{} (advertised as {}) with {} event loops",
+               b->config_.bind_address, b->port_, b->config_.service_url(), loops);
   return b;
 }
 
@@ -83,54 +96,92 @@ Broker::~Broker() {
 
 void Broker::stop() {
   if (stopped_.exchange(true)) return;
-  std::promise<void> done;
-  asio::co_spawn(
-      io_,
-      [this]() -> Task<void> {
-        boost::system::error_code ec;
-        if (acceptor_) acceptor_->close(ec);
-        auto connections = connections_;
-        for (auto& [raw, weak] : connections) {
-          if (auto c = weak.lock()) c->close();
-        }
-        auto topics = topics_;
-        for (auto& [name, topic] : topics) co_await topic->close();
-        topics_.clear();
-        (void)co_await factory_->close();
-      },
-      [&](std::exception_ptr) { done.set_value(); });
-  if (thread_.joinable()) {
-    done.get_future().wait();
-    io_.stop();
-    thread_.join();
+  // 1. No new connections; every connection closes on its own loop.
+  {
+    std::promise<void> closed;
+    asio::post(loops_.front()->io, [&] {
+      boost::system::error_code ec;
+      if (acceptor_) acceptor_->close(ec);
+      closed.set_value();
+    });
+    closed.get_future().wait();
   }
-  factory_.reset();
-  bk_.reset();
+  std::vector<std::shared_ptr<Connection>> connections;
+  {
+    std::lock_guard lock(connections_mu_);
+    for (auto& [raw, weak] : connections_) {
+      if (auto c = weak.lock()) connections.push_back(c);
+    }
+  }
+  for (auto& c : connections) c->close();
+  // 2. Topics and factories, each on its loop.
+  for (auto& loop : loops_) {
+    Loop* l = loop.get();
+    std::promise<void> done;
+    asio::co_spawn(
+        l->io,
+        [l]() -> Task<void> {
+          auto topics = l->topics;
+          for (auto& [name, topic] : topics) co_await topic->close();
+          l->topics.clear();
+          (void)co_await l->factory->close();
+        },
+        [&](std::exception_ptr) { done.set_value(); });
+    if (l->thread.joinable()) done.get_future().wait();
+  }
+  // 3. The loops.
+  for (auto& loop : loops_) {
+    loop->io.stop();
+    if (loop->thread.joinable()) loop->thread.join();
+  }
+  for (auto& loop : loops_) {
+    loop->factory.reset();
+    loop->bk.reset();
+  }
   log_.info("stopped");
 }
 
 Task<void> Broker::accept_loop() {
   while (!stopped_) {
+    // Connections are spread over the loops.
+    Loop& loop = *loops_[next_loop_++ % loops_.size()];
     boost::system::error_code ec;
-    asio::ip::tcp::socket socket =
-        co_await acceptor_->async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    asio::ip::tcp::socket socket = co_await acceptor_->async_accept(
+        loop.io.get_executor(), asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       if (stopped_ || ec == asio::error::operation_aborted) co_return;
       log_.warn("accept failed: {}", ec.message());
       continue;
     }
     auto cnx = std::make_shared<Connection>(*this, std::move(socket));
-    connections_[cnx.get()] = cnx;
-    cnx->start();
+    {
+      std::lock_guard lock(connections_mu_);
+      connections_[cnx.get()] = cnx;
+    }
+    asio::post(loop.io, [cnx] { cnx->start(); });
   }
 }
 
 void Broker::forget_connection(Connection* cnx) {
+  std::lock_guard lock(connections_mu_);
   connections_.erase(cnx);
 }
 
+int64_t Broker::connection_count() const {
+  std::lock_guard lock(connections_mu_);
+  return static_cast<int64_t>(connections_.size());
+}
+
+Broker::Loop& Broker::loop_for(const std::string& topic) const {
+  return *loops_[std::hash<std::string>{}(topic) % loops_.size()];
+}
+
+Executor Broker::topic_executor(const std::string& topic) {
+  return loop_for(topic).io.get_executor();
+}
+
 // Message expiry (TTL) and backlog quotas, each at its configured period.
-Task<void> Broker::maintenance_loop() {
+Task<void> Broker::maintenance_loop(Loop* loop) {
   using std::chrono::milliseconds;
   const auto ttl_period =
       milliseconds(static_cast<int64_t>(config_.message_expiry_check_interval_minutes * 60000));
@@ -140,7 +191,7 @@ Task<void> Broker::maintenance_loop() {
       std::clamp(std::min(ttl_period, quota_period), milliseconds(10), milliseconds(1000));
   auto next_ttl = std::chrono::steady_clock::now() + ttl_period;
   auto next_quota = std::chrono::steady_clock::now() + quota_period;
-  asio::steady_timer timer(io_);
+  asio::steady_timer timer(loop->io);
   while (!stopped_) {
     timer.expires_after(tick);
     boost::system::error_code ec;
@@ -150,10 +201,12 @@ Task<void> Broker::maintenance_loop() {
     const bool ttl_due = now >= next_ttl, quota_due = now >= next_quota;
     if (ttl_due) next_ttl = now + ttl_period;
     if (quota_due) next_quota = now + quota_period;
-    for (auto& [name, topic] : topics_) topic->refresh_metrics();
-    connections_gauge_->set(static_cast<double>(connections_.size()));
+    for (auto& [name, topic] : loop->topics) topic->refresh_metrics();
+    if (loop == loops_.front().get()) {
+      connections_gauge_->set(static_cast<double>(connection_count()));
+    }
     if (!ttl_due && !quota_due) continue;
-    auto topics = topics_;
+    auto topics = loop->topics;
     for (auto& [name, topic] : topics) {
       if (ttl_due) co_await topic->expire_messages();
       if (quota_due) co_await topic->enforce_backlog_quota();
@@ -162,12 +215,13 @@ Task<void> Broker::maintenance_loop() {
 }
 
 std::string Broker::next_producer_name() {
-  return fmt::format("{}-{}-{}", config_.cluster_name, port_, producer_counter_++);
+  return fmt::format("{}-{}-{}", config_.cluster_name, port_, producer_counter_.fetch_add(1));
 }
 
 std::shared_ptr<PersistentTopic> Broker::loaded_topic(const std::string& name) const {
-  auto it = topics_.find(name);
-  return it == topics_.end() ? nullptr : it->second;
+  const Loop& loop = loop_for(name);
+  auto it = loop.topics.find(name);
+  return it == loop.topics.end() ? nullptr : it->second;
 }
 
 Task<Result<bool>> Broker::namespace_exists(std::string ns) {
@@ -178,22 +232,38 @@ Task<Result<bool>> Broker::namespace_exists(std::string ns) {
 
 Task<Result<std::shared_ptr<PersistentTopic>>> Broker::get_topic(protocol::TopicName name,
                                                                  bool create) {
+  Loop* loop = &loop_for(name.to_string());
+  // (co_spawn's result must be default-constructible: hence the optional.)
+  using Loaded = Result<std::shared_ptr<PersistentTopic>>;
+  auto load = [this, loop, name = std::move(name), create]() -> Task<std::optional<Loaded>> {
+    co_return co_await load_topic(loop, name, create);
+  };
+  auto on_loop = asio::co_spawn(loop->io.get_executor(), std::move(load), asio::use_awaitable);
+  std::optional<Loaded> loaded = co_await std::move(on_loop);
+  co_return std::move(*loaded);
+}
+
+// On `loop`: the only place its topic map changes.
+Task<Result<std::shared_ptr<PersistentTopic>>> Broker::load_topic(Loop* loop,
+                                                                  protocol::TopicName name,
+                                                                  bool create) {
   const std::string key = name.to_string();
   if (!name.is_persistent()) {
     co_return broker_error(Errc::kNotSupported, "non-persistent topics are not supported");
   }
   // One load at a time per topic; later callers wait for it.
-  while (loading_.count(key)) {
-    auto turn = await_callback<bool>(
-        [this, key](std::function<void(bool)> done) { loading_[key].push_back(std::move(done)); });
+  while (loop->loading.count(key)) {
+    auto turn = await_callback<bool>([loop, key](std::function<void(bool)> done) {
+      loop->loading[key].push_back(std::move(done));
+    });
     (void)co_await std::move(turn);
   }
   if (auto t = loaded_topic(key)) co_return t;
   if (stopped_) co_return broker_error(Errc::kUnavailable, "broker is stopping");
-  loading_[key];
-  auto finish = [this, key]() {
-    auto waiters = std::move(loading_[key]);
-    loading_.erase(key);
+  loop->loading[key];
+  auto finish = [loop, key]() {
+    auto waiters = std::move(loop->loading[key]);
+    loop->loading.erase(key);
     for (auto& w : waiters) w(true);
   };
   const std::string policies_node = policies_path(name.namespace_name());
@@ -244,12 +314,12 @@ Task<Result<std::shared_ptr<PersistentTopic>>> Broker::get_topic(protocol::Topic
       co_return broker_error(Errc::kNotFound, fmt::format("topic {} not found", key));
     }
   }
-  auto ml = co_await factory_->open(ml_name, ml_config);
+  auto ml = co_await loop->factory->open(ml_name, ml_config);
   if (!ml.ok()) {
     finish();
     co_return ml.status();
   }
-  auto topic = std::make_shared<PersistentTopic>(*this, name, *ml);
+  auto topic = std::make_shared<PersistentTopic>(*this, loop->io.get_executor(), name, *ml);
   topic->set_policies(topic_policies);
   if (deduplication) {
     Status st = co_await topic->enable_deduplication();
@@ -258,7 +328,7 @@ Task<Result<std::shared_ptr<PersistentTopic>>> Broker::get_topic(protocol::Topic
       co_return st;
     }
   }
-  topics_[key] = topic;
+  loop->topics[key] = topic;
   finish();
   log_.info("loaded topic {}", key);
   co_return topic;
@@ -304,17 +374,6 @@ Task<Result<std::vector<std::string>>> Broker::topics_of_namespace(std::string n
     out.push_back(fmt::format("persistent://{}/{}", ns, decoded ? *decoded : child));
   }
   co_return out;
-}
-
-nlohmann::json Broker::topic_stats(const std::string& name) const {
-  auto topic = loaded_topic(name);
-  return topic ? topic->stats() : nlohmann::json();
-}
-
-nlohmann::json Broker::all_topic_stats() const {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [name, topic] : topics_) j[name] = topic->stats();
-  return j;
 }
 
 }  // namespace magnetar::broker

@@ -3,16 +3,19 @@
 // topic lookup (in standalone, and until namespace ownership is built, every topic is
 // served here: lookups answer Connect to this broker), partitioned-topic metadata, stats.
 //
-// Threading: one event loop thread runs the listener, every connection, topic and the
-// managed-ledger factory; blocking work (bookies, metadata backends) runs on their own
-// threads. Public methods other than start/stop/port run on that loop.
+// Threading (docs/broker.md): `numIOThreads` event loops, each with its own thread, ledger
+// client and managed-ledger factory. A connection lives on one loop (round robin); a topic is
+// owned by one loop (chosen by hashing its name), which alone touches the topic's state:
+// connections post their commands to it, and the topic sends frames back through
+// Connection::write, which hops to the connection's loop. Blocking work (bookies, metadata
+// backends) runs on their own threads.
 
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
+#include <functional>
 #include <map>
 #include <memory>
-#include <nlohmann/json_fwd.hpp>
-#include <set>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,26 +43,29 @@ class SchemaRegistry;
 
 class Broker {
  public:
-  // Binds the listener and starts the event loop thread. Errors: the port is taken.
+  // Binds the listener and starts the event loop threads. Errors: the port is taken.
   static Result<std::unique_ptr<Broker>> start(BrokerConfig config,
                                                metadata::MetadataStores stores);
   ~Broker();
   Broker(const Broker&) = delete;
   Broker& operator=(const Broker&) = delete;
 
-  // Closes connections and topics, stops the loop (idempotent; from any other thread).
+  // Closes connections and topics, stops the loops (idempotent; from any other thread).
   void stop();
   int port() const { return port_; }
   const BrokerConfig& config() const { return config_; }
-  Executor executor() { return io_.get_executor(); }
+  // The first loop (listener, metadata-only work).
+  Executor executor() { return loops_.front()->io.get_executor(); }
+  // The loop that owns a topic.
+  Executor topic_executor(const std::string& topic);
   metadata::MetadataStore& store() { return *stores_.cluster; }
   metadata::MetadataStore& configuration_store() { return *stores_.configuration; }
   SchemaRegistry& schemas() { return *schemas_; }
   log::Logger& log() { return log_; }
 
-  // --- On the event loop ---
-  // The topic, loaded (its managed ledger opened) on first use. create = false: only if it
-  // exists already. Errors carry a ServerError (TopicNotFound, ...) in the message.
+  // --- From any loop ---
+  // The topic, loaded (its managed ledger opened) on first use, on its own loop: use the
+  // result only there (topic->executor()). create = false: only if it exists already.
   Task<Result<std::shared_ptr<PersistentTopic>>> get_topic(protocol::TopicName name, bool create);
   // Partitions of a topic (0: not partitioned); creates a partitioned topic when asked and
   // auto-creation says so.
@@ -67,33 +73,42 @@ class Broker {
   Task<Result<bool>> namespace_exists(std::string ns);
   Task<Result<std::vector<std::string>>> topics_of_namespace(std::string ns);
   std::string next_producer_name();
-  std::shared_ptr<PersistentTopic> loaded_topic(const std::string& name) const;
   void forget_connection(Connection* cnx);
-  nlohmann::json topic_stats(const std::string& name) const;
-  nlohmann::json all_topic_stats() const;
-  int64_t connection_count() const { return static_cast<int64_t>(connections_.size()); }
+  int64_t connection_count() const;
+
+  // --- On the topic's loop ---
+  std::shared_ptr<PersistentTopic> loaded_topic(const std::string& name) const;
 
  private:
+  struct Loop {
+    asio::io_context io;
+    std::thread thread;
+    std::unique_ptr<ledger::BookKeeper> bk;
+    std::unique_ptr<mledger::ManagedLedgerFactory> factory;
+    std::map<std::string, std::shared_ptr<PersistentTopic>> topics;
+    std::map<std::string, std::vector<std::function<void(bool)>>> loading;
+  };
+
   Broker(BrokerConfig config, metadata::MetadataStores stores);
+  Loop& loop_for(const std::string& topic) const;
+  Task<Result<std::shared_ptr<PersistentTopic>>> load_topic(Loop* loop, protocol::TopicName name,
+                                                            bool create);
   Task<void> accept_loop();
-  Task<void> maintenance_loop();
+  Task<void> maintenance_loop(Loop* loop);
 
   BrokerConfig config_;
   metadata::MetadataStores stores_;
   log::Logger log_;
-  asio::io_context io_;
+  std::vector<std::unique_ptr<Loop>> loops_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
-  std::unique_ptr<ledger::BookKeeper> bk_;
-  std::unique_ptr<mledger::ManagedLedgerFactory> factory_;
   std::unique_ptr<SchemaRegistry> schemas_;
   std::shared_ptr<metrics::Gauge> connections_gauge_;
-  std::thread thread_;
   int port_ = 0;
   std::atomic<bool> stopped_{false};
-  std::map<std::string, std::shared_ptr<PersistentTopic>> topics_;
-  std::map<std::string, std::vector<std::function<void(bool)>>> loading_;
+  std::atomic<uint64_t> producer_counter_{0};
+  std::atomic<uint64_t> next_loop_{0};
+  mutable std::mutex connections_mu_;
   std::map<Connection*, std::weak_ptr<Connection>> connections_;
-  uint64_t producer_counter_ = 0;
 };
 
 }  // namespace magnetar::broker

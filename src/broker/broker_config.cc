@@ -23,6 +23,9 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
       .range(0, 65535);
   s.bind("webServicePort", &c->web_service_port, "HTTP port (admin REST, lookup, /metrics)")
       .range(0, 65535);
+  s.bind("numIOThreads", &c->num_io_threads,
+         "Event loops serving connections and topics (0: one per core)")
+      .range(0, 256);
   s.bind("maxMessageSize", &c->max_message_size, "Largest message a client may send (bytes)")
       .range(1024, 1 << 30);
   s.bind("keepAliveIntervalSeconds", &c->keep_alive_interval_seconds,

@@ -19,6 +19,7 @@ struct BrokerConfig {
   std::string advertised_address = "127.0.0.1";  // advertisedAddress
   int32_t broker_service_port = 6650;            // brokerServicePort
   int32_t web_service_port = 8080;               // webServicePort
+  int32_t num_io_threads = 0;                    // numIOThreads: event loops (0: one per core)
   int32_t max_message_size = 5 * 1024 * 1024;    // maxMessageSize
   int32_t keep_alive_interval_seconds = 30;      // keepAliveIntervalSeconds
   int32_t max_pending_publish_requests_per_connection = 1000;

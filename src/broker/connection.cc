@@ -57,6 +57,7 @@ Connection::~Connection() = default;
 
 void Connection::start() {
   auto self = shared_from_this();
+  loop_thread_ = std::this_thread::get_id();
   last_received_ms_ = now_ms();
   asio::co_spawn(
       socket_.get_executor(), [self]() { return self->read_loop(); }, asio::detached);
@@ -67,9 +68,11 @@ void Connection::start() {
 }
 
 void Connection::write(BufferChain frame) {
-  if (closed_) return;
-  out_.push_back(std::move(frame));
-  write_wakeup_.cancel();
+  on_my_loop([self = shared_from_this(), frame = std::move(frame)]() mutable {
+    if (self->closed_) return;
+    self->out_.push_back(std::move(frame));
+    self->write_wakeup_.cancel();
+  });
 }
 
 void Connection::write_command(const wire::BaseCommand& cmd) {
@@ -77,6 +80,10 @@ void Connection::write_command(const wire::BaseCommand& cmd) {
 }
 
 void Connection::close() {
+  if (!in_loop()) {
+    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->close(); });
+    return;
+  }
   if (closed_) return;
   closed_ = true;
   boost::system::error_code ec;
@@ -85,14 +92,20 @@ void Connection::close() {
   write_wakeup_.cancel();
   read_wakeup_.cancel();
   keep_alive_.cancel();
-  // Producers and consumers of this connection go away with it.
-  for (auto& [id, p] : producers_) p.topic->remove_producer(id, this);
-  producers_.clear();
-  for (auto& [id, p] : waiting_producers_) p.topic->remove_producer(id, this);
-  waiting_producers_.clear();
-  auto consumers = std::move(consumers_);
+  // Producers and consumers of this connection go away with it, on their topics' loops.
+  auto self = shared_from_this();
+  for (auto* map : {&producers_, &waiting_producers_}) {
+    for (auto& [id, p] : *map) {
+      asio::post(p.topic->executor(),
+                 [self, topic = p.topic, id = id] { topic->remove_producer(id, self.get()); });
+    }
+    map->clear();
+  }
+  for (auto& [id, c] : consumers_) {
+    asio::post(c.topic->executor(),
+               [self, sub = c.subscription, id = id] { sub->remove_consumer(id, self.get()); });
+  }
   consumers_.clear();
-  for (auto& [id, c] : consumers) c.subscription->remove_consumer(id, this);
   broker_.forget_connection(this);
   log_.debug("connection closed");
 }
@@ -419,37 +432,57 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
     auto producer = std::make_shared<Producer>(self, req.producer_id(), producer_name,
                                                req.producer_access_mode());
     std::shared_ptr<PersistentTopic> t = *topic;
-    auto success = [self, t, producer, schema_version, request_id = req.request_id()](bool ready) {
+    // PRODUCER_SUCCESS; `last_sequence_id` is read on the topic's loop.
+    auto success = [self, producer, schema_version, request_id = req.request_id()](
+                       bool ready, int64_t last_sequence_id) {
       auto cmd = command(wire::BaseCommand::PRODUCER_SUCCESS);
       auto* r = cmd.mutable_producer_success();
       r->set_request_id(request_id);
       r->set_producer_name(producer->name());
-      r->set_last_sequence_id(t->last_sequence_id(producer->name()));
+      r->set_last_sequence_id(last_sequence_id);
       r->set_producer_ready(ready);
       if (!schema_version.empty()) r->set_schema_version(schema_version);
       self->write_command(cmd);
     };
-    // A queued WaitForExclusive producer is registered (and told it is ready) when promoted.
+    // (On the topic's loop.) A queued WaitForExclusive producer is registered here first,
+    // then told it is ready: both hop to this connection's loop, in that order.
     auto promoted = [self, t, producer, success]() {
-      if (self->closed_) return;
-      self->waiting_producers_.erase(producer->id());
-      self->producers_[producer->id()] = ProducerEntry{t, producer};
-      success(true);
+      self->on_my_loop([self, t, producer] {
+        if (self->closed_) return;
+        self->waiting_producers_.erase(producer->id());
+        self->producers_[producer->id()] = ProducerEntry{t, producer};
+      });
+      success(true, t->last_sequence_id(producer->name()));
     };
-    ServerFailure failure;
-    switch (t->add_producer(producer, promoted, &failure)) {
-      case PersistentTopic::AddResult::kFailed:
-        self->send_error(req.request_id(), failure.error, failure.message);
-        co_return;
-      case PersistentTopic::AddResult::kQueued:
-        self->waiting_producers_[req.producer_id()] = ProducerEntry{t, producer};
-        success(false);  // early answer: not ready yet
-        co_return;
-      case PersistentTopic::AddResult::kAdded:
-        break;
+    struct Added {
+      PersistentTopic::AddResult result;
+      ServerFailure failure;
+      int64_t last_sequence_id;
+    };
+    auto add = [t, producer, promoted]() -> Task<Added> {
+      Added out{PersistentTopic::AddResult::kFailed, {}, -1};
+      out.result = t->add_producer(producer, promoted, &out.failure);
+      out.last_sequence_id = t->last_sequence_id(producer->name());
+      co_return out;
+    };
+    auto on_topic = asio::co_spawn(t->executor(), std::move(add), asio::use_awaitable);
+    const Added added = co_await std::move(on_topic);
+    if (added.result == PersistentTopic::AddResult::kFailed) {
+      self->send_error(req.request_id(), added.failure.error, added.failure.message);
+      co_return;
+    }
+    if (self->closed_) {
+      asio::post(t->executor(),
+                 [self, t, id = req.producer_id()] { t->remove_producer(id, self.get()); });
+      co_return;
+    }
+    if (added.result == PersistentTopic::AddResult::kQueued) {
+      self->waiting_producers_[req.producer_id()] = ProducerEntry{t, producer};
+      success(false, added.last_sequence_id);  // early answer: not ready yet
+      co_return;
     }
     self->producers_[req.producer_id()] = ProducerEntry{t, producer};
-    success(true);
+    success(true, added.last_sequence_id);
     self->log_.info("producer {} ({}) on {}", req.producer_id(), producer_name,
                     t->name().to_string());
   });
@@ -462,76 +495,77 @@ bool Connection::handle_send(protocol::Frame& frame) {
     log_.warn("closing: SEND for unknown producer {}", send.producer_id());
     return false;
   }
-  auto self = shared_from_this();
-  const uint64_t producer_id = send.producer_id();
-  const uint64_t sequence_id = send.sequence_id();
-  const uint64_t highest = send.has_highest_sequence_id() ? send.highest_sequence_id() : 0;
-  const int messages = std::max(1, send.num_messages());
-  std::shared_ptr<PersistentTopic> topic = it->second.topic;
-  const std::string& producer_name = it->second.producer->name();
-  if (topic->deduplication_enabled()) {
-    const auto seq = static_cast<int64_t>(sequence_id);
-    const auto top = std::max(seq, static_cast<int64_t>(highest));
-    switch (topic->check_duplicate(producer_name, seq, top)) {
-      case PersistentTopic::Duplicate::kYes: {
-        // Stored before: acknowledged again without storing (message id -1:-1).
-        auto cmd = command(wire::BaseCommand::SEND_RECEIPT);
-        auto* r = cmd.mutable_send_receipt();
-        r->set_producer_id(producer_id);
-        r->set_sequence_id(sequence_id);
-        if (highest) r->set_highest_sequence_id(highest);
-        r->mutable_message_id()->set_ledgerid(UINT64_MAX);
-        r->mutable_message_id()->set_entryid(UINT64_MAX);
-        write_command(cmd);
-        return true;
-      }
-      case PersistentTopic::Duplicate::kUnknown: {
-        // Still being stored: the client resends after reconnecting.
-        auto cmd = command(wire::BaseCommand::SEND_ERROR);
-        auto* r = cmd.mutable_send_error();
-        r->set_producer_id(producer_id);
-        r->set_sequence_id(sequence_id);
-        r->set_error(wire::PersistenceError);
-        r->set_message("a message with this sequence id is being stored");
-        write_command(cmd);
-        return true;
-      }
-      case PersistentTopic::Duplicate::kNo:
-        break;
-    }
-  }
+  struct Send {
+    uint64_t producer_id, sequence_id, highest;
+    int messages;
+  };
+  const Send s{send.producer_id(), send.sequence_id(),
+               send.has_highest_sequence_id() ? send.highest_sequence_id() : 0,
+               std::max(1, send.num_messages())};
   ++pending_sends_;
-  const int64_t top_sequence =
-      std::max(static_cast<int64_t>(sequence_id), static_cast<int64_t>(highest));
-  topic->publish(it->second.producer, std::move(frame.entry), messages,
-                 [self, topic, producer_name, top_sequence, producer_id, sequence_id,
-                  highest](Result<Position> p) {
-                   // Resume reading at half the limit (as Pulsar does), not at every completion.
-                   if (--self->pending_sends_ <=
-                       self->broker_.config().max_pending_publish_requests_per_connection / 2) {
-                     self->resume_reading();
-                   }
-                   if (p.ok()) topic->persisted(producer_name, top_sequence, *p);
-                   if (p.ok()) {
-                     auto cmd = command(wire::BaseCommand::SEND_RECEIPT);
-                     auto* r = cmd.mutable_send_receipt();
-                     r->set_producer_id(producer_id);
-                     r->set_sequence_id(sequence_id);
-                     if (highest) r->set_highest_sequence_id(highest);
-                     r->mutable_message_id()->set_ledgerid(static_cast<uint64_t>(p->ledger_id));
-                     r->mutable_message_id()->set_entryid(static_cast<uint64_t>(p->entry_id));
-                     self->write_command(cmd);
-                   } else {
-                     const auto failure = to_server_failure(p.status());
-                     auto cmd = command(wire::BaseCommand::SEND_ERROR);
-                     auto* r = cmd.mutable_send_error();
-                     r->set_producer_id(producer_id);
-                     r->set_sequence_id(sequence_id);
-                     r->set_error(failure.error);
-                     r->set_message(failure.message);
-                     self->write_command(cmd);
-                   }
-                 });
+  // Deduplication and the append run on the topic's loop; the receipt (or error) comes back
+  // to this loop, in order, where it is written and the send counted as done.
+  auto self = shared_from_this();
+  auto topic = it->second.topic;
+  auto producer = it->second.producer;
+  asio::post(topic->executor(), [self, topic, producer, s,
+                                 entry = std::move(frame.entry)]() mutable {
+    auto finish = [self, s](std::optional<Position> stored, std::optional<ServerFailure> failure) {
+      wire::BaseCommand cmd;
+      if (!failure) {
+        cmd = command(wire::BaseCommand::SEND_RECEIPT);
+        auto* r = cmd.mutable_send_receipt();
+        r->set_producer_id(s.producer_id);
+        r->set_sequence_id(s.sequence_id);
+        if (s.highest) r->set_highest_sequence_id(s.highest);
+        // A duplicate (stored before) is acknowledged with message id -1:-1.
+        r->mutable_message_id()->set_ledgerid(stored ? static_cast<uint64_t>(stored->ledger_id)
+                                                     : UINT64_MAX);
+        r->mutable_message_id()->set_entryid(stored ? static_cast<uint64_t>(stored->entry_id)
+                                                    : UINT64_MAX);
+      } else {
+        cmd = command(wire::BaseCommand::SEND_ERROR);
+        auto* r = cmd.mutable_send_error();
+        r->set_producer_id(s.producer_id);
+        r->set_sequence_id(s.sequence_id);
+        r->set_error(failure->error);
+        r->set_message(failure->message);
+      }
+      self->on_my_loop([self, cmd = std::move(cmd)] {
+        // Resume reading at half the limit (as Pulsar does), not at every completion.
+        if (--self->pending_sends_ <=
+            self->broker_.config().max_pending_publish_requests_per_connection / 2) {
+          self->resume_reading();
+        }
+        self->write_command(cmd);
+      });
+    };
+    const auto seq = static_cast<int64_t>(s.sequence_id);
+    const int64_t top = std::max(seq, static_cast<int64_t>(s.highest));
+    if (topic->deduplication_enabled()) {
+      switch (topic->check_duplicate(producer->name(), seq, top)) {
+        case PersistentTopic::Duplicate::kYes:
+          finish(std::nullopt, std::nullopt);
+          return;
+        case PersistentTopic::Duplicate::kUnknown:
+          // Still being stored: the client resends after reconnecting.
+          finish(std::nullopt, ServerFailure{wire::PersistenceError,
+                                             "a message with this sequence id is being stored"});
+          return;
+        case PersistentTopic::Duplicate::kNo:
+          break;
+      }
+    }
+    topic->publish(producer, std::move(entry), s.messages,
+                   [topic, producer, top, finish](Result<Position> p) {
+                     if (!p.ok()) {
+                       finish(std::nullopt, to_server_failure(p.status()));
+                       return;
+                     }
+                     topic->persisted(producer->name(), top, *p);
+                     finish(*p, std::nullopt);
+                   });
+  });
   return true;
 }
 
@@ -568,54 +602,77 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
       self->send_error(req.request_id(), failure.error, failure.message);
       co_return;
     }
-    std::optional<Position> start;
-    if (req.has_start_message_id()) {
-      const auto& id = req.start_message_id();
-      start = Position{static_cast<int64_t>(id.ledgerid()), static_cast<int64_t>(id.entryid())};
-      // As Pulsar does, delivery starts at the start entry itself (the entry before it is
-      // the cursor's mark-delete position): the client drops what it should not see (the
-      // start message unless inclusive, the indexes before a batch index).
-      if (start->ledger_id >= 0 && start->entry_id >= 0 && start->ledger_id != INT64_MAX) {
-        start = (*topic)->ledger().previous_position(*start);
-      }
-    }
-    const bool durable = !req.has_durable() || req.durable();
-    auto sub = co_await (*topic)->subscribe(req.subscription(), req.subtype(), durable,
-                                            req.initialposition(), start);
-    if (!sub.ok()) {
-      const auto failure = to_server_failure(sub.status());
-      self->send_error(req.request_id(), failure.error, failure.message);
-      co_return;
-    }
     if (self->closed_) co_return;
     auto consumer = std::make_shared<Consumer>(self, req.consumer_id(), req.consumer_name(),
                                                req.priority_level());
     if (req.subtype() == wire::CommandSubscribe::Key_Shared && req.has_keysharedmeta() &&
         req.keysharedmeta().keysharedmode() == wire::STICKY) {
       std::vector<std::pair<int, int>> ranges;
-      for (const auto& r : req.keysharedmeta().hashranges())
+      for (const auto& r : req.keysharedmeta().hashranges()) {
         ranges.emplace_back(r.start(), r.end());
+      }
       consumer->set_sticky_ranges(std::move(ranges));
     }
-    if (auto failure = (*sub)->add_consumer(consumer, req.subtype())) {
-      self->send_error(req.request_id(), failure->error, failure->message);
+    // Joining the subscription happens on the topic's loop.
+    struct Joined {
+      std::shared_ptr<Subscription> subscription;
+      std::optional<ServerFailure> failure;
+      bool at_end = false;
+    };
+    std::shared_ptr<PersistentTopic> t = *topic;
+    auto join = [t, consumer, req]() -> Task<Joined> {
+      Joined out;
+      std::optional<Position> start;
+      if (req.has_start_message_id()) {
+        const auto& id = req.start_message_id();
+        start = Position{static_cast<int64_t>(id.ledgerid()), static_cast<int64_t>(id.entryid())};
+        // As Pulsar does, delivery starts at the start entry itself (the entry before it is
+        // the cursor's mark-delete position): the client drops what it should not see (the
+        // start message unless inclusive, the indexes before a batch index).
+        if (start->ledger_id >= 0 && start->entry_id >= 0 && start->ledger_id != INT64_MAX) {
+          start = t->ledger().previous_position(*start);
+        }
+      }
+      const bool durable = !req.has_durable() || req.durable();
+      auto sub = co_await t->subscribe(req.subscription(), req.subtype(), durable,
+                                       req.initialposition(), start);
+      if (!sub.ok()) {
+        out.failure = to_server_failure(sub.status());
+        co_return out;
+      }
+      out.failure = (*sub)->add_consumer(consumer, req.subtype());
+      if (out.failure) co_return out;
+      out.subscription = *sub;
+      out.at_end = t->ledger().terminated() && !(*sub)->cursor().has_more_entries();
+      co_return out;
+    };
+    auto on_topic = asio::co_spawn(t->executor(), std::move(join), asio::use_awaitable);
+    const Joined joined = co_await std::move(on_topic);
+    if (joined.failure) {
+      self->send_error(req.request_id(), joined.failure->error, joined.failure->message);
       co_return;
     }
-    self->consumers_[req.consumer_id()] = ConsumerEntry{*topic, *sub, consumer};
+    if (self->closed_) {
+      asio::post(t->executor(), [self, sub = joined.subscription, id = req.consumer_id()] {
+        sub->remove_consumer(id, self.get());
+      });
+      co_return;
+    }
+    self->consumers_[req.consumer_id()] = ConsumerEntry{t, joined.subscription, consumer};
     self->send_success(req.request_id());
     self->log_.info("consumer {} subscribed to {} / {} ({})", req.consumer_id(),
-                    (*topic)->name().to_string(), req.subscription(),
+                    t->name().to_string(), req.subscription(),
                     wire::CommandSubscribe::SubType_Name(req.subtype()));
-    if ((*topic)->ledger().terminated() && !(*sub)->cursor().has_more_entries()) {
-      self->send_reached_end_of_topic(req.consumer_id());
-    }
+    if (joined.at_end) self->send_reached_end_of_topic(req.consumer_id());
   });
 }
 
 void Connection::handle_flow(const wire::CommandFlow& flow) {
   auto it = consumers_.find(flow.consumer_id());
   if (it == consumers_.end()) return;
-  it->second.subscription->flow(it->second.consumer, flow.messagepermits());
+  asio::post(it->second.topic->executor(),
+             [sub = it->second.subscription, consumer = it->second.consumer,
+              permits = flow.messagepermits()] { sub->flow(consumer, permits); });
 }
 
 void Connection::handle_ack(const wire::CommandAck& ack) {
@@ -633,20 +690,23 @@ void Connection::handle_ack(const wire::CommandAck& ack) {
     return;
   }
   auto entry = it->second;
-  spawn([self, entry, ack]() -> Task<void> {
-    auto failure = co_await entry.subscription->acknowledge(entry.consumer, ack);
-    if (ack.has_request_id()) {
-      auto cmd = command(wire::BaseCommand::ACK_RESPONSE);
-      auto* r = cmd.mutable_ackresponse();
-      r->set_consumer_id(ack.consumer_id());
-      r->set_request_id(ack.request_id());
-      if (failure) {
-        r->set_error(failure->error);
-        r->set_message(failure->message);
-      }
-      self->write_command(cmd);
-    }
-  });
+  asio::co_spawn(
+      entry.topic->executor(),
+      [self, entry, ack]() -> Task<void> {
+        auto failure = co_await entry.subscription->acknowledge(entry.consumer, ack);
+        if (ack.has_request_id()) {
+          auto cmd = command(wire::BaseCommand::ACK_RESPONSE);
+          auto* r = cmd.mutable_ackresponse();
+          r->set_consumer_id(ack.consumer_id());
+          r->set_request_id(ack.request_id());
+          if (failure) {
+            r->set_error(failure->error);
+            r->set_message(failure->message);
+          }
+          self->write_command(cmd);
+        }
+      },
+      asio::detached);
 }
 
 void Connection::handle_redeliver(const wire::CommandRedeliverUnacknowledgedMessages& req) {
@@ -654,7 +714,11 @@ void Connection::handle_redeliver(const wire::CommandRedeliverUnacknowledgedMess
   if (it == consumers_.end()) return;
   std::vector<Position> positions;
   for (const auto& id : req.message_ids()) positions.push_back(to_position(id));
-  it->second.subscription->redeliver(it->second.consumer, std::move(positions));
+  asio::post(it->second.topic->executor(),
+             [sub = it->second.subscription, consumer = it->second.consumer,
+              positions = std::move(positions)]() mutable {
+               sub->redeliver(consumer, std::move(positions));
+             });
 }
 
 void Connection::handle_unsubscribe(const wire::CommandUnsubscribe& req) {
@@ -666,7 +730,11 @@ void Connection::handle_unsubscribe(const wire::CommandUnsubscribe& req) {
   auto self = shared_from_this();
   auto entry = it->second;
   spawn([self, entry, req]() -> Task<void> {
-    auto failure = co_await entry.topic->unsubscribe(entry.subscription->name(), req.force());
+    auto leave = [entry, force = req.force()]() -> Task<std::optional<ServerFailure>> {
+      co_return co_await entry.topic->unsubscribe(entry.subscription->name(), force);
+    };
+    auto on_topic = asio::co_spawn(entry.topic->executor(), std::move(leave), asio::use_awaitable);
+    const auto failure = co_await std::move(on_topic);
     if (failure) {
       self->send_error(req.request_id(), failure->error, failure->message);
       co_return;
@@ -677,12 +745,14 @@ void Connection::handle_unsubscribe(const wire::CommandUnsubscribe& req) {
 }
 
 void Connection::handle_close_producer(const wire::CommandCloseProducer& req) {
+  auto self = shared_from_this();
   for (auto* map : {&producers_, &waiting_producers_}) {
     auto it = map->find(req.producer_id());
     if (it == map->end()) continue;
     auto topic = it->second.topic;
     map->erase(it);
-    topic->remove_producer(req.producer_id(), this);
+    asio::post(topic->executor(),
+               [self, topic, id = req.producer_id()] { topic->remove_producer(id, self.get()); });
   }
   send_success(req.request_id());
 }
@@ -692,7 +762,10 @@ void Connection::handle_close_consumer(const wire::CommandCloseConsumer& req) {
   if (it != consumers_.end()) {
     auto entry = it->second;
     consumers_.erase(it);
-    entry.subscription->remove_consumer(req.consumer_id(), this);
+    auto self = shared_from_this();
+    asio::post(entry.topic->executor(), [self, entry, id = req.consumer_id()] {
+      entry.subscription->remove_consumer(id, self.get());
+    });
   }
   send_success(req.request_id());
 }
@@ -705,71 +778,83 @@ void Connection::handle_seek(const wire::CommandSeek& req) {
   }
   auto self = shared_from_this();
   auto entry = it->second;
-  spawn([self, entry, req]() -> Task<void> {
-    auto& ml = entry.topic->ledger();
-    Position target;
-    if (req.has_message_id()) {
-      const auto& id = req.message_id();
-      const auto ledger = static_cast<int64_t>(id.ledgerid());
-      if (ledger < 0) {
-        target = ml.first_position();
-      } else if (ledger == INT64_MAX) {
-        target = ml.next_position(ml.last_confirmed());
-      } else {
-        target = Position{ledger, static_cast<int64_t>(id.entryid())};
-      }
-    } else if (req.has_message_publish_time()) {
-      const uint64_t t = req.message_publish_time();
-      auto matches = [t](const mledger::Entry& e) {
-        auto view = protocol::parse_entry(e.data);
-        if (!view.ok()) return false;
-        wire::MessageMetadata md;
-        if (!md.ParseFromArray(view->metadata_bytes.data(),
-                               static_cast<int>(view->metadata_bytes.size()))) {
-          return false;
+  // On the topic's loop: find the target, reset the cursor, answer, disconnect consumers.
+  asio::co_spawn(
+      entry.topic->executor(),
+      [self, entry, req]() -> Task<void> {
+        auto& ml = entry.topic->ledger();
+        Position target;
+        if (req.has_message_id()) {
+          const auto& id = req.message_id();
+          const auto ledger = static_cast<int64_t>(id.ledgerid());
+          if (ledger < 0) {
+            target = ml.first_position();
+          } else if (ledger == INT64_MAX) {
+            target = ml.next_position(ml.last_confirmed());
+          } else {
+            target = Position{ledger, static_cast<int64_t>(id.entryid())};
+          }
+        } else if (req.has_message_publish_time()) {
+          const uint64_t t = req.message_publish_time();
+          auto matches = [t](const mledger::Entry& e) {
+            auto view = protocol::parse_entry(e.data);
+            if (!view.ok()) return false;
+            wire::MessageMetadata md;
+            if (!md.ParseFromArray(view->metadata_bytes.data(),
+                                   static_cast<int>(view->metadata_bytes.size()))) {
+              return false;
+            }
+            return md.publish_time() < t;
+          };
+          auto found = co_await ml.find_newest_matching(ml.first_position(), matches);
+          if (!found.ok()) {
+            self->send_error(req.request_id(), wire::UnknownError, found.status().message());
+            co_return;
+          }
+          target = *found ? ml.next_position(**found) : ml.first_position();
+        } else {
+          self->send_error(req.request_id(), wire::MetadataError,
+                           "SEEK needs a message id or time");
+          co_return;
         }
-        return md.publish_time() < t;
-      };
-      auto found = co_await ml.find_newest_matching(ml.first_position(), matches);
-      if (!found.ok()) {
-        self->send_error(req.request_id(), wire::UnknownError, found.status().message());
-        co_return;
-      }
-      target = *found ? ml.next_position(**found) : ml.first_position();
-    } else {
-      self->send_error(req.request_id(), wire::MetadataError, "SEEK needs a message id or time");
-      co_return;
-    }
-    auto failure = co_await entry.subscription->reset(target);
-    if (failure) {
-      self->send_error(req.request_id(), failure->error, failure->message);
-      co_return;
-    }
-    self->send_success(req.request_id());
-    // As Pulsar does: the subscription's consumers reconnect and read from the new position.
-    entry.subscription->disconnect_all();
-  });
+        auto failure = co_await entry.subscription->reset(target);
+        if (failure) {
+          self->send_error(req.request_id(), failure->error, failure->message);
+          co_return;
+        }
+        self->send_success(req.request_id());
+        // As Pulsar does: the subscription's consumers reconnect and read from there.
+        entry.subscription->disconnect_all();
+      },
+      asio::detached);
 }
 
 void Connection::handle_consumer_stats(const wire::CommandConsumerStats& req) {
-  auto cmd = command(wire::BaseCommand::CONSUMER_STATS_RESPONSE);
-  auto* r = cmd.mutable_consumerstatsresponse();
-  r->set_request_id(req.request_id());
   auto it = consumers_.find(req.consumer_id());
   if (it == consumers_.end()) {
+    auto cmd = command(wire::BaseCommand::CONSUMER_STATS_RESPONSE);
+    auto* r = cmd.mutable_consumerstatsresponse();
+    r->set_request_id(req.request_id());
     r->set_error_code(wire::ConsumerNotFound);
     r->set_error_message("consumer not found");
-  } else {
-    const auto& c = *it->second.consumer;
+    write_command(cmd);
+    return;
+  }
+  asio::post(it->second.topic->executor(), [self = shared_from_this(), entry = it->second,
+                                            request_id = req.request_id()] {
+    auto cmd = command(wire::BaseCommand::CONSUMER_STATS_RESPONSE);
+    auto* r = cmd.mutable_consumerstatsresponse();
+    r->set_request_id(request_id);
+    const auto& c = *entry.consumer;
     r->set_consumername(c.name());
     r->set_availablepermits(static_cast<uint64_t>(std::max<int64_t>(0, c.permits())));
     r->set_unackedmessages(static_cast<uint64_t>(std::max<int64_t>(0, c.unacked_messages())));
     r->set_blockedconsumeronunackedmsgs(c.blocked());
-    r->set_address(remote_);
-    r->set_type(wire::CommandSubscribe::SubType_Name(it->second.subscription->type()));
-    r->set_msgbacklog(static_cast<uint64_t>(it->second.subscription->cursor().backlog_entries()));
-  }
-  write_command(cmd);
+    r->set_address(self->remote_);
+    r->set_type(wire::CommandSubscribe::SubType_Name(entry.subscription->type()));
+    r->set_msgbacklog(static_cast<uint64_t>(entry.subscription->cursor().backlog_entries()));
+    self->write_command(cmd);
+  });
 }
 
 void Connection::handle_get_last_message_id(const wire::CommandGetLastMessageId& req) {
@@ -778,19 +863,22 @@ void Connection::handle_get_last_message_id(const wire::CommandGetLastMessageId&
     send_error(req.request_id(), wire::ConsumerNotFound, "consumer not found");
     return;
   }
-  auto& ml = it->second.topic->ledger();
-  const Position last = ml.last_confirmed();
-  auto cmd = command(wire::BaseCommand::GET_LAST_MESSAGE_ID_RESPONSE);
-  auto* r = cmd.mutable_getlastmessageidresponse();
-  r->set_request_id(req.request_id());
-  r->mutable_last_message_id()->set_ledgerid(static_cast<uint64_t>(last.ledger_id));
-  r->mutable_last_message_id()->set_entryid(static_cast<uint64_t>(last.entry_id));
-  const int partition = it->second.topic->name().partition_index();
-  if (partition >= 0) r->mutable_last_message_id()->set_partition(partition);
-  const Position md = it->second.subscription->cursor().mark_delete_position();
-  r->mutable_consumer_mark_delete_position()->set_ledgerid(static_cast<uint64_t>(md.ledger_id));
-  r->mutable_consumer_mark_delete_position()->set_entryid(static_cast<uint64_t>(md.entry_id));
-  write_command(cmd);
+  asio::post(it->second.topic->executor(), [self = shared_from_this(), entry = it->second,
+                                            request_id = req.request_id()] {
+    auto& ml = entry.topic->ledger();
+    const Position last = ml.last_confirmed();
+    auto cmd = command(wire::BaseCommand::GET_LAST_MESSAGE_ID_RESPONSE);
+    auto* r = cmd.mutable_getlastmessageidresponse();
+    r->set_request_id(request_id);
+    r->mutable_last_message_id()->set_ledgerid(static_cast<uint64_t>(last.ledger_id));
+    r->mutable_last_message_id()->set_entryid(static_cast<uint64_t>(last.entry_id));
+    const int partition = entry.topic->name().partition_index();
+    if (partition >= 0) r->mutable_last_message_id()->set_partition(partition);
+    const Position md = entry.subscription->cursor().mark_delete_position();
+    r->mutable_consumer_mark_delete_position()->set_ledgerid(static_cast<uint64_t>(md.ledger_id));
+    r->mutable_consumer_mark_delete_position()->set_entryid(static_cast<uint64_t>(md.entry_id));
+    self->write_command(cmd);
+  });
 }
 
 void Connection::handle_get_topics_of_namespace(const wire::CommandGetTopicsOfNamespace& req) {
@@ -866,21 +954,25 @@ void Connection::handle_get_or_create_schema(const wire::CommandGetOrCreateSchem
 }
 
 void Connection::close_producer(uint64_t producer_id) {
-  producers_.erase(producer_id);
-  if (protocol_version_ < 5 || closed_) return;
-  auto cmd = command(wire::BaseCommand::CLOSE_PRODUCER);
-  cmd.mutable_close_producer()->set_producer_id(producer_id);
-  cmd.mutable_close_producer()->set_request_id(0);
-  write_command(cmd);
+  on_my_loop([self = shared_from_this(), producer_id] {
+    self->producers_.erase(producer_id);
+    if (self->protocol_version_ < 5 || self->closed_) return;
+    auto cmd = command(wire::BaseCommand::CLOSE_PRODUCER);
+    cmd.mutable_close_producer()->set_producer_id(producer_id);
+    cmd.mutable_close_producer()->set_request_id(0);
+    self->write_command(cmd);
+  });
 }
 
 void Connection::close_consumer(uint64_t consumer_id) {
-  consumers_.erase(consumer_id);
-  if (protocol_version_ < 5 || closed_) return;
-  auto cmd = command(wire::BaseCommand::CLOSE_CONSUMER);
-  cmd.mutable_close_consumer()->set_consumer_id(consumer_id);
-  cmd.mutable_close_consumer()->set_request_id(0);
-  write_command(cmd);
+  on_my_loop([self = shared_from_this(), consumer_id] {
+    self->consumers_.erase(consumer_id);
+    if (self->protocol_version_ < 5 || self->closed_) return;
+    auto cmd = command(wire::BaseCommand::CLOSE_CONSUMER);
+    cmd.mutable_close_consumer()->set_consumer_id(consumer_id);
+    cmd.mutable_close_consumer()->set_request_id(0);
+    self->write_command(cmd);
+  });
 }
 
 void Connection::send_reached_end_of_topic(uint64_t consumer_id) {

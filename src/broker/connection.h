@@ -1,6 +1,8 @@
 #pragma once
 // One client connection speaking the Pulsar binary protocol: the handshake, keep-alive,
-// and every command a client sends, answered on the broker's event loop.
+// and every command a client sends. The connection lives on one event loop; commands for a
+// topic are posted to the topic's loop, and what topics send back (write, close_producer,
+// close_consumer, ...) hops to the connection's loop, so both may be called from either.
 //
 // Reads are bounded (maxMessageSize plus frame overhead; a lying length closes the
 // connection) and stop while more than maxPendingPublishRequestsPerConnection sends wait for
@@ -13,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "common/asio.h"
 #include "common/buffer.h"
@@ -87,6 +90,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void send_error(uint64_t request_id, wire::ServerError error, const std::string& message);
   void send_success(uint64_t request_id);
   void resume_reading();
+  bool in_loop() const { return std::this_thread::get_id() == loop_thread_; }
+  // Runs f on this connection's loop: now when already there, else posted (in call order).
+  template <typename F>
+  void on_my_loop(F&& f) {
+    if (in_loop()) {
+      f();
+    } else {
+      asio::post(socket_.get_executor(), std::forward<F>(f));
+    }
+  }
   // Runs a coroutine lambda on this connection's executor. The lambda object itself is
   // handed over (never an already-invoked temporary), so its captures outlive the coroutine.
   template <typename F>
@@ -96,6 +109,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   Broker& broker_;
   asio::ip::tcp::socket socket_;
+  std::thread::id loop_thread_;  // set by start(), on the connection's loop
   std::string remote_;
   log::Logger log_;
   protocol::FrameDecoder decoder_;

@@ -391,7 +391,7 @@ void Subscription::trigger() {
   dispatching_ = true;
   auto self = shared_from_this();
   asio::co_spawn(
-      topic_.broker().executor(), [self]() { return self->dispatch_loop(); }, asio::detached);
+      topic_.executor(), [self]() { return self->dispatch_loop(); }, asio::detached);
 }
 
 void Subscription::send_to(const std::shared_ptr<Consumer>& consumer, const mledger::Entry& entry,
@@ -452,7 +452,7 @@ Task<void> Subscription::dispatch_loop() {
         }
         if (read.status().is(Errc::kCancelled)) break;
         log_.warn("read failed: {}", read.status().to_string());
-        asio::steady_timer backoff(topic_.broker().executor(),
+        asio::steady_timer backoff(topic_.executor(),
                                    std::chrono::milliseconds(std::min(5000, 100 << failures)));
         ++failures;
         boost::system::error_code ec;
@@ -633,9 +633,10 @@ nlohmann::json Subscription::stats() const {
 // ---------------------------------------------------------------------------------------
 // Topic
 
-PersistentTopic::PersistentTopic(Broker& broker, protocol::TopicName name,
+PersistentTopic::PersistentTopic(Broker& broker, Executor executor, protocol::TopicName name,
                                  std::shared_ptr<mledger::ManagedLedger> ml)
     : broker_(broker),
+      executor_(std::move(executor)),
       name_(std::move(name)),
       ml_(std::move(ml)),
       log_(log::Logger("broker").with("topic", name_.to_string())),
@@ -746,7 +747,7 @@ void PersistentTopic::persisted(const std::string& producer, int64_t highest, Po
   auto cursor = dedup_cursor_;
   std::map<std::string, int64_t> snapshot = persisted_;
   asio::co_spawn(
-      broker_.executor(),
+      executor_,
       [cursor, position, snapshot]() -> Task<void> {
         (void)co_await cursor->mark_delete(position, snapshot);
       },
@@ -959,7 +960,9 @@ Task<void> PersistentTopic::close() {
     if (auto cnx = p->connection()) cnx->close_producer(p->id());
   }
   producers_.clear();
-  for (const auto& [name, sub] : subscriptions_) {
+  // (A copy: disconnecting a reader's last consumer removes its subscription.)
+  auto subscriptions = subscriptions_;
+  for (const auto& [name, sub] : subscriptions) {
     sub->disconnect_all();
     sub->remove_metrics();
   }

@@ -2,8 +2,9 @@
 // Persistent topics: producers appending to the topic's managed ledger, subscriptions
 // (a cursor each) dispatching entries to their consumers.
 //
-// Threading: a topic, its producers, subscriptions and consumers live on the broker's event
-// loop; connections send frames to consumers through Connection::write (same loop).
+// Threading: a topic, its producers, subscriptions and consumers live on the topic's event
+// loop (PersistentTopic::executor()); connections post their commands there, and frames
+// for consumers go out through Connection::write, which hops to the connection's loop.
 
 #include <cstdint>
 #include <deque>
@@ -165,8 +166,10 @@ class Broker;
 
 class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
  public:
-  PersistentTopic(Broker& broker, protocol::TopicName name,
+  // `executor`: the event loop that owns the topic (and its managed ledger).
+  PersistentTopic(Broker& broker, Executor executor, protocol::TopicName name,
                   std::shared_ptr<mledger::ManagedLedger> ml);
+  const Executor& executor() const { return executor_; }
   const protocol::TopicName& name() const { return name_; }
   mledger::ManagedLedger& ledger() { return *ml_; }
   Broker& broker() { return broker_; }
@@ -225,6 +228,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   void on_entries_added();
 
   Broker& broker_;
+  const Executor executor_;
   const protocol::TopicName name_;
   std::shared_ptr<mledger::ManagedLedger> ml_;
   log::Logger log_;

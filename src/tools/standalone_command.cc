@@ -71,7 +71,8 @@ void add_stats_routes(http::HttpServer& web, broker::Broker& b) {
           if (!topic) co_return std::string();
           co_return internal ? topic->ledger().internal_stats().dump() : topic->stats().dump();
         };
-        std::string body = co_await asio::co_spawn(b.executor(), on_loop, asio::use_awaitable);
+        auto task = asio::co_spawn(b.topic_executor(key), on_loop, asio::use_awaitable);
+        std::string body = co_await std::move(task);
         if (body.empty()) co_return http::Response::error(404, "Topic not found");
         co_return http::Response::json(200, std::move(body));
       });

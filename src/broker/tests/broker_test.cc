@@ -51,6 +51,7 @@ class BrokerTest : public ::testing::Test {
     BrokerConfig c;
     c.broker_service_port = 0;
     c.bind_address = "127.0.0.1";
+    c.num_io_threads = 3;  // connections and topics on different loops
     c.managed_ledger.ensemble_size = 1;
     c.managed_ledger.write_quorum = 1;
     c.managed_ledger.ack_quorum = 1;
