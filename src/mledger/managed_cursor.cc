@@ -330,7 +330,12 @@ Task<Status> ManagedCursor::flush() {
   auto self = shared_from_this();
   if (!durable_ || persisted_generation_ >= generation_) co_return Status::OK();
   const uint64_t wanted = generation_;
-  if (!persisting_) asio::co_spawn(ml_.factory_.executor(), persist_loop(), asio::detached);
+  if (!persisting_) {
+    // Marked here, not when the loop starts running: several updates in one turn of the
+    // loop must not start several persist loops (each would create a cursor ledger).
+    persisting_ = true;
+    asio::co_spawn(ml_.factory_.executor(), persist_loop(), asio::detached);
+  }
   auto waiting = await_callback<Status>([self, wanted](std::function<void(Status)> done) {
     if (self->persisted_generation_ >= wanted) {
       done(Status::OK());
