@@ -101,6 +101,11 @@ TEST_F(BrokerTest, ConnectNegotiatesTheVersionAndAnswersPing) {
   auto old = client(10);
   ASSERT_TRUE(old);
   EXPECT_EQ(old->connected().protocol_version(), 10);
+  // Nothing above the negotiated version: no ACTIVE_CONSUMER_CHANGE (v12) for a v10 client.
+  ASSERT_TRUE(
+      old->subscribe("persistent://public/default/v10", "fo", wire::CommandSubscribe::Failover, 1)
+          .ok());
+  EXPECT_FALSE(old->receive(wire::BaseCommand::ACTIVE_CONSUMER_CHANGE, 300ms).ok());
 }
 
 TEST_F(BrokerTest, LookupAnswersConnectHereAndRejectsBadNames) {
@@ -333,6 +338,13 @@ TEST_F(BrokerTest, UnsubscribeSchemaAndTransactionsAnswers) {
   auto txn_resp = c->receive(wire::BaseCommand::NEW_TXN_RESPONSE);
   ASSERT_TRUE(txn_resp.ok());
   EXPECT_EQ(txn_resp->command.newtxnresponse().error(), wire::NotAllowedError);
+  wire::BaseCommand end;
+  end.set_type(wire::BaseCommand::END_TXN);
+  end.mutable_endtxn()->set_request_id(c->next_request_id());
+  ASSERT_TRUE(c->send(end).ok());
+  auto end_resp = c->receive(wire::BaseCommand::END_TXN_RESPONSE);
+  ASSERT_TRUE(end_resp.ok()) << end_resp.status().to_string();
+  EXPECT_EQ(end_resp->command.endtxnresponse().error(), wire::NotAllowedError);
 }
 
 TEST_F(BrokerTest, MissingNamespaceAndDisabledAutoCreation) {
