@@ -922,7 +922,10 @@ Task<void> PersistentTopic::enforce_backlog_quota() {
   auto self = shared_from_this();
   if (!backlog_quota_exceeded()) co_return;
   const auto& policy = policies_.backlog_quota_policy;
-  if (policy == "producer_exception") {
+  if (policy == "producer_exception" || policy == "producer_request_hold") {
+    // Both disconnect the producers (as Pulsar does); their reconnection is refused while the
+    // quota is exceeded — with a retriable error under producer_request_hold, so clients hold
+    // their messages and retry, and a final one under producer_exception.
     log_.warn("backlog quota exceeded: disconnecting producers");
     auto producers = producers_;
     for (const auto& [key, p] : producers) {
