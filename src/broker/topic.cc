@@ -390,8 +390,9 @@ void Subscription::trigger() {
   if (dispatching_ || consumers_.empty() || available_permits() <= 0) return;
   dispatching_ = true;
   auto self = shared_from_this();
+  auto topic = topic_.shared_from_this();  // alive until the loop ends
   asio::co_spawn(
-      topic_.executor(), [self]() { return self->dispatch_loop(); }, asio::detached);
+      topic_.executor(), [self, topic]() { return self->dispatch_loop(); }, asio::detached);
 }
 
 void Subscription::send_to(const std::shared_ptr<Consumer>& consumer, const mledger::Entry& entry,
@@ -518,6 +519,7 @@ Task<void> Subscription::dispatch_loop() {
 Task<std::optional<ServerFailure>> Subscription::acknowledge(std::shared_ptr<Consumer> consumer,
                                                              wire::CommandAck ack) {
   auto self = shared_from_this();
+  auto topic = topic_.shared_from_this();  // the subscription may outlive its map entry
   std::vector<Position> positions;
   for (const auto& id : ack.message_id()) {
     // A partial batch acknowledgement (some indexes still unacknowledged) leaves the entry.
@@ -595,6 +597,7 @@ void Subscription::redeliver(const std::shared_ptr<Consumer>& consumer,
 
 Task<std::optional<ServerFailure>> Subscription::reset(Position read_from) {
   auto self = shared_from_this();
+  auto topic = topic_.shared_from_this();  // the subscription may outlive its map entry
   to_redeliver_.clear();
   for (const auto& c : consumers_) {
     c->pending_.clear();
