@@ -398,6 +398,9 @@ TEST(ZooKeeperStoreTest, ChrootsIsolateStoresAndAreCreated) {
   // Notifications and created paths are relative to the chroot too.
   std::vector<Notification> seen;
   a->add_listener(loop.executor(), [&](const Notification& n) { seen.push_back(n); });
+  // A read arms the watch before the change (the watch a write arms is set asynchronously,
+  // so a change racing with it may be missed: ZooKeeper's one-shot watch model).
+  ASSERT_TRUE(loop.await(a->get("/x")).ok());
   ASSERT_TRUE(loop.await(root->put("/tenants/a/x", "changed")).ok());
   ASSERT_TRUE(loop.run_until([&] { return !seen.empty(); }, 10s));
   EXPECT_EQ(seen.front().type, NotificationType::kModified);
