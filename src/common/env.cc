@@ -59,6 +59,19 @@ class PosixWritableFile final : public WritableFile {
     return Status::OK();
   }
 
+  Status writeback(uint64_t offset, uint64_t length, bool wait) override {
+    if (length == 0) return Status::OK();
+    const unsigned flags = wait ? SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                      SYNC_FILE_RANGE_WAIT_AFTER
+                                : SYNC_FILE_RANGE_WRITE;
+    if (::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(length), flags) !=
+            0 &&
+        errno != ENOSYS && errno != EINVAL) {
+      return io_error("writeback of", path_, errno);
+    }
+    return Status::OK();
+  }
+
   uint64_t size() const override { return size_; }
 
   Status close() override {
@@ -202,6 +215,10 @@ class FaultyWritableFile final : public WritableFile {
   Status preallocate(uint64_t size) override {
     if (env_.disk_full) return io_error("preallocate", path_, ENOSPC);
     return base_->preallocate(size);
+  }
+  Status writeback(uint64_t offset, uint64_t length, bool wait) override {
+    if (env_.fail_writes) return io_error("writeback of", path_, EIO);
+    return base_->writeback(offset, length, wait);
   }
   uint64_t size() const override { return base_->size(); }
   Status close() override { return base_->close(); }

@@ -27,6 +27,14 @@ class WritableFile {
   // Reserves disk space up to `size` bytes without changing what reads return
   // (fallocate with KEEP_SIZE); a full disk fails here rather than on a later write.
   virtual Status preallocate(uint64_t size) = 0;
+  // Starts writing [offset, offset + length) back to the disk without waiting (wait = false),
+  // or waits until that range is on the disk (wait = true): sync_file_range, so a large file
+  // written in the background trickles to the disk instead of landing in one burst that every
+  // other fdatasync on the disk would queue behind. Not a durability barrier (use sync()).
+  virtual Status writeback(uint64_t offset, uint64_t length, bool wait) {
+    (void)offset, (void)length, (void)wait;
+    return Status::OK();
+  }
   virtual uint64_t size() const = 0;
   virtual Status close() = 0;
 };

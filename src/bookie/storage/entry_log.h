@@ -80,6 +80,7 @@ class EntryLogWriter {
   EntryLogWriter(std::string path, uint32_t log_id, std::unique_ptr<WritableFile> file,
                  uint64_t preallocate_chunk);
   Status write_staged();
+  uint64_t written_back_ = 0;  // bytes known to be on the disk (writeback waited for)
 
   const std::string path_;
   const uint32_t log_id_;
