@@ -12,6 +12,7 @@
 #include "bookie/bookie.h"
 #include "bookie/cookie.h"
 #include "bookie/server/bookie_server.h"
+#include "broker/admin_resources.h"
 #include "broker/broker.h"
 #include "broker/topic.h"
 #include "common/config.h"
@@ -156,6 +157,9 @@ int run_standalone(const StandaloneArgs& args) {
   }
   http::add_metrics_route(**web);
   add_stats_routes(**web, **broker);
+  broker::AdminResourcesOptions admin_options;
+  admin_options.cluster_name = config.cluster_name;
+  broker::add_admin_resource_routes(**web, *stores, admin_options);
   log.info("standalone ready: service URL pulsar://{}:{}, web service URL http://{}:{}",
            config.advertised_address, (*broker)->port(), config.advertised_address, (*web)->port());
   std::printf(
