@@ -3,9 +3,6 @@
 #include <csignal>
 #include <cstdio>
 
-#include "bookie/bookie.h"
-#include "bookie/cookie.h"
-#include "bookie/server/bookie_server.h"
 #include "common/config.h"
 #include "common/logging.h"
 #include "http/http_server.h"
@@ -38,19 +35,9 @@ int run_bookie(const ServerArgs& args) {
     log.error("cannot open the metadata store: {}", stores.status().to_string());
     return 1;
   }
-  st = bookie::check_and_stamp_cookie(config, *stores->cluster);
-  if (!st.ok()) {
-    log.error("{}", st.message());
-    return 1;
-  }
-  auto b = bookie::Bookie::open(config);
-  if (!b.ok()) {
-    log.error("cannot open bookie storage: {}", b.status().to_string());
-    return 1;
-  }
-  auto server = bookie::BookieServer::start(config, **b, stores->cluster);
-  if (!server.ok()) {
-    log.error("{}", server.status().to_string());
+  auto running = start_bookie(config, stores->cluster);
+  if (!running.ok()) {
+    log.error("{}", running.status().message());
     return 1;
   }
   std::unique_ptr<http::HttpServer> web;
@@ -70,9 +57,7 @@ int run_bookie(const ServerArgs& args) {
   int signal = wait_for_shutdown_signal();
   if (web) web->stop();
   log.info("signal {} received: stopping", signal);
-  (*server)->stop();
-  server->reset();
-  b->reset();
+  running->stop();
   (void)run_sync<Status>([&]() { return stores->cluster->close(); });
   log.info("bookie stopped");
   return 0;

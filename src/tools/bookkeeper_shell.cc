@@ -1,10 +1,10 @@
 // `magnetar bookkeeper [--conf FILE] [--set key=value] <command>`: BookKeeper's shell
 // commands over our ledger client. The configuration (a bookie.conf) gives metadataStoreUrl.
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstdio>
-
-#include <fmt/format.h>
 
 #include "bookie/bookie_config.h"
 #include "common/config.h"
@@ -129,8 +129,7 @@ Task<int> run_command(ledger::BookKeeper& bk, const ShellArgs& a) {
       std::fprintf(stderr, "error: %s\n", md.status().to_string().c_str());
       co_return 1;
     }
-    std::printf("ledgerID: %lld\n%s\n", static_cast<long long>(a.ledger_id),
-                md->to_json().c_str());
+    std::printf("ledgerID: %lld\n%s\n", static_cast<long long>(a.ledger_id), md->to_json().c_str());
     co_return 0;
   }
   if (a.command == "read-ledger") {

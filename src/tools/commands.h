@@ -11,9 +11,9 @@ namespace magnetar::tools {
 int decode_frames(const std::string& path, bool unpack);
 
 struct ServerArgs {
-  std::string conf;                 // --conf FILE (optional)
-  std::vector<std::string> sets;    // --set key=value (repeatable)
-  bool print_template = false;      // --print-conf-template
+  std::string conf;               // --conf FILE (optional)
+  std::vector<std::string> sets;  // --set key=value (repeatable)
+  bool print_template = false;    // --print-conf-template
 };
 
 // `magnetar bookie`: runs a bookie until SIGINT/SIGTERM.
@@ -30,10 +30,10 @@ struct ShellArgs {
   ServerArgs server;
   std::string command;
   int ensemble = 3, write_quorum = 2, ack_quorum = 2;  // simpletest -e -w -a
-  int entries = 1000;                                   // simpletest -n
-  int entry_size = 1024;                                // simpletest -s
+  int entries = 1000;                                  // simpletest -n
+  int entry_size = 1024;                               // simpletest -s
   int64_t ledger_id = -1;
-  int64_t from = 0, to = -1;                            // read-ledger --from --to
+  int64_t from = 0, to = -1;  // read-ledger --from --to
 };
 
 // `magnetar bookkeeper <command>`: BookKeeper's shell commands.

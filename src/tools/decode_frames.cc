@@ -1,9 +1,9 @@
+#include <google/protobuf/text_format.h>
+
 #include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <string>
-
-#include <google/protobuf/text_format.h>
 
 #include "protocol/batch.h"
 #include "protocol/frame.h"
@@ -61,6 +61,5 @@ int decode_frames(const std::string& path, bool unpack) {
   }
   return 0;
 }
-
 
 }  // namespace magnetar::tools

@@ -2,6 +2,8 @@
 
 #include <csignal>
 
+#include "bookie/cookie.h"
+
 namespace magnetar::tools {
 
 Status load_server_config(ConfigSchema& schema, const ServerArgs& args) {
@@ -31,6 +33,28 @@ int wait_for_shutdown_signal() {
   int sig = 0;
   sigwait(&set, &sig);
   return sig;
+}
+
+void RunningBookie::stop() {
+  if (server) server->stop();
+  server.reset();
+  bookie.reset();
+}
+
+Result<RunningBookie> start_bookie(const bookie::BookieConfig& config,
+                                   std::shared_ptr<metadata::MetadataStore> cluster_store) {
+  MAGNETAR_TRY(bookie::check_and_stamp_cookie(config, *cluster_store));
+  RunningBookie running;
+  auto opened = bookie::Bookie::open(config);
+  if (!opened.ok()) {
+    return Status(opened.status().code(),
+                  "cannot open bookie storage: " + opened.status().message());
+  }
+  running.bookie = std::move(opened).value();
+  auto server = bookie::BookieServer::start(config, *running.bookie, std::move(cluster_store));
+  if (!server.ok()) return server.status();
+  running.server = std::move(server).value();
+  return running;
 }
 
 }  // namespace magnetar::tools

@@ -1,7 +1,12 @@
 #pragma once
 // What every server role does before it starts: layered configuration and signals.
 
+#include <memory>
+
+#include "bookie/bookie.h"
+#include "bookie/server/bookie_server.h"
 #include "common/config.h"
+#include "metadata/metadata_store.h"
 #include "tools/commands.h"
 
 namespace magnetar::tools {
@@ -15,5 +20,17 @@ Status load_server_config(ConfigSchema& schema, const ServerArgs& args);
 void block_shutdown_signals();
 // Returns the first SIGINT/SIGTERM received (after block_shutdown_signals()).
 int wait_for_shutdown_signal();
+
+// A bookie serving: its storage and its TCP server (stop the server before the bookie).
+struct RunningBookie {
+  std::unique_ptr<bookie::Bookie> bookie;
+  std::unique_ptr<bookie::BookieServer> server;
+  void stop();
+};
+
+// Checks (or stamps) the cookie, opens the storage and starts serving and registering in
+// `cluster_store`. Errors say which step failed.
+Result<RunningBookie> start_bookie(const bookie::BookieConfig& config,
+                                   std::shared_ptr<metadata::MetadataStore> cluster_store);
 
 }  // namespace magnetar::tools

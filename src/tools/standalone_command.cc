@@ -9,9 +9,6 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "bookie/bookie.h"
-#include "bookie/cookie.h"
-#include "bookie/server/bookie_server.h"
 #include "broker/admin_resources.h"
 #include "broker/broker.h"
 #include "broker/topic.h"
@@ -127,19 +124,9 @@ int run_standalone(const StandaloneArgs& args) {
     log.error("cannot create the standalone cluster, tenant and namespace: {}", st.to_string());
     return 1;
   }
-  st = bookie::check_and_stamp_cookie(bookie_config, *stores->cluster);
-  if (!st.ok()) {
-    log.error("{}", st.message());
-    return 1;
-  }
-  auto bookie = bookie::Bookie::open(bookie_config);
+  auto bookie = start_bookie(bookie_config, stores->cluster);
   if (!bookie.ok()) {
-    log.error("cannot open bookie storage: {}", bookie.status().to_string());
-    return 1;
-  }
-  auto bookie_server = bookie::BookieServer::start(bookie_config, **bookie, stores->cluster);
-  if (!bookie_server.ok()) {
-    log.error("{}", bookie_server.status().to_string());
+    log.error("{}", bookie.status().message());
     return 1;
   }
   auto broker = broker::Broker::start(config, *stores);
@@ -174,9 +161,7 @@ int run_standalone(const StandaloneArgs& args) {
   (*web)->stop();
   (*broker)->stop();
   broker->reset();
-  (*bookie_server)->stop();
-  bookie_server->reset();
-  bookie->reset();
+  bookie->stop();
   (void)run_sync<Status>([&]() { return stores->cluster->close(); });
   log.info("standalone stopped");
   return 0;
