@@ -14,10 +14,9 @@
 #include <filesystem>
 #include <map>
 
-#include "bookie/bookie.h"
-#include "bookie/server/bookie_server.h"
 #include "ledger/bookie_client.h"
 #include "ledger/bookkeeper.h"
+#include "local_bookie.h"
 #include "metadata/metadata_store.h"
 #include "protocol/bookie_entry.h"
 #include "testing/event_loop.h"
@@ -33,46 +32,15 @@ std::filesystem::path bench_dir() {
          ("magnetar-bookie-bench-" + std::to_string(::getpid()));
 }
 
-struct LocalBookie {
-  bookie::BookieConfig config;
-  std::unique_ptr<bookie::Bookie> bookie;
-  std::unique_ptr<bookie::BookieServer> server;
-
-  LocalBookie(const std::filesystem::path& dir, std::shared_ptr<metadata::MetadataStore> store) {
-    config.journal_directories = {(dir / "journal").string()};
-    config.ledger_directories = {(dir / "ledgers").string()};
-    config.bookie_port = 0;
-    config.flush_interval_ms = 10000;
-    // MAGNETAR_BENCH_GROUP_WAIT_MS / MAGNETAR_BENCH_FLUSH_WHEN_EMPTY=1 tune the journal,
-    // MAGNETAR_BENCH_WRITE_CACHE_MB the ledger storage's write cache.
-    if (const char* w = std::getenv("MAGNETAR_BENCH_GROUP_WAIT_MS")) {
-      config.journal_max_group_wait_msec = std::atoi(w);
-    }
-    if (const char* m = std::getenv("MAGNETAR_BENCH_WRITE_CACHE_MB")) {
-      config.write_cache_max_size_mb = std::atoi(m);
-    }
-    if (const char* e = std::getenv("MAGNETAR_BENCH_FLUSH_WHEN_EMPTY")) {
-      config.journal_flush_when_queue_empty = std::string(e) == "1";
-    }
-    bookie = bookie::Bookie::open(config).value();
-    server = bookie::BookieServer::start(config, *bookie, std::move(store)).value();
-    config.bookie_port = server->port();
-  }
-  ~LocalBookie() {
-    server->stop();
-    bookie.reset();
-    server.reset();
-  }
-  std::string id() const { return config.bookie_id(); }
-};
+using bench::LocalBookie;
 
 std::map<int64_t, double> g_max_rate;  // entry size -> adds/s measured at full pipelining
 
 // Issues `count` adds of `size` bytes to one bookie with at most `inflight` outstanding;
 // when `pace` > 0, starts one add every 1/pace seconds. Returns each add's latency (ms).
 std::vector<double> run_adds(magnetar::testing::EventLoop& loop, ledger::BookieClient& client,
-                             const std::string& bookie, int64_t ledger, int64_t first,
-                             int count, size_t size, int inflight, double pace) {
+                             const std::string& bookie, int64_t ledger, int64_t first, int count,
+                             size_t size, int inflight, double pace) {
   std::vector<double> latencies;
   latencies.reserve(static_cast<size_t>(count));
   int started = 0, finished = 0, outstanding = 0;
@@ -92,13 +60,15 @@ std::vector<double> run_adds(magnetar::testing::EventLoop& loop, ledger::BookieC
       r.set_ledger_id(ledger);
       r.set_entry_id(entry);
       r.set_master_key("bench-master-key-20b");
-      BufferChain packaged = protocol::package_entry(
-          protocol::EntryHeader{ledger, entry, entry - 1, 0}, BufferChain(Buffer::copy_of(payload)));
+      BufferChain packaged =
+          protocol::package_entry(protocol::EntryHeader{ledger, entry, entry - 1, 0},
+                                  BufferChain(Buffer::copy_of(payload)));
       auto sent_at = Clock::now();
       auto task = [&, r, packaged, sent_at]() mutable -> Task<void> {
         auto result = co_await client.add(bookie, std::move(r), std::move(packaged));
         if (!result.ok() || result->status != bookie_wire::OK) std::abort();
-        latencies.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent_at).count());
+        latencies.push_back(
+            std::chrono::duration<double, std::milli>(Clock::now() - sent_at).count());
         ++finished;
         --outstanding;
       };
@@ -146,8 +116,13 @@ void BM_BookieAdd(benchmark::State& state) {
   }());
   std::filesystem::remove_all(dir);
 }
-BENCHMARK(BM_BookieAdd)->ArgNames({"size", "inflight"})->Args({100, 1024})->Args({1024, 1024})
-    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_BookieAdd)
+    ->ArgNames({"size", "inflight"})
+    ->Args({100, 1024})
+    ->Args({1024, 1024})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
 
 void BM_BookieAddLatency(benchmark::State& state) {
   const size_t size = static_cast<size_t>(state.range(0));
@@ -178,8 +153,13 @@ void BM_BookieAddLatency(benchmark::State& state) {
   }());
   std::filesystem::remove_all(dir);
 }
-BENCHMARK(BM_BookieAddLatency)->ArgNames({"size"})->Arg(100)->Arg(1024)
-    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK(BM_BookieAddLatency)
+    ->ArgNames({"size"})
+    ->Arg(100)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 void BM_LedgerAdd(benchmark::State& state) {
   const size_t size = static_cast<size_t>(state.range(0));
@@ -223,7 +203,12 @@ void BM_LedgerAdd(benchmark::State& state) {
   (void)loop.await(store->close());
   std::filesystem::remove_all(dir);
 }
-BENCHMARK(BM_LedgerAdd)->ArgNames({"size"})->Arg(100)->Arg(1024)->Unit(benchmark::kMillisecond)
-    ->UseRealTime()->Iterations(3);
+BENCHMARK(BM_LedgerAdd)
+    ->ArgNames({"size"})
+    ->Arg(100)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
 
 }  // namespace

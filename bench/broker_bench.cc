@@ -57,10 +57,9 @@
 #include <thread>
 #include <vector>
 
-#include "bookie/bookie.h"
-#include "bookie/server/bookie_server.h"
 #include "broker/broker.h"
 #include "common/logging.h"
+#include "local_bookie.h"
 #include "metadata/metadata_store.h"
 #include "testing/event_loop.h"
 #include "testing/pulsar_test_client.h"
@@ -89,10 +88,7 @@ int64_t now_ns() {
       .count();
 }
 
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
-}
+using bench::env_int;
 
 [[noreturn]] void die(const std::string& what) {
   std::fprintf(stderr, "broker_bench: %s\n", what.c_str());
@@ -229,17 +225,7 @@ class Standalone {
     }
 
     auto before = thread_ids();
-    bookie_config_.journal_directories = {(dir_ / "bookkeeper" / "journal").string()};
-    bookie_config_.ledger_directories = {(dir_ / "bookkeeper" / "ledgers").string()};
-    bookie_config_.bookie_port = 0;
-    bookie_config_.http_server_enabled = false;
-    bookie_config_.journal_sync_data = env_int("MAGNETAR_BENCH_FSYNC", 1) != 0;
-    bookie_config_.journal_max_group_wait_msec =
-        env_int("MAGNETAR_BENCH_GROUP_WAIT_MS", bookie_config_.journal_max_group_wait_msec);
-    bookie_config_.write_cache_max_size_mb =
-        env_int("MAGNETAR_BENCH_WRITE_CACHE_MB", bookie_config_.write_cache_max_size_mb);
-    bookie_ = bookie::Bookie::open(bookie_config_).value();
-    bookie_server_ = bookie::BookieServer::start(bookie_config_, *bookie_, store_).value();
+    bookie_ = std::make_unique<bench::LocalBookie>(dir_ / "bookkeeper", store_);
     for (pid_t t : thread_ids()) {
       if (before.count(t) == 0) roles.bookie.insert(t);
     }
@@ -260,8 +246,6 @@ class Standalone {
   ~Standalone() {
     broker_->stop();
     broker_.reset();
-    bookie_server_->stop();
-    bookie_server_.reset();
     bookie_.reset();
     (void)loop_.await(store_->close());
     std::filesystem::remove_all(dir_);
@@ -276,16 +260,14 @@ class Standalone {
     return std::move(c).value();
   }
 
-  int group_wait_ms() const { return bookie_config_.journal_max_group_wait_msec; }
-  bool fsync() const { return bookie_config_.journal_sync_data; }
+  int group_wait_ms() const { return bookie_->config.journal_max_group_wait_msec; }
+  bool fsync() const { return bookie_->config.journal_sync_data; }
 
  private:
   magnetar::testing::EventLoop loop_;  // first: destroyed last
   std::filesystem::path dir_;
   std::shared_ptr<metadata::MetadataStore> store_;
-  bookie::BookieConfig bookie_config_;
-  std::unique_ptr<bookie::Bookie> bookie_;
-  std::unique_ptr<bookie::BookieServer> bookie_server_;
+  std::unique_ptr<bench::LocalBookie> bookie_;
   std::unique_ptr<broker::Broker> broker_;
 };
 

@@ -50,8 +50,8 @@ struct Fixture {
   template <typename T>
   T await(Task<T> t) {
     std::optional<T> out;
-    asio::co_spawn(io, [&]() -> Task<void> { out.emplace(co_await std::move(t)); },
-                   asio::detached);
+    asio::co_spawn(
+        io, [&]() -> Task<void> { out.emplace(co_await std::move(t)); }, asio::detached);
     io.restart();
     io.run();
     return std::move(*out);

@@ -28,10 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "bookie/bookie.h"
-#include "bookie/server/bookie_server.h"
 #include "common/logging.h"
 #include "ledger/bookkeeper.h"
+#include "local_bookie.h"
 #include "metadata/metadata_store.h"
 #include "mledger/managed_ledger.h"
 #include "testing/event_loop.h"
@@ -57,36 +56,7 @@ double seconds_since(Clock::time_point t) {
   std::abort();
 }
 
-struct LocalBookie {
-  bookie::BookieConfig config;
-  std::unique_ptr<bookie::Bookie> bookie;
-  std::unique_ptr<bookie::BookieServer> server;
-
-  LocalBookie(const std::filesystem::path& dir, std::shared_ptr<metadata::MetadataStore> store) {
-    config.journal_directories = {(dir / "journal").string()};
-    config.ledger_directories = {(dir / "ledgers").string()};
-    config.bookie_port = 0;
-    config.journal_sync_data = true;
-    config.flush_interval_ms = 10000;
-    if (const char* w = std::getenv("MAGNETAR_BENCH_GROUP_WAIT_MS")) {
-      config.journal_max_group_wait_msec = std::atoi(w);
-    }
-    if (const char* m = std::getenv("MAGNETAR_BENCH_WRITE_CACHE_MB")) {
-      config.write_cache_max_size_mb = std::atoi(m);
-    }
-    if (const char* e = std::getenv("MAGNETAR_BENCH_FLUSH_WHEN_EMPTY")) {
-      config.journal_flush_when_queue_empty = std::string(e) == "1";
-    }
-    bookie = bookie::Bookie::open(config).value();
-    server = bookie::BookieServer::start(config, *bookie, std::move(store)).value();
-    config.bookie_port = server->port();
-  }
-  ~LocalBookie() {
-    server->stop();
-    server.reset();
-    bookie.reset();
-  }
-};
+using bench::LocalBookie;
 
 // A memory: store, `n` bookies registered in it and a BookKeeper client, all on one loop
 // (the benchmark's thread). Removes its directories when destroyed.
