@@ -24,12 +24,6 @@ namespace wire = magnetar::mledger_wire;
 
 namespace {
 
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 void set_position(wire::NestedPositionInfo* out, int64_t ledger_id, int64_t entry_id) {
   out->set_ledgerid(ledger_id);
   out->set_entryid(entry_id);
@@ -175,7 +169,7 @@ Task<Result<std::vector<Entry>>> ManagedCursor::read(int max_entries, int64_t ma
     }
     std::erase_if(*entries, [this](const Entry& e) { return is_acknowledged(e.position); });
     if (!entries->empty()) {
-      last_active_ms_ = wall_ms();
+      last_active_ms_ = ml_.now_ms();
       ml_.evict_cache();
       co_return entries;
     }
@@ -312,7 +306,7 @@ Task<Status> ManagedCursor::set_cursor_properties(std::map<std::string, std::str
 bool ManagedCursor::rate_allows_persist() const {
   const double rate = ml_.config().mark_delete_rate_limit;
   if (rate <= 0) return true;
-  return static_cast<double>(wall_ms() - last_persist_ms_) >= 1000.0 / rate;
+  return static_cast<double>(ml_.now_ms() - last_persist_ms_) >= 1000.0 / rate;
 }
 
 // Records a state change. Durable cursors persist it (and the returned task waits for
@@ -320,7 +314,7 @@ bool ManagedCursor::rate_allows_persist() const {
 Task<Status> ManagedCursor::changed(bool force) {
   auto self = shared_from_this();
   ++generation_;
-  last_active_ms_ = wall_ms();
+  last_active_ms_ = ml_.now_ms();
   if (!durable_ || closed_) co_return Status::OK();
   if (!force && !rate_allows_persist()) co_return Status::OK();
   co_return co_await flush();
@@ -351,7 +345,7 @@ Task<void> ManagedCursor::persist_loop() {
   persisting_ = true;
   while (persisted_generation_ < generation_) {
     const uint64_t target = generation_;
-    last_persist_ms_ = wall_ms();
+    last_persist_ms_ = ml_.now_ms();
     Status st = co_await persist_once();
     if (st.ok()) persisted_generation_ = target;
     std::vector<PersistWaiter> waiting;
@@ -494,7 +488,7 @@ Task<Status> ManagedCursor::create(Position mark_delete) {
   auto self = shared_from_this();
   set_mark_delete(mark_delete);
   read_position_ = ml_.next_position(mark_delete_);
-  last_active_ms_ = wall_ms();
+  last_active_ms_ = ml_.now_ms();
   node_version_ = -1;  // must not exist yet
   Status st = co_await write_node(-1);
   if (st.ok()) log_.info("created at {}", mark_delete_.to_string());
