@@ -154,9 +154,18 @@ class Session {
       return Status(Error::kBackend, fmt::format("zookeeper_init({}) failed: {}",
                                                  connect_string, std::strerror(errno)));
     }
-    std::unique_lock lock(handle_mu_);
-    zh_ = zh;
+    install_handle(zh);
     return Status::OK();
+  }
+
+  // Makes `zh` the handle requests go to. Called by init once zookeeper_init returned, and
+  // by the session watcher on the first connection: the C client may connect (and we may
+  // answer connect waiters, who then issue requests) before zookeeper_init has returned.
+  // Idempotent; the session watcher calls it under ZooKeeperStore::mu_, so a session
+  // being retired (state kClosed first, then close_handle) never gets its handle back.
+  void install_handle(zhandle_t* zh) {
+    std::unique_lock lock(handle_mu_);
+    if (zh_ == nullptr && !handle_closed_) zh_ = zh;
   }
 
   // Issues one request: `call` runs with the handle and the PendingOp to pass as the
@@ -212,6 +221,7 @@ class Session {
     {
       std::unique_lock lock(handle_mu_);
       zh = std::exchange(zh_, nullptr);
+      handle_closed_ = true;
     }
     if (zh != nullptr) zookeeper_close(zh);
     std::unordered_map<PendingOp*, std::unique_ptr<PendingOp>> left;
@@ -243,6 +253,7 @@ class Session {
 
   std::shared_mutex handle_mu_;  // shared: calls on zh_; exclusive: taking zh_ to close it
   zhandle_t* zh_ = nullptr;
+  bool handle_closed_ = false;  // guarded by handle_mu_
 
   std::mutex ops_mu_;
   std::unordered_map<PendingOp*, std::unique_ptr<PendingOp>> pending_;
@@ -515,6 +526,7 @@ class ZooKeeperStore final : public MetadataStore {
         const clientid_t* client = zoo_client_id(zh);
         id = client != nullptr ? client->client_id : 0;
         session_id_ = id;
+        session->install_handle(zh);
         if (session->state == SessionState::kConnecting) {
           if (session->after_expiry()) event = SessionEvent::kSessionReestablished;
           rearm = session->after_expiry();
