@@ -1,5 +1,7 @@
 #include "broker/admin_resources.h"
 
+#include "broker/bundles.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -197,19 +199,7 @@ bool valid_role(std::string_view s) {
 // The URL-decoded segments of `path` after `prefix` (a trailing '/' ignored); nullopt when an
 // escape is malformed.
 std::optional<std::vector<std::string>> segments(std::string_view path, std::string_view prefix) {
-  std::vector<std::string> out;
-  std::string_view rest = path.substr(std::min(prefix.size(), path.size()));
-  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
-  if (rest.empty()) return out;
-  while (true) {
-    const size_t slash = rest.find('/');
-    auto decoded = http::url_decode(rest.substr(0, slash));
-    if (!decoded) return std::nullopt;
-    out.push_back(std::move(*decoded));
-    if (slash == std::string_view::npos) break;
-    rest.remove_prefix(slash + 1);
-  }
-  return out;
+  return http::path_segments(path, prefix);
 }
 
 std::string cluster_path(std::string_view cluster) {
@@ -1057,6 +1047,11 @@ Task<Response> AdminResources::namespaces(const Request& req) {
     if (req.method == "DELETE") co_return co_await delete_namespace(std::move(ns), req);
     co_return method_not_allowed();
   }
+  if (options_.broker_operations) {
+    auto task = options_.broker_operations(req, *parts);
+    std::optional<Response> answered = co_await std::move(task);
+    if (answered) co_return std::move(*answered);
+  }
   if (parts->size() == 3) co_return co_await namespace_op(std::move(ns), (*parts)[2], req);
   if (parts->size() == 4 && (*parts)[2] == "permissions") {
     std::string role = (*parts)[3];
@@ -1439,13 +1434,7 @@ Task<OrResponse<std::vector<std::string>>> AdminResources::namespaces_using(std:
 }  // namespace
 
 std::vector<std::string> bundle_boundaries(int32_t num_bundles) {
-  const uint64_t n = static_cast<uint64_t>(std::max<int32_t>(num_bundles, 1));
-  const uint64_t segment = kHashRange / n;
-  std::vector<std::string> out;
-  out.reserve(n + 1);
-  for (uint64_t i = 0; i < n; ++i) out.push_back(fmt::format("0x{:08x}", i * segment));
-  out.push_back(fmt::format("0x{:08x}", kHashRange - 1));
-  return out;
+  return NamespaceBundles::equal(num_bundles).boundaries();
 }
 
 void add_admin_resource_routes(http::HttpServer& web, metadata::MetadataStores stores,

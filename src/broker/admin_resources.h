@@ -26,6 +26,8 @@
 // No authentication: every caller is a super-user; permissions are stored, not enforced.
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,12 @@ struct AdminResourcesOptions {
   std::string cluster_name = "standalone";
   // Bundles of a namespace created without a bundles policy (defaultNumberOfNamespaceBundles).
   int32_t default_number_of_namespace_bundles = 4;
+  // The namespace operations that need a broker (bundle unload and split, clearBacklog):
+  // asked first for every /admin/v2/namespaces/{tenant}/{ns}/... request, with the decoded
+  // path segments after /admin/v2/namespaces/; nullopt when it is not one of them.
+  std::function<Task<std::optional<http::Response>>(const http::Request&,
+                                                    const std::vector<std::string>&)>
+      broker_operations;
 };
 
 // Registers the routes on `web`. The handlers run on `web`'s event loop and keep `stores`

@@ -8,6 +8,7 @@
 
 #include "broker/broker_metrics.h"
 #include "broker/connection.h"
+#include "broker/namespace_service.h"
 #include "broker/schema_registry.h"
 #include "broker/topic.h"
 #include "http/http_server.h"
@@ -72,6 +73,11 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   b->port_ = b->acceptor_->local_endpoint().port();
   b->config_.broker_service_port = b->port_;
   b->schemas_ = std::make_unique<SchemaRegistry>(*b->stores_.cluster);
+  BrokerUrls self;
+  self.broker_url = b->config_.service_url();
+  self.http_url = b->config_.web_service_url();
+  b->namespaces_ = std::make_unique<NamespaceService>(*b, std::move(self), nullptr);
+  b->namespaces_->start();
   b->connections_gauge_ = active_connections_gauge(b->config_.cluster_name);
   Broker* raw = b.get();
   asio::co_spawn(
@@ -305,6 +311,11 @@ Task<Result<std::shared_ptr<PersistentTopic>>> Broker::load_topic(Loop* loop,
       ml_config.retention_size_mb = retention.value("retentionSizeInMB", int64_t{0});
     }
   }
+  Status owned = co_await namespaces_->check_ownership(name, (*ns)->value);
+  if (!owned.ok()) {
+    finish();
+    co_return owned;
+  }
   const std::string ml_name = name.persistence_name();
   if (!create || !config_.allow_auto_topic_creation) {
     const std::string ml_path = mledger::managed_ledger_path(ml_name);
@@ -330,8 +341,99 @@ Task<Result<std::shared_ptr<PersistentTopic>>> Broker::load_topic(Loop* loop,
   }
   loop->topics[key] = topic;
   finish();
+  // An unload of the bundle may have run while the topic loaded: it did not see the topic.
+  NamespaceService* namespaces = namespaces_.get();
+  auto bundles = NamespaceBundles::from_policies((*ns)->value, 4);
+  const std::string ns_name = name.namespace_name();
+  const BundleRange range =
+      bundles.ok() ? bundles->bundle_of(topic_bundle_hash(key)) : BundleRange{};
+  auto owns = [namespaces, ns_name, range]() -> Task<bool> {
+    co_return namespaces->owns(ns_name, range);
+  };
+  auto still_owned = co_await run_on<bool>(namespaces->executor(), std::move(owns));
+  if (!*still_owned) {
+    if (loop->topics.count(key) && loop->topics[key] == topic) loop->topics.erase(key);
+    co_await topic->close();
+    co_return broker_error(Errc::kUnavailable,
+                           fmt::format("the bundle of {} was unloaded while it loaded", key));
+  }
   log_.info("loaded topic {}", key);
   co_return topic;
+}
+
+Task<int> Broker::close_topics(std::function<bool(const protocol::TopicName&)> which) {
+  int closed = 0;
+  for (auto& loop : loops_) {
+    Loop* l = loop.get();
+    auto work = [l, which]() -> Task<int> {
+      std::vector<std::shared_ptr<PersistentTopic>> chosen;
+      for (auto it = l->topics.begin(); it != l->topics.end();) {
+        if (which(it->second->name())) {
+          chosen.push_back(it->second);
+          it = l->topics.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      for (auto& topic : chosen) co_await topic->close();
+      co_return static_cast<int>(chosen.size());
+    };
+    auto n = co_await run_on<int>(l->io.get_executor(), std::move(work));
+    closed += *n;
+  }
+  co_return closed;
+}
+
+Task<Status> Broker::delete_topic(protocol::TopicName name, bool force) {
+  auto topic = co_await get_topic(name, false);
+  if (!topic.ok()) co_return topic.status();
+  Loop* loop = &loop_for(name.to_string());
+  std::shared_ptr<PersistentTopic> t = *topic;
+  const std::string key = name.to_string();
+  auto work = [this, loop, t, key, force, ml_name = name.persistence_name()]() -> Task<Status> {
+    if (!force && t->has_clients()) {
+      co_return Status(Errc::kAlreadyExists, "Topic has active producers/subscriptions");
+    }
+    if (auto it = loop->topics.find(key); it != loop->topics.end() && it->second == t) {
+      loop->topics.erase(it);
+    }
+    co_await t->close();
+    Status st = co_await loop->factory->remove(ml_name, config_.managed_ledger);
+    if (st.ok()) log_.info("deleted topic {}", key);
+    co_return st;
+  };
+  auto st = co_await run_on<Status>(loop->io.get_executor(), std::move(work));
+  co_return std::move(*st);
+}
+
+Task<TopicTotals> Broker::topic_totals() {
+  TopicTotals sum;
+  for (auto& loop : loops_) {
+    Loop* l = loop.get();
+    auto work = [l]() -> Task<TopicTotals> {
+      TopicTotals t;
+      for (const auto& [name, topic] : l->topics) {
+        const auto c = topic->totals();
+        t.msgs_in += static_cast<double>(c.msgs_in);
+        t.bytes_in += static_cast<double>(c.bytes_in);
+        t.msgs_out += static_cast<double>(c.msgs_out);
+        t.bytes_out += static_cast<double>(c.bytes_out);
+        t.producers += c.producers;
+        t.consumers += c.consumers;
+        ++t.topics;
+      }
+      co_return t;
+    };
+    auto t = co_await run_on<TopicTotals>(l->io.get_executor(), std::move(work));
+    sum.msgs_in += t->msgs_in;
+    sum.bytes_in += t->bytes_in;
+    sum.msgs_out += t->msgs_out;
+    sum.bytes_out += t->bytes_out;
+    sum.producers += t->producers;
+    sum.consumers += t->consumers;
+    sum.topics += t->topics;
+  }
+  co_return sum;
 }
 
 Task<Result<int>> Broker::partitions(protocol::TopicName name, bool auto_create) {

@@ -38,8 +38,15 @@ class ManagedLedgerFactory;
 namespace magnetar::broker {
 
 class Connection;
+class NamespaceService;
 class PersistentTopic;
 class SchemaRegistry;
+
+// Sums over the loaded topics, for load reports.
+struct TopicTotals {
+  double msgs_in = 0, bytes_in = 0, msgs_out = 0, bytes_out = 0;
+  int64_t topics = 0, producers = 0, consumers = 0;
+};
 
 class Broker {
  public:
@@ -61,6 +68,8 @@ class Broker {
   metadata::MetadataStore& store() { return *stores_.cluster; }
   metadata::MetadataStore& configuration_store() { return *stores_.configuration; }
   SchemaRegistry& schemas() { return *schemas_; }
+  // Bundle ownership and lookups (namespace_service.h).
+  NamespaceService& namespaces() { return *namespaces_; }
   log::Logger& log() { return log_; }
 
   // --- From any loop ---
@@ -73,6 +82,15 @@ class Broker {
   Task<Result<bool>> namespace_exists(std::string ns);
   Task<Result<std::vector<std::string>>> topics_of_namespace(std::string ns);
   std::string next_producer_name();
+  // Closes and forgets every loaded topic `which` selects (their clients reconnect and
+  // look the topic up again); returns how many. Topics loading meanwhile check ownership
+  // again once loaded.
+  Task<int> close_topics(std::function<bool(const protocol::TopicName&)> which);
+  Task<TopicTotals> topic_totals();
+  // Deletes a topic owned here with its managed ledger and cursors. Errors: kNotFound,
+  // kAlreadyExists when clients are connected and not `force` (they are disconnected
+  // with force).
+  Task<Status> delete_topic(protocol::TopicName name, bool force);
   void forget_connection(Connection* cnx);
   int64_t connection_count() const;
 
@@ -102,6 +120,7 @@ class Broker {
   std::vector<std::unique_ptr<Loop>> loops_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   std::unique_ptr<SchemaRegistry> schemas_;
+  std::unique_ptr<NamespaceService> namespaces_;
   std::shared_ptr<metrics::Gauge> connections_gauge_;
   int port_ = 0;
   std::atomic<bool> stopped_{false};

@@ -57,6 +57,26 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
   s.bind("maxUnackedMessagesPerConsumer", &c->max_unacked_messages_per_consumer,
          "Unacknowledged messages after which a Shared consumer gets no more (0: no limit)")
       .range(0, 100000000);
+  s.bind("defaultNumberOfNamespaceBundles", &c->default_number_of_namespace_bundles,
+         "Bundles of a namespace created without a bundles policy")
+      .range(1, 4096);
+  s.bind("loadBalancerEnabled", &c->load_balancer_enabled,
+         "Place unowned bundles on the least-loaded broker (false: the broker looked up takes "
+         "them)");
+  s.bind("loadBalancerReportUpdateMinIntervalMillis",
+         &c->load_balancer_report_update_min_interval_millis,
+         "Shortest time between two load reports of a broker")
+      .range(100, 3600000);
+  s.bind("loadBalancerReportUpdateMaxIntervalMinutes",
+         &c->load_balancer_report_update_max_interval_minutes,
+         "Longest time between two load reports of a broker");
+  s.bind("loadBalancerReportUpdateThresholdPercentage",
+         &c->load_balancer_report_update_threshold_percentage,
+         "Change of load (percent) that makes a broker write a new report");
+  s.bind("loadBalancerBrokerOverloadedThresholdPercentage",
+         &c->load_balancer_broker_overloaded_threshold_percentage,
+         "CPU or memory usage (percent) above which a broker gets new bundles only when all "
+         "are above it");
   metadata::bind_metadata_config(s, &c->metadata);
   mledger::bind_managed_ledger_config(s, &c->managed_ledger, &c->managed_ledger_factory);
 }

@@ -36,6 +36,12 @@ struct BrokerConfig {
   std::string backlog_quota_default_retention_policy = "producer_request_hold";
   int32_t max_unacked_messages_per_consumer = 50000;  // maxUnackedMessagesPerConsumer
   int32_t subscription_key_shared_consistent_hashing_replica_points = 100;
+  int32_t default_number_of_namespace_bundles = 4;  // defaultNumberOfNamespaceBundles
+  bool load_balancer_enabled = true;                // loadBalancerEnabled
+  int64_t load_balancer_report_update_min_interval_millis = 5000;
+  double load_balancer_report_update_max_interval_minutes = 15;
+  double load_balancer_report_update_threshold_percentage = 10;
+  double load_balancer_broker_overloaded_threshold_percentage = 85;
 
   metadata::MetadataConfig metadata;
   mledger::ManagedLedgerConfig managed_ledger;

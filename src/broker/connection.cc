@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "broker/broker.h"
+#include "broker/namespace_service.h"
 #include "broker/schema_registry.h"
 #include "broker/topic.h"
 #include "common/version.h"
@@ -364,21 +365,36 @@ void Connection::handle_connect(const wire::CommandConnect& connect) {
 }
 
 void Connection::handle_lookup(const wire::CommandLookupTopic& lookup) {
-  auto cmd = command(wire::BaseCommand::LOOKUP_RESPONSE);
-  auto* r = cmd.mutable_lookuptopicresponse();
-  r->set_request_id(lookup.request_id());
-  auto name = protocol::TopicName::parse(lookup.topic());
-  if (!name.ok()) {
-    r->set_response(wire::CommandLookupTopicResponse::Failed);
-    r->set_error(wire::InvalidTopicName);
-    r->set_message(name.status().message());
-  } else {
-    // Every topic is served by this broker (no other owners yet): Connect here.
-    r->set_response(wire::CommandLookupTopicResponse::Connect);
-    r->set_brokerserviceurl(broker_.config().service_url());
-    r->set_authoritative(true);
-  }
-  write_command(cmd);
+  auto self = shared_from_this();
+  spawn([self, lookup]() -> Task<void> {
+    auto cmd = command(wire::BaseCommand::LOOKUP_RESPONSE);
+    auto* r = cmd.mutable_lookuptopicresponse();
+    r->set_request_id(lookup.request_id());
+    auto name = protocol::TopicName::parse(lookup.topic());
+    if (!name.ok()) {
+      r->set_response(wire::CommandLookupTopicResponse::Failed);
+      r->set_error(wire::InvalidTopicName);
+      r->set_message(name.status().message());
+      self->write_command(cmd);
+      co_return;
+    }
+    auto answer = co_await self->broker_.namespaces().lookup(*name, lookup.authoritative());
+    if (!answer.ok()) {
+      r->set_response(wire::CommandLookupTopicResponse::Failed);
+      r->set_error(answer.status().is(Errc::kUnavailable) ? wire::ServiceNotReady
+                                                           : wire::MetadataError);
+      r->set_message(answer.status().message());
+    } else {
+      r->set_response(answer->redirect ? wire::CommandLookupTopicResponse::Redirect
+                                       : wire::CommandLookupTopicResponse::Connect);
+      r->set_brokerserviceurl(answer->target.broker_url);
+      if (!answer->target.broker_url_tls.empty()) {
+        r->set_brokerserviceurltls(answer->target.broker_url_tls);
+      }
+      r->set_authoritative(answer->authoritative);
+    }
+    self->write_command(cmd);
+  });
 }
 
 void Connection::handle_partitioned_metadata(const wire::CommandPartitionedTopicMetadata& req) {

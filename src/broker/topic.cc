@@ -104,11 +104,24 @@ Position to_position(const wire::MessageIdData& id) {
 
 }  // namespace
 
+bool published_before(const mledger::Entry& entry, uint64_t cutoff_ms) {
+  auto view = protocol::parse_entry(entry.data);
+  if (!view.ok()) return true;
+  wire::MessageMetadata md;
+  if (!md.ParseFromArray(view->metadata_bytes.data(),
+                         static_cast<int>(view->metadata_bytes.size()))) {
+    return true;
+  }
+  return md.publish_time() < cutoff_ms;
+}
+
 ServerFailure to_server_failure(const Status& status) {
   if (status.code() == make_error_code(mledger::Error::kTerminated)) {
     return {wire::TopicTerminatedError, status.message()};
   }
-  if (status.is(Errc::kFenced)) return {wire::ServiceNotReady, status.message()};
+  if (status.is(Errc::kFenced) || status.is(Errc::kUnavailable)) {
+    return {wire::ServiceNotReady, status.message()};
+  }
   if (status.is(Errc::kNotFound)) return {wire::TopicNotFound, status.message()};
   if (status.is(Errc::kInvalidArgument)) return {wire::MetadataError, status.message()};
   if (status.is(Errc::kNotSupported) || status.is(Errc::kPermissionDenied)) {
@@ -895,30 +908,44 @@ bool PersistentTopic::backlog_quota_exceeded() const {
 }
 
 Task<void> PersistentTopic::expire_messages() {
-  auto self = shared_from_this();
   if (policies_.message_ttl_seconds <= 0) co_return;
-  const auto cutoff = static_cast<uint64_t>(now_ms() - policies_.message_ttl_seconds * 1000);
-  auto older = [cutoff](const mledger::Entry& e) {
-    auto view = protocol::parse_entry(e.data);
-    if (!view.ok()) return true;
-    wire::MessageMetadata md;
-    if (!md.ParseFromArray(view->metadata_bytes.data(),
-                           static_cast<int>(view->metadata_bytes.size()))) {
-      return true;
-    }
-    return md.publish_time() < cutoff;
-  };
+  (void)co_await expire_messages(policies_.message_ttl_seconds, {});
+}
+
+Task<int> PersistentTopic::expire_messages(int64_t seconds, std::string only) {
+  auto self = shared_from_this();
+  const auto cutoff = static_cast<uint64_t>(std::max<int64_t>(0, now_ms() - seconds * 1000));
+  auto older = [cutoff](const mledger::Entry& e) { return published_before(e, cutoff); };
+  int moved = 0;
   auto subs = subscriptions_;
   for (auto& [name, sub] : subs) {
+    if (!only.empty() && name != only) continue;
     auto& cursor = sub->cursor();
     const Position from = ml_->next_position(cursor.mark_delete_position());
     if (from > ml_->last_confirmed()) continue;
     auto found = co_await ml_->find_newest_matching(from, older);
     if (!found.ok() || !found->has_value()) continue;
     Status st = co_await cursor.mark_delete(**found);
-    if (st.ok())
+    if (st.ok()) {
+      ++moved;
       log_.info("subscription {}: expired messages up to {}", name, (*found)->to_string());
+    }
   }
+  co_return moved;
+}
+
+std::vector<std::string> PersistentTopic::subscription_names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, sub] : subscriptions_) out.push_back(name);
+  return out;
+}
+
+bool PersistentTopic::has_clients() const {
+  if (!producers_.empty()) return true;
+  for (const auto& [name, sub] : subscriptions_) {
+    if (!sub->consumers().empty()) return true;
+  }
+  return false;
 }
 
 Task<void> PersistentTopic::enforce_backlog_quota() {
@@ -989,6 +1016,19 @@ void PersistentTopic::refresh_metrics() {
   metrics_.producers->set(static_cast<double>(producers_.size()));
   metrics_.consumers->set(static_cast<double>(consumers));
   metrics_.subscriptions->set(static_cast<double>(subscriptions_.size()));
+}
+
+PersistentTopic::Totals PersistentTopic::totals() const {
+  Totals t;
+  t.msgs_in = msgs_in_;
+  t.bytes_in = bytes_in_;
+  t.producers = static_cast<int64_t>(producers_.size());
+  for (const auto& [name, sub] : subscriptions_) {
+    t.msgs_out += sub->msgs_out();
+    t.bytes_out += sub->bytes_out();
+    t.consumers += static_cast<int64_t>(sub->consumers().size());
+  }
+  return t;
 }
 
 nlohmann::json PersistentTopic::stats() const {

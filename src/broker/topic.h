@@ -128,6 +128,8 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
   nlohmann::json stats() const;
   void refresh_metrics();
   void remove_metrics();
+  int64_t msgs_out() const { return msgs_out_; }
+  int64_t bytes_out() const { return bytes_out_; }
 
  private:
   Task<void> dispatch_loop();
@@ -215,11 +217,22 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   bool backlog_quota_exceeded() const;
   // Moves subscriptions past messages older than the TTL.
   Task<void> expire_messages();
+  // Moves one subscription (or every one, when `only` is empty) past the messages published
+  // more than `seconds` ago; returns how many subscriptions moved.
+  Task<int> expire_messages(int64_t seconds, std::string only);
+  std::vector<std::string> subscription_names() const;
+  bool has_clients() const;
   // Applies the quota policy when the backlog is over it.
   Task<void> enforce_backlog_quota();
 
   // Closes producers and consumers (they reconnect) and the managed ledger.
   Task<void> close();
+  // Counters for load reports.
+  struct Totals {
+    int64_t msgs_in = 0, bytes_in = 0, msgs_out = 0, bytes_out = 0;
+    int64_t producers = 0, consumers = 0;
+  };
+  Totals totals() const;
   nlohmann::json stats() const;
   // Sets the gauges (storage, backlog, counts) of the topic and its subscriptions.
   void refresh_metrics();
@@ -248,6 +261,10 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   int64_t msgs_in_ = 0;
   int64_t bytes_in_ = 0;
 };
+
+// Whether a stored entry's message was published before `cutoff_ms` (an unreadable entry
+// counts as old, so expiry never stalls on it).
+bool published_before(const mledger::Entry& entry, uint64_t cutoff_ms);
 
 // ServerError for a managed-ledger failure.
 ServerFailure to_server_failure(const Status& status);

@@ -52,6 +52,20 @@ Task<T> await_callback(Start start) {
                                                                       asio::use_awaitable);
 }
 
+// Runs the coroutine `make()` returns on `executor`; the awaiting coroutine resumes on its
+// own executor with the result, always engaged (co_spawn needs a default-constructible
+// type, hence the optional): `auto r = co_await run_on<T>(ex, fn); use(std::move(*r));`
+// moves work onto the event loop that owns some state. Not a coroutine itself (see
+// await_callback). Name the lambda first and pass it with std::move: GCC 12 frees a lambda
+// temporary written inside the co_await expression twice.
+template <typename T, typename Make>
+Task<std::optional<T>> run_on(Executor executor, Make make) {
+  auto entry = [make = std::move(make)]() mutable -> Task<std::optional<T>> {
+    co_return std::optional<T>(co_await make());
+  };
+  return asio::co_spawn(std::move(executor), std::move(entry), asio::use_awaitable);
+}
+
 // Runs a coroutine to completion on a private io_context: for tests and command-line tools,
 // never on an event loop.
 template <typename T>

@@ -272,4 +272,21 @@ void add_metrics_route(HttpServer& server) {
   });
 }
 
+std::optional<std::vector<std::string>> path_segments(std::string_view path,
+                                                      std::string_view prefix) {
+  std::vector<std::string> out;
+  std::string_view rest = path.substr(std::min(prefix.size(), path.size()));
+  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  if (rest.empty()) return out;
+  while (true) {
+    const size_t slash = rest.find('/');
+    auto decoded = url_decode(rest.substr(0, slash));
+    if (!decoded) return std::nullopt;
+    out.push_back(std::move(*decoded));
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  return out;
+}
+
 }  // namespace magnetar::http

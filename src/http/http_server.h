@@ -76,4 +76,10 @@ void add_metrics_route(HttpServer& server);
 // Percent-decoding of a URL component ('+' stays '+'); nullopt on a malformed escape.
 std::optional<std::string> url_decode(std::string_view s);
 
+// The decoded '/'-separated components of `path` after `prefix` (a trailing '/' ignored):
+// "/admin/v2/tenants/a%2Fb/x" after "/admin/v2/tenants/" -> {"a/b", "x"}. nullopt on a
+// malformed escape.
+std::optional<std::vector<std::string>> path_segments(std::string_view path,
+                                                      std::string_view prefix);
+
 }  // namespace magnetar::http

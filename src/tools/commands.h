@@ -19,6 +19,9 @@ struct ServerArgs {
 // `magnetar bookie`: runs a bookie until SIGINT/SIGTERM.
 int run_bookie(const ServerArgs& args);
 
+// `magnetar broker`: runs a broker of a cluster until SIGINT/SIGTERM.
+int run_broker(const ServerArgs& args);
+
 struct StandaloneArgs {
   ServerArgs server;
   std::string data_dir = "data";  // --data-dir

@@ -1,5 +1,5 @@
 // `magnetar`: the single server binary. Roles (standalone, broker, bookie, proxy) are added
-// as subcommands as they are built: standalone and bookie today, plus protocol tooling.
+// as subcommands as they are built: standalone, broker and bookie today, plus tooling.
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -40,6 +40,10 @@ int main(int argc, char** argv) {
   magnetar::tools::ServerArgs bookie_args;
   auto* bookie = app.add_subcommand("bookie", "Run a bookie (BookKeeper-style storage server)");
   add_server_options(bookie, bookie_args);
+
+  magnetar::tools::ServerArgs broker_args;
+  auto* broker = app.add_subcommand("broker", "Run a broker of a cluster (ZooKeeper metadata)");
+  add_server_options(broker, broker_args);
 
   magnetar::tools::StandaloneArgs standalone_args;
   auto* standalone = app.add_subcommand(
@@ -83,6 +87,7 @@ int main(int argc, char** argv) {
   if (decode->parsed()) return magnetar::tools::decode_frames(capture, unpack);
   if (bookie->parsed()) return magnetar::tools::run_bookie(bookie_args);
   if (standalone->parsed()) return magnetar::tools::run_standalone(standalone_args);
+  if (broker->parsed()) return magnetar::tools::run_broker(broker_args);
   if (bk->parsed()) {
     shell.command = bk->get_subcommands().front()->get_name();
     return magnetar::tools::run_bookkeeper_shell(shell);

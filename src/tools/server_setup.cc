@@ -2,6 +2,8 @@
 
 #include <csignal>
 
+#include <nlohmann/json.hpp>
+
 #include "bookie/cookie.h"
 
 namespace magnetar::tools {
@@ -55,6 +57,35 @@ Result<RunningBookie> start_bookie(const bookie::BookieConfig& config,
   if (!server.ok()) return server.status();
   running.server = std::move(server).value();
   return running;
+}
+
+// Creates a node with `value` unless it exists.
+static Task<Status> ensure_node(metadata::MetadataStore& store, std::string path, std::string value) {
+  auto exists = co_await store.exists(path);
+  if (!exists.ok()) co_return exists.status();
+  if (*exists) co_return Status::OK();
+  metadata::PutOptions create;
+  create.expected_version = -1;
+  auto made = co_await store.put_recursive(path, std::move(value), create);
+  if (!made.ok() && !made.status().is(Errc::kBadVersion)) co_return made.status();
+  co_return Status::OK();
+}
+
+Task<Status> bootstrap_cluster(metadata::MetadataStore& configuration,
+                               const broker::BrokerConfig& c) {
+  const nlohmann::json cluster = {{"serviceUrl", c.web_service_url()},
+                                  {"brokerServiceUrl", c.service_url()}};
+  Status st =
+      co_await ensure_node(configuration, "/admin/clusters/" + c.cluster_name, cluster.dump());
+  if (!st.ok()) co_return st;
+  const nlohmann::json tenant = {{"adminRoles", nlohmann::json::array()},
+                                 {"allowedClusters", {c.cluster_name}}};
+  st = co_await ensure_node(configuration, "/admin/policies/public", tenant.dump());
+  if (!st.ok()) co_return st;
+  const nlohmann::json policies = {{"replication_clusters", {c.cluster_name}},
+                                   {"bundles", {{"numBundles", c.default_number_of_namespace_bundles}}}};
+  st = co_await ensure_node(configuration, "/admin/policies/public/default", policies.dump());
+  co_return st;
 }
 
 }  // namespace magnetar::tools

@@ -5,6 +5,7 @@
 
 #include "bookie/bookie.h"
 #include "bookie/server/bookie_server.h"
+#include "broker/broker_config.h"
 #include "common/config.h"
 #include "metadata/metadata_store.h"
 #include "tools/commands.h"
@@ -32,5 +33,11 @@ struct RunningBookie {
 // `cluster_store`. Errors say which step failed.
 Result<RunningBookie> start_bookie(const bookie::BookieConfig& config,
                                    std::shared_ptr<metadata::MetadataStore> cluster_store);
+
+// Creates what a new cluster needs in the configuration store, unless it exists: the
+// cluster (its URLs from `c`), the tenant `public` and the namespace `public/default` (as
+// Pulsar's initialize-cluster-metadata and standalone do).
+Task<Status> bootstrap_cluster(metadata::MetadataStore& configuration,
+                               const broker::BrokerConfig& c);
 
 }  // namespace magnetar::tools

@@ -1,0 +1,109 @@
+#include "broker/broker_server.h"
+
+#include <fmt/format.h>
+
+#include <future>
+
+#include "broker/admin_resources.h"
+#include "broker/broker.h"
+#include "broker/broker_routes.h"
+#include "broker/load_manager.h"
+#include "broker/namespace_service.h"
+#include "http/http_server.h"
+
+namespace magnetar::broker {
+
+namespace {
+
+// Runs `make()` on `executor` and blocks the calling thread (not an event loop) until done.
+template <typename T, typename Make>
+T block_on(Executor executor, Make make) {
+  std::promise<T> done;
+  asio::co_spawn(
+      executor,
+      [&done, make = std::move(make)]() mutable -> Task<void> { done.set_value(co_await make()); },
+      asio::detached);
+  return done.get_future().get();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<BrokerServer>> BrokerServer::start(BrokerConfig config,
+                                                          metadata::MetadataStores stores,
+                                                          bool load_manager) {
+  std::unique_ptr<BrokerServer> s(new BrokerServer());
+  s->stores_ = stores;
+  log::Logger log("broker");
+  http::ServerOptions web_options;
+  web_options.address = config.bind_address;
+  web_options.port = config.web_service_port;
+  auto web = http::HttpServer::start(web_options, log);
+  if (!web.ok()) return web.status();
+  s->web_ = std::move(*web);
+  config.web_service_port = s->web_->port();
+  auto broker = Broker::start(config, stores);
+  if (!broker.ok()) {
+    s->web_->stop();
+    return broker.status();
+  }
+  s->broker_ = std::move(*broker);
+  Broker* b = s->broker_.get();
+  if (load_manager) {
+    LoadManagerOptions o;
+    o.report_min_interval =
+        std::chrono::milliseconds(config.load_balancer_report_update_min_interval_millis);
+    o.report_max_interval = std::chrono::milliseconds(
+        static_cast<int64_t>(config.load_balancer_report_update_max_interval_minutes * 60000));
+    o.report_threshold_percentage = config.load_balancer_report_update_threshold_percentage;
+    o.overloaded_threshold_percentage =
+        config.load_balancer_broker_overloaded_threshold_percentage;
+    s->load_ = std::make_unique<LoadManager>(*b, b->namespaces(), o);
+  }
+  http::add_metrics_route(*s->web_);
+  add_broker_routes(*s->web_, *b, s->load_.get());
+  AdminResourcesOptions admin;
+  admin.cluster_name = config.cluster_name;
+  admin.default_number_of_namespace_bundles = config.default_number_of_namespace_bundles;
+  admin.broker_operations = [b](const http::Request& req, const std::vector<std::string>& parts) {
+    return namespace_broker_operation(*b, req, parts);
+  };
+  add_admin_resource_routes(*s->web_, stores, admin);
+  if (s->load_) {
+    LoadManager* load = s->load_.get();
+    b->namespaces().set_load_manager(load);
+    Status st = block_on<Status>(b->namespaces().executor(), [load]() { return load->start(); });
+    if (!st.ok()) {
+      s->stop();
+      return Status(st.code(), fmt::format("registering the broker: {}", st.message()));
+    }
+  }
+  return s;
+}
+
+BrokerServer::~BrokerServer() { stop(); }
+
+int BrokerServer::port() const { return broker_->port(); }
+int BrokerServer::web_port() const { return web_->port(); }
+
+void BrokerServer::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (broker_) {
+    NamespaceService* ns = &broker_->namespaces();
+    block_on<bool>(ns->executor(), [ns]() -> Task<bool> {
+      co_await ns->stop();
+      co_return true;
+    });
+    if (load_) {
+      LoadManager* load = load_.get();
+      block_on<bool>(ns->executor(), [load]() -> Task<bool> {
+        co_await load->stop();
+        co_return true;
+      });
+    }
+  }
+  if (web_) web_->stop();
+  if (broker_) broker_->stop();
+}
+
+}  // namespace magnetar::broker

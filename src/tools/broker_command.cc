@@ -1,0 +1,70 @@
+// `magnetar broker [--conf FILE] [--set key=value ...]`: one broker of a cluster, with
+// Pulsar's broker.conf keys: metadataStoreUrl (ZooKeeper: zk:host:2181,...), optionally
+// configurationMetadataStoreUrl, clusterName, brokerServicePort, webServicePort,
+// advertisedAddress, managedLedgerDefault{EnsembleSize,WriteQuorum,AckQuorum}, ...
+// The cluster's metadata (the cluster, tenant `public`, namespace `public/default`) is
+// created at the first start of any broker, as `pulsar initialize-cluster-metadata` would.
+
+#include <cstdio>
+
+#include "broker/broker_server.h"
+#include "common/config.h"
+#include "common/logging.h"
+#include "tools/commands.h"
+#include "tools/server_setup.h"
+
+namespace magnetar::tools {
+
+int run_broker(const ServerArgs& args) {
+  broker::BrokerConfig config;
+  ConfigSchema schema("broker");
+  broker::bind_broker_config(schema, &config);
+  if (args.print_template) {
+    std::fputs(schema.render_template().c_str(), stdout);
+    return 0;
+  }
+  block_shutdown_signals();
+  log::Logger log("broker");
+  Status st = load_server_config(schema, args);
+  if (!st.ok()) {
+    std::fprintf(stderr, "error: %s\n", st.message().c_str());
+    return 2;
+  }
+  log.info("starting broker with configuration:\n{}", schema.describe_effective());
+  auto stores = run_sync<Result<metadata::MetadataStores>>(
+      [&]() { return metadata::open_stores(config.metadata); });
+  if (!stores.ok()) {
+    log.error("cannot open the metadata store: {}", stores.status().to_string());
+    return 1;
+  }
+  st = run_sync<Status>([&]() { return bootstrap_cluster(*stores->configuration, config); });
+  if (!st.ok()) {
+    log.error("cannot create the cluster metadata: {}", st.to_string());
+    return 1;
+  }
+  auto server = broker::BrokerServer::start(config, *stores, config.load_balancer_enabled);
+  if (!server.ok()) {
+    log.error("{}", server.status().to_string());
+    return 1;
+  }
+  const int port = (*server)->port(), web_port = (*server)->web_port();
+  log.info("broker ready: service URL pulsar://{}:{}, web service URL http://{}:{}",
+           config.advertised_address, port, config.advertised_address, web_port);
+  std::printf("Magnetar broker is running.\n  service URL:     pulsar://%s:%d\n"
+              "  web service URL: http://%s:%d\n",
+              config.advertised_address.c_str(), port, config.advertised_address.c_str(),
+              web_port);
+  std::fflush(stdout);
+  const int signal = wait_for_shutdown_signal();
+  log.info("signal {} received: stopping", signal);
+  (*server)->stop();
+  server->reset();
+  (void)run_sync<Status>([&]() { return stores->cluster->close(); });
+  if (stores->configuration != stores->cluster) {
+    (void)run_sync<Status>([&]() { return stores->configuration->close(); });
+  }
+  log.info("broker stopped");
+  return 0;
+}
+
+}  // namespace magnetar::tools
