@@ -559,8 +559,8 @@ Task<std::optional<Response>> namespace_broker_operation(Broker& broker, const R
   Status st;
   if (parts[3] == "unload") {
     auto dest = req.query.find("destinationBroker");
-    st = co_await namespaces.unload_bundle(ns, *range,
-                                           dest == req.query.end() ? "" : dest->second);
+    std::string destination = dest == req.query.end() ? "" : dest->second;
+    st = co_await namespaces.unload_bundle(ns, *range, std::move(destination));
   } else {
     st = co_await namespaces.split_bundle(ns, *range, query_flag(req, "unload"));
   }

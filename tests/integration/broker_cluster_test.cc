@@ -1,0 +1,364 @@
+// Cluster mode with real processes: a ZooKeeper server, three `magnetar bookie` and two
+// `magnetar broker` processes on 127.0.0.1. Clients are the blocking protocol client
+// (testing/pulsar_test_client.h) and the brokers' HTTP API (curl-free: a raw HTTP GET/PUT
+// over a socket is enough here).
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "cluster_fixture.h"
+#include "testing/child_process.h"
+#include "testing/pulsar_test_client.h"
+
+namespace magnetar::testing {
+namespace {
+
+// One `magnetar broker` child; ports are picked by the broker and read from its log.
+struct BrokerChild {
+  pid_t pid = -1;
+  std::string log;
+  int port = 0, web_port = 0;
+  std::string url() const { return fmt::format("pulsar://127.0.0.1:{}", port); }
+  std::string id() const { return fmt::format("127.0.0.1:{}", web_port); }
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A minimal HTTP/1.1 exchange (Connection: close): status code and body.
+std::pair<int, std::string> http(int port, const std::string& method, const std::string& target,
+                                  const std::string& body = {}) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return {0, "connect failed"};
+  }
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  const std::string request = fmt::format(
+      "{} {} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: "
+      "application/json\r\nContent-Length: {}\r\n\r\n{}",
+      method, target, body.size(), body);
+  (void)::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string response;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) response.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  if (response.size() < 12) return {0, response};
+  const int status = std::atoi(response.substr(9, 3).c_str());
+  const size_t split = response.find("\r\n\r\n");
+  return {status, split == std::string::npos ? "" : response.substr(split + 4)};
+}
+
+class BrokerClusterTest : public ClusterFixture {
+ protected:
+  void SetUp() override {
+    ClusterFixture::SetUp();
+    if (HasFatalFailure()) return;
+    start_bookies(3);
+  }
+
+  void TearDown() override {
+    for (auto& b : brokers_) {
+      if (b.pid > 0) {
+        if (HasFailure()) {
+          std::fprintf(stderr, "--- broker %s, last lines of %s ---\n%s\n", b.id().c_str(),
+                       b.log.c_str(), tail(read_file(b.log), 30).c_str());
+        }
+        ::kill(b.pid, SIGKILL);
+        (void)reap_child(b.pid, true);
+      }
+    }
+    ClusterFixture::TearDown();
+  }
+
+  static std::string tail(const std::string& text, int lines) {
+    size_t pos = text.size();
+    for (int i = 0; i <= lines && pos != std::string::npos && pos > 0; ++i) {
+      pos = text.rfind('\n', pos - 1);
+    }
+    return pos == std::string::npos ? text : text.substr(pos + 1);
+  }
+
+  BrokerChild& start_broker() {
+    BrokerChild b;
+    b.log = (root_ / fmt::format("broker-{}.log", brokers_.size())).string();
+    std::vector<std::string> args = {MAGNETAR_BINARY, "broker"};
+    const Settings settings = {{"metadataStoreUrl", url_},
+                               {"clusterName", "test"},
+                               {"bindAddress", "127.0.0.1"},
+                               {"advertisedAddress", "127.0.0.1"},
+                               {"brokerServicePort", "0"},
+                               {"webServicePort", "0"},
+                               {"numIOThreads", "2"},
+                               {"metadataStoreSessionTimeoutMillis", "4000"},
+                               {"managedLedgerDefaultEnsembleSize", "2"},
+                               {"managedLedgerDefaultWriteQuorum", "2"},
+                               {"managedLedgerDefaultAckQuorum", "2"},
+                               {"loadBalancerReportUpdateMinIntervalMillis", "500"},
+                               {"defaultNumberOfNamespaceBundles", "16"}};
+    for (const auto& [k, v] : settings) {
+      args.push_back("--set");
+      args.push_back(k + "=" + v);
+    }
+    auto pid = spawn_child(args, b.log);
+    EXPECT_TRUE(pid.ok()) << pid.status().to_string();
+    b.pid = pid.ok() ? *pid : -1;
+    const std::regex ready(R"(service URL:\s+pulsar://127\.0\.0\.1:(\d+)\s+web service URL: http://127\.0\.0\.1:(\d+))");
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::smatch m;
+      const std::string text = read_file(b.log);
+      if (std::regex_search(text, m, ready)) {
+        b.port = std::stoi(m[1]);
+        b.web_port = std::stoi(m[2]);
+        break;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_GT(b.port, 0) << "broker not ready; log:\n" << read_file(b.log);
+    brokers_.push_back(b);
+    return brokers_.back();
+  }
+
+  std::unique_ptr<PulsarTestClient> connect(const BrokerChild& b) {
+    PulsarTestClient::Options o;
+    o.port = b.port;
+    auto c = PulsarTestClient::connect(o);
+    EXPECT_TRUE(c.ok()) << c.status().to_string();
+    return c.ok() ? std::move(c).value() : nullptr;
+  }
+
+  const BrokerChild* broker_by_url(const std::string& url) const {
+    for (const auto& b : brokers_) {
+      if (b.url() == url && b.pid > 0) return &b;
+    }
+    return nullptr;
+  }
+
+  // Follows lookups from `start` as a Pulsar client does; returns the owner's URL.
+  std::string resolve(const BrokerChild& start, const std::string& topic, int* redirects) {
+    const BrokerChild* at = &start;
+    bool authoritative = false;
+    for (int hop = 0; hop < 8; ++hop) {
+      auto c = connect(*at);
+      if (!c) return {};
+      auto r = c->lookup(topic, authoritative);
+      if (!r.ok()) {
+        ADD_FAILURE() << "lookup " << topic << ": " << r.status().to_string();
+        return {};
+      }
+      if (r->response() == wire::CommandLookupTopicResponse::Connect) {
+        return r->brokerserviceurl();
+      }
+      ++*redirects;
+      authoritative = r->authoritative();
+      at = broker_by_url(r->brokerserviceurl());
+      if (at == nullptr) {
+        ADD_FAILURE() << "redirect to unknown broker " << r->brokerserviceurl();
+        return {};
+      }
+    }
+    ADD_FAILURE() << "too many redirects for " << topic;
+    return {};
+  }
+
+  std::vector<BrokerChild> brokers_;
+};
+
+TEST_F(BrokerClusterTest, EitherBrokerReachesEveryTopicAndBundlesSpreadOverBoth) {
+  start_broker();
+  start_broker();
+  ASSERT_FALSE(HasFailure());
+  // Both registered.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto ids = await(store_->children("/loadbalance/brokers"));
+    if (ids.ok() && ids->size() == 2) break;
+    run_for(100ms);
+  }
+  auto [code, body] = http(brokers_[0].web_port, "GET", "/admin/v2/brokers/test");
+  ASSERT_EQ(code, 200) << body;
+  EXPECT_EQ(nlohmann::json::parse(body).size(), 2u) << body;
+
+  // 100 topics, looked up through alternating brokers: every lookup ends at an owner, and
+  // the same topic resolves to the same owner through either broker.
+  std::map<std::string, int> owners;
+  int redirects = 0;
+  for (int i = 0; i < 100; ++i) {
+    const std::string topic = fmt::format("persistent://public/default/spread-{}", i);
+    const std::string owner = resolve(brokers_[i % 2], topic, &redirects);
+    ASSERT_FALSE(owner.empty());
+    EXPECT_EQ(resolve(brokers_[(i + 1) % 2], topic, &redirects), owner) << topic;
+    ++owners[owner];
+  }
+  EXPECT_GT(redirects, 0) << "the non-owner never redirected";
+  // Bundles (16 in the namespace) per broker, from the ownership nodes.
+  auto bundles = await(store_->children("/namespace/public/default"));
+  ASSERT_TRUE(bundles.ok());
+  std::map<std::string, int> per_broker;
+  for (const auto& b : *bundles) {
+    auto node = await(store_->get("/namespace/public/default/" + b));
+    ASSERT_TRUE(node.ok() && node->has_value());
+    ++per_broker[nlohmann::json::parse((*node)->value).value("nativeUrl", "")];
+  }
+  ASSERT_EQ(per_broker.size(), 2u);
+  for (const auto& [broker, n] : per_broker) {
+    EXPECT_LE(n * 100, 70 * static_cast<int>(bundles->size()))
+        << broker << " owns " << n << " of " << bundles->size() << " bundles";
+  }
+
+  // A message produced on the owner of one topic, found through the other broker.
+  const std::string topic = "persistent://public/default/spread-7";
+  const BrokerChild* owner = broker_by_url(resolve(brokers_[0], topic, &redirects));
+  ASSERT_NE(owner, nullptr);
+  auto c = connect(*owner);
+  ASSERT_TRUE(c->create_producer(topic, 1).ok());
+  ASSERT_TRUE(c->send_message(1, 0, "hello").ok());
+  // The non-owner refuses producers on it (clients must look it up).
+  const BrokerChild& other = owner == &brokers_[0] ? brokers_[1] : brokers_[0];
+  auto wrong = connect(other);
+  auto refused = wrong->create_producer(topic, 1);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(server_error_of(refused.status()), wire::ServiceNotReady) << refused.status().to_string();
+  // HTTP lookup through the non-owner: 307 to the owner.
+  auto [lcode, lbody] = http(other.web_port, "GET", "/lookup/v2/topic/persistent/public/default/spread-7");
+  EXPECT_TRUE(lcode == 200 || lcode == 307) << lcode << " " << lbody;
+  if (lcode == 200) {
+    EXPECT_EQ(nlohmann::json::parse(lbody).value("brokerUrl", ""), owner->url()) << lbody;
+  }
+  // Topic stats through the non-owner: redirected.
+  auto [scode, sbody] = http(other.web_port, "GET", "/admin/v2/persistent/public/default/spread-7/stats");
+  EXPECT_EQ(scode, 307) << sbody;
+  auto [ocode, obody] = http(owner->web_port, "GET", "/admin/v2/persistent/public/default/spread-7/stats");
+  ASSERT_EQ(ocode, 200) << obody;
+  EXPECT_EQ(nlohmann::json::parse(obody).value("msgInCounter", 0), 1) << obody;
+}
+
+TEST_F(BrokerClusterTest, BundleUnloadMovesTheTopicAndKeepsItsMessages) {
+  start_broker();
+  start_broker();
+  ASSERT_FALSE(HasFailure());
+  const std::string topic = "persistent://public/default/moving";
+  int redirects = 0;
+  const BrokerChild* first = broker_by_url(resolve(brokers_[0], topic, &redirects));
+  ASSERT_NE(first, nullptr);
+  auto c = connect(*first);
+  ASSERT_TRUE(c->create_producer(topic, 1).ok());
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(c->send_message(1, i, fmt::format("m{}", i)).ok());
+  // The bundle of the topic, from the lookup endpoint.
+  auto [bcode, bundle] =
+      http(first->web_port, "GET", "/lookup/v2/topic/persistent/public/default/moving/bundle");
+  ASSERT_EQ(bcode, 200) << bundle;
+  const BrokerChild& second = first == &brokers_[0] ? brokers_[1] : brokers_[0];
+  // Unload through the other broker (307 to the owner, as Pulsar's admin client follows).
+  auto [ucode, ubody] =
+      http(second.web_port, "PUT", "/admin/v2/namespaces/public/default/" + bundle + "/unload");
+  ASSERT_EQ(ucode, 307) << ubody;
+  std::tie(ucode, ubody) =
+      http(first->web_port, "PUT", "/admin/v2/namespaces/public/default/" + bundle + "/unload");
+  ASSERT_EQ(ucode, 204) << ubody;
+  // The producer was told to go (CLOSE_PRODUCER); the next lookup places it elsewhere.
+  auto closed = c->receive(wire::BaseCommand::CLOSE_PRODUCER, 10s);
+  EXPECT_TRUE(closed.ok()) << closed.status().to_string();
+  const BrokerChild* now = broker_by_url(resolve(*first, topic, &redirects));
+  ASSERT_NE(now, nullptr);
+  EXPECT_EQ(now, &second) << "the unloaded bundle came back to the broker that unloaded it";
+  auto d = connect(*now);
+  ASSERT_TRUE(d->subscribe(topic, "s", wire::CommandSubscribe::Exclusive, 1,
+                           wire::CommandSubscribe::Earliest)
+                  .ok());
+  ASSERT_TRUE(d->flow(1, 100).ok());
+  for (int i = 0; i < 20; ++i) {
+    auto m = d->receive_message(10s);
+    ASSERT_TRUE(m.ok()) << i << ": " << m.status().to_string();
+    auto unpacked = m->unpack();
+    ASSERT_TRUE(unpacked.ok());
+    EXPECT_EQ((*unpacked)[0].payload.to_string(), fmt::format("m{}", i));
+  }
+}
+
+TEST_F(BrokerClusterTest, KilledOwnerIsReplacedAfterTheSessionTimeoutWithoutLosingMessages) {
+  start_broker();
+  start_broker();
+  ASSERT_FALSE(HasFailure());
+  const std::string topic = "persistent://public/default/failover";
+  int redirects = 0;
+  BrokerChild* owner = const_cast<BrokerChild*>(broker_by_url(resolve(brokers_[0], topic, &redirects)));
+  ASSERT_NE(owner, nullptr);
+  auto c = connect(*owner);
+  ASSERT_TRUE(c->subscribe(topic, "durable", wire::CommandSubscribe::Exclusive, 7,
+                           wire::CommandSubscribe::Earliest)
+                  .ok());
+  ASSERT_TRUE(c->create_producer(topic, 1).ok());
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(c->send_message(1, i, fmt::format("m{}", i)).ok());
+  // The consumer takes and acknowledges the first 10.
+  ASSERT_TRUE(c->flow(7, 10).ok());
+  std::vector<wire::MessageIdData> first10;
+  for (int i = 0; i < 10; ++i) {
+    auto m = c->receive_message(10s);
+    ASSERT_TRUE(m.ok());
+    first10.push_back(m->id);
+  }
+  ASSERT_TRUE(c->ack(7, {first10.back()}, true, 99).ok());
+  c.reset();
+  ::kill(owner->pid, SIGKILL);
+  (void)reap_child(owner->pid, true);
+  owner->pid = -1;
+  const BrokerChild& survivor = owner == &brokers_[0] ? brokers_[1] : brokers_[0];
+  // The survivor serves the topic once the dead broker's session expired.
+  const auto killed = std::chrono::steady_clock::now();
+  std::string now;
+  while (std::chrono::steady_clock::now() - killed < 30s) {
+    auto s = connect(survivor);
+    auto r = s->lookup(topic, false);
+    if (r.ok() && r->response() == wire::CommandLookupTopicResponse::Connect &&
+        r->brokerserviceurl() == survivor.url()) {
+      now = r->brokerserviceurl();
+      break;
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_EQ(now, survivor.url());
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - killed);
+  std::fprintf(stderr, "failover: the survivor serves the topic %lld ms after the SIGKILL\n",
+               static_cast<long long>(took.count()));
+  auto d = connect(survivor);
+  ASSERT_TRUE(d->subscribe(topic, "durable", wire::CommandSubscribe::Exclusive, 7,
+                           wire::CommandSubscribe::Earliest)
+                  .ok());
+  ASSERT_TRUE(d->flow(7, 100).ok());
+  // Resumes after the acknowledged 10: m10..m49, all of them.
+  for (int i = 10; i < 50; ++i) {
+    auto m = d->receive_message(10s);
+    ASSERT_TRUE(m.ok()) << i << ": " << m.status().to_string();
+    auto unpacked = m->unpack();
+    ASSERT_TRUE(unpacked.ok());
+    EXPECT_EQ((*unpacked)[0].payload.to_string(), fmt::format("m{}", i));
+  }
+  // And the survivor takes new messages on the recovered topic.
+  ASSERT_TRUE(d->create_producer(topic, 2).ok());
+  EXPECT_TRUE(d->send_message(2, 0, "after").ok());
+}
+
+}  // namespace
+}  // namespace magnetar::testing
