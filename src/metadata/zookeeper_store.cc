@@ -38,6 +38,7 @@
 #include <vector>
 
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <fmt/format.h>
 
 #include "common/logging.h"
@@ -51,6 +52,8 @@ constexpr int kRcDeadline = -100000;
 constexpr int kMaxPutRaces = 16;
 // Delay before retrying to open a session after zookeeper_init refused (after an expiry).
 constexpr std::chrono::milliseconds kReopenDelay{1000};
+// Pause before repeating a request whose connection dropped while it was in flight.
+constexpr std::chrono::milliseconds kRetryPause{100};
 
 // Everything the C client hands back for one request.
 struct ZkReply {
@@ -327,7 +330,7 @@ class ZooKeeperStore final : public MetadataStore {
     Session::Call call = [&path](zhandle_t* zh, PendingOp* op) {
       return zoo_awget(zh, path.c_str(), data_watcher, op->session, on_data_reply, op);
     };
-    ZkReply reply = co_await request(call);
+    ZkReply reply = co_await request_idempotent(call);
     if (reply.rc == ZNONODE) {
       // A failed read sets no watch: watch for the creation instead.
       co_await watch_creation(path);
@@ -406,6 +409,15 @@ class ZooKeeperStore final : public MetadataStore {
       return zoo_adelete(zh, path.c_str(), version, on_void_reply, op);
     };
     ZkReply reply = co_await request(call);
+    // The connection dropped with the delete in flight: it may have been applied. Look.
+    const auto deadline = std::chrono::steady_clock::now() + options_.operation_timeout;
+    while (reply.rc == ZCONNECTIONLOSS && std::chrono::steady_clock::now() < deadline) {
+      co_await pause_before_retry();
+      ZkReply there = co_await read_node(path);
+      if (there.rc == ZNONODE) co_return Status::OK();
+      if (there.rc != ZOK) continue;
+      reply = co_await request(call);
+    }
     if (reply.rc != ZOK) co_return to_status(reply.rc, "remove", path);
     co_return Status::OK();
   }
@@ -421,7 +433,7 @@ class ZooKeeperStore final : public MetadataStore {
       return zoo_awget_children(zh, path.c_str(), child_watcher, op->session,
                                 on_children_reply, op);
     };
-    ZkReply reply = co_await request(call);
+    ZkReply reply = co_await request_idempotent(call);
     if (reply.rc == ZNONODE) {
       co_await watch_creation(path);
       co_return std::vector<std::string>();
@@ -437,7 +449,7 @@ class ZooKeeperStore final : public MetadataStore {
     Session::Call call = [&path](zhandle_t* zh, PendingOp* op) {
       return zoo_awexists(zh, path.c_str(), data_watcher, op->session, on_stat_reply, op);
     };
-    ZkReply reply = co_await request(call);
+    ZkReply reply = co_await request_idempotent(call);
     if (reply.rc == ZOK) co_return true;
     if (reply.rc == ZNONODE) co_return false;
     co_return to_status(reply.rc, "exists", path);
@@ -694,6 +706,26 @@ class ZooKeeperStore final : public MetadataStore {
                           &ZOO_OPEN_ACL_UNSAFE, mode, on_create_reply, op);
     };
     ZkReply reply = co_await request(call);
+    // The connection dropped with the create in flight: it may have been applied. A node
+    // with our value (and, if ephemeral, our session) is ours; sequential names cannot be
+    // told apart, so those report the loss.
+    const bool sequential = mode == ZOO_PERSISTENT_SEQUENTIAL || mode == ZOO_EPHEMERAL_SEQUENTIAL;
+    const bool ephemeral = mode == ZOO_EPHEMERAL || mode == ZOO_EPHEMERAL_SEQUENTIAL;
+    const auto deadline = std::chrono::steady_clock::now() + options_.operation_timeout;
+    while (!sequential && reply.rc == ZCONNECTIONLOSS &&
+           std::chrono::steady_clock::now() < deadline) {
+      co_await pause_before_retry();
+      ZkReply there = co_await read_node(path);
+      if (there.rc == ZNONODE) {
+        reply = co_await request(call);
+      } else if (there.rc == ZOK) {
+        const bool ours = there.value == value &&
+                          (!ephemeral || there.stat.ephemeral_owner == session_id_.load());
+        if (!ours) co_return reply_with(ZNODEEXISTS);
+        there.path = path;
+        co_return there;
+      }
+    }
     co_return reply;
   }
 
@@ -703,7 +735,50 @@ class ZooKeeperStore final : public MetadataStore {
                       on_stat_reply, op);
     };
     ZkReply reply = co_await request(call);
+    // The connection dropped with the set in flight: it may have been applied. The node at
+    // the next version with our value is our write; at the expected version, try again.
+    const auto deadline = std::chrono::steady_clock::now() + options_.operation_timeout;
+    while (reply.rc == ZCONNECTIONLOSS && std::chrono::steady_clock::now() < deadline) {
+      co_await pause_before_retry();
+      ZkReply there = co_await read_node(path);
+      if (there.rc == ZNONODE) co_return there;
+      if (there.rc != ZOK) continue;
+      if (there.value == value && (version == -1 || there.stat.version == version + 1)) {
+        co_return there;
+      }
+      if (version != -1 && there.stat.version != version) co_return reply_with(ZBADVERSION);
+      reply = co_await request(call);
+    }
     co_return reply;
+  }
+
+  // A read that is safe to repeat: on a dropped connection it is sent again (the C client
+  // queues it until it has reconnected), until the operation deadline.
+  Task<ZkReply> request_idempotent(const Session::Call& call) {
+    ZkReply reply = co_await request(call);
+    const auto deadline = std::chrono::steady_clock::now() + options_.operation_timeout;
+    while (reply.rc == ZCONNECTIONLOSS && std::chrono::steady_clock::now() < deadline) {
+      co_await pause_before_retry();
+      reply = co_await request(call);
+    }
+    co_return reply;
+  }
+
+  // The node's value and stat, without a watch (retried over connection loss).
+  Task<ZkReply> read_node(const std::string& path) {
+    Session::Call call = [&path](zhandle_t* zh, PendingOp* op) {
+      return zoo_aget(zh, path.c_str(), 0, on_data_reply, op);
+    };
+    ZkReply reply = co_await request_idempotent(call);
+    co_return reply;
+  }
+
+  // A short pause between retries after a connection loss (the client is reconnecting).
+  Task<void> pause_before_retry() {
+    auto executor = co_await asio::this_coro::executor;
+    asio::steady_timer timer(executor, kRetryPause);
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
 
   // After a read found no node: set an exists watch so its creation is notified. If the
@@ -712,7 +787,7 @@ class ZooKeeperStore final : public MetadataStore {
     Session::Call call = [&path](zhandle_t* zh, PendingOp* op) {
       return zoo_awexists(zh, path.c_str(), data_watcher, op->session, on_stat_reply, op);
     };
-    ZkReply reply = co_await request(call);
+    ZkReply reply = co_await request_idempotent(call);
     if (reply.rc == ZOK) notify(Notification{NotificationType::kCreated, path});
   }
 

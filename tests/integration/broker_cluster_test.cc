@@ -98,7 +98,7 @@ class BrokerClusterTest : public ClusterFixture {
     return pos == std::string::npos ? text : text.substr(pos + 1);
   }
 
-  BrokerChild& start_broker() {
+  BrokerChild& start_broker(const Settings& extra = {}) {
     BrokerChild b;
     b.log = (root_ / fmt::format("broker-{}.log", brokers_.size())).string();
     std::vector<std::string> args = {MAGNETAR_BINARY, "broker"};
@@ -115,7 +115,9 @@ class BrokerClusterTest : public ClusterFixture {
                                {"managedLedgerDefaultAckQuorum", "2"},
                                {"loadBalancerReportUpdateMinIntervalMillis", "500"},
                                {"defaultNumberOfNamespaceBundles", "16"}};
-    for (const auto& [k, v] : settings) {
+    Settings all = settings;
+    all.insert(all.end(), extra.begin(), extra.end());
+    for (const auto& [k, v] : all) {
       args.push_back("--set");
       args.push_back(k + "=" + v);
     }
@@ -358,6 +360,49 @@ TEST_F(BrokerClusterTest, KilledOwnerIsReplacedAfterTheSessionTimeoutWithoutLosi
   // And the survivor takes new messages on the recovered topic.
   ASSERT_TRUE(d->create_producer(topic, 2).ok());
   EXPECT_TRUE(d->send_message(2, 0, "after").ok());
+}
+
+// The same cluster over a 3-server ZooKeeper ensemble.
+class BrokerClusterOnEnsembleTest : public BrokerClusterTest {
+ protected:
+  int zookeeper_servers() const override { return 3; }
+};
+
+TEST_F(BrokerClusterOnEnsembleTest, AZooKeeperServerKilledUnderLoadChangesNothing) {
+  const Settings small_ledgers = {{"managedLedgerMaxEntriesPerLedger", "100"},
+                                  {"managedLedgerMinLedgerRolloverTimeMinutes", "0"}};
+  start_broker(small_ledgers);
+  start_broker(small_ledgers);
+  ASSERT_FALSE(HasFailure());
+  const std::string topic = "persistent://public/default/through-zk-failure";
+  int redirects = 0;
+  const BrokerChild* owner = broker_by_url(resolve(brokers_[1], topic, &redirects));
+  ASSERT_NE(owner, nullptr);
+  auto c = connect(*owner);
+  ASSERT_TRUE(c->subscribe(topic, "s", wire::CommandSubscribe::Shared, 1,
+                           wire::CommandSubscribe::Earliest)
+                  .ok());
+  ASSERT_TRUE(c->create_producer(topic, 1).ok());
+  // Kill the ZooKeeper leader a third of the way through 600 messages; ledgers roll over
+  // meanwhile (new ledger ids and metadata come from ZooKeeper).
+  auto leader = ensemble_->wait_for_leader(10s);
+  ASSERT_TRUE(leader.ok()) << leader.status().to_string();
+  for (int i = 0; i < 600; ++i) {
+    if (i == 200) ensemble_->server(*leader).kill();
+    auto receipt = c->send_message(1, i, fmt::format("m{}", i));
+    ASSERT_TRUE(receipt.ok()) << i << ": " << receipt.status().to_string();
+  }
+  // Lookups and new topics keep working through the surviving servers.
+  const std::string other = "persistent://public/default/after-zk-failure";
+  EXPECT_FALSE(resolve(brokers_[0], other, &redirects).empty());
+  ASSERT_TRUE(c->flow(1, 1000).ok());
+  for (int i = 0; i < 600; ++i) {
+    auto m = c->receive_message(10s);
+    ASSERT_TRUE(m.ok()) << i << ": " << m.status().to_string();
+    auto unpacked = m->unpack();
+    ASSERT_TRUE(unpacked.ok());
+    EXPECT_EQ((*unpacked)[0].payload.to_string(), fmt::format("m{}", i));
+  }
 }
 
 }  // namespace

@@ -39,11 +39,21 @@ inline std::string test_name() {
 
 class ClusterFixture : public ::testing::Test {
  protected:
+  // ZooKeeper servers for the test: 1 (a standalone server) or an ensemble of N.
+  virtual int zookeeper_servers() const { return 1; }
+
   void SetUp() override {
-    auto zk = ZooKeeperServer::start();
-    ASSERT_TRUE(zk.ok()) << zk.status().to_string();
-    zk_ = std::move(zk).value();
-    url_ = "zk:" + zk_->connect_string() + "/bk";
+    if (zookeeper_servers() > 1) {
+      auto ensemble = ZooKeeperEnsemble::start(zookeeper_servers());
+      ASSERT_TRUE(ensemble.ok()) << ensemble.status().to_string();
+      ensemble_ = std::move(ensemble).value();
+      url_ = "zk:" + ensemble_->connect_string() + "/bk";
+    } else {
+      auto zk = ZooKeeperServer::start();
+      ASSERT_TRUE(zk.ok()) << zk.status().to_string();
+      zk_ = std::move(zk).value();
+      url_ = "zk:" + zk_->connect_string() + "/bk";
+    }
     auto store = await(metadata::open_store(url_));
     ASSERT_TRUE(store.ok()) << store.status().to_string();
     store_ = std::move(store).value();
@@ -64,6 +74,7 @@ class ClusterFixture : public ::testing::Test {
     if (store_) (void)await(store_->close());
     store_.reset();
     zk_.reset();
+    ensemble_.reset();
     std::error_code ec;
     std::filesystem::remove_all(root_, ec);
   }
@@ -192,6 +203,7 @@ class ClusterFixture : public ::testing::Test {
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> guard_{io_.get_executor()};
   std::unique_ptr<ZooKeeperServer> zk_;
+  std::unique_ptr<ZooKeeperEnsemble> ensemble_;  // instead of zk_ when zookeeper_servers() > 1
   std::string url_;
   std::unique_ptr<metadata::MetadataStore> store_;
   std::filesystem::path root_;
