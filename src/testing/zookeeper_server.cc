@@ -1,5 +1,6 @@
 #include "testing/zookeeper_server.h"
 
+#include "metadata/zookeeper_distribution.h"
 #include "testing/child_process.h"
 
 #include <arpa/inet.h>
@@ -34,16 +35,6 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr const char* kHost = "127.0.0.1";
-constexpr const char* kJarDir = "/usr/share/java";
-// The jars QuorumPeerMain loads from (found with -Xlog:class+load on a standalone server and a
-// 3-server ensemble): Debian binds slf4j to log4j 1.2 and ships no logback. zookeeper.jar's
-// manifest Class-Path adds the optional rest (netty for TLS, jetty and jackson for the admin
-// server, commons-cli for the tools) when present.
-constexpr const char* kJars[] = {
-    "zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar",   "slf4j-log4j12.jar",
-    "log4j-1.2.jar", "metrics-core.jar",   "snappy-java.jar",
-};
-constexpr const char* kMainClass = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 constexpr int kLogTailLines = 30;
 constexpr milliseconds kStopGrace{10000};
 constexpr milliseconds kPollInterval{50};
@@ -147,36 +138,9 @@ std::string zoo_cfg(const ZooKeeperOptions& o, const std::string& dir, int port,
   return cfg + quorum;
 }
 
-// log4j 1.2 to stdout, which the fixture sends to zookeeper.log along with the JVM's stderr.
-std::string log4j_properties() {
-  return "log4j.rootLogger=INFO, OUT\n"
-         "log4j.appender.OUT=org.apache.log4j.ConsoleAppender\n"
-         "log4j.appender.OUT.Target=System.out\n"
-         "log4j.appender.OUT.layout=org.apache.log4j.PatternLayout\n"
-         "log4j.appender.OUT.layout.ConversionPattern="
-         "%d{ISO8601} %-5p [myid:%X{myid}] [%t] %c{1} - %m%n\n";
-}
-
-
 }  // namespace
 
-Result<std::string> default_zookeeper_classpath() {
-  std::string classpath;
-  std::string missing;
-  for (const char* jar : kJars) {
-    std::string path = fmt::format("{}/{}", kJarDir, jar);
-    if (::access(path.c_str(), R_OK) != 0) {
-      missing += " " + path;
-      continue;
-    }
-    if (!classpath.empty()) classpath += ':';
-    classpath += path;
-  }
-  if (!missing.empty()) {
-    return Status(Errc::kNotFound, "ZooKeeper jars missing (apt-get install zookeeper):" + missing);
-  }
-  return classpath;
-}
+Result<std::string> default_zookeeper_classpath() { return metadata::zookeeper_classpath(); }
 
 Result<std::string> four_letter_word(int port, std::string_view word, milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
@@ -283,30 +247,14 @@ Result<std::unique_ptr<ZooKeeperServer>> ZooKeeperServer::prepare(const ZooKeepe
   }
   if (my_id > 0) MAGNETAR_TRY(write_file(data + "/myid", fmt::format("{}\n", my_id)));
   MAGNETAR_TRY(write_file(dir + "/zoo.cfg", zoo_cfg(server->options_, dir, port, quorum)));
-  MAGNETAR_TRY(write_file(dir + "/log4j.properties", log4j_properties()));
+  MAGNETAR_TRY(write_file(dir + "/log4j.properties", metadata::zookeeper_log4j_properties()));
   return server;
 }
 
 Status ZooKeeperServer::spawn() {
   MAGNETAR_ASSERT(pid_ < 0, "spawning a ZooKeeper server that is running");
-  std::vector<std::string> args = {
-      options_.java_binary,
-      "-Xmx256m",
-      "-XX:+UseSerialGC",
-      "-XX:TieredStopAtLevel=1",
-      "-Xshare:auto",
-      "-XX:-UsePerfData",  // no hsperfdata files in /tmp
-      "-XX:ErrorFile=" + dir_ + "/hs_err_pid%p.log",
-      "-Djava.net.preferIPv4Stack=true",
-      fmt::format("-Djute.maxbuffer={}", options_.jute_max_buffer),
-      fmt::format("-Dzookeeper.jute.maxbuffer={}", options_.jute_max_buffer),
-      "-Dlog4j.configuration=file:" + dir_ + "/log4j.properties",
-      "-Dzookeeper.jmx.log4j.disable=true",
-      "-cp",
-      options_.classpath,
-      kMainClass,
-      dir_ + "/zoo.cfg",
-  };
+  std::vector<std::string> args = metadata::zookeeper_command(
+      options_.java_binary, options_.classpath, dir_, options_.jute_max_buffer);
   auto pid = spawn_child(std::move(args), log_path(), dir_);
   if (!pid.ok()) return pid.status();
   pid_ = *pid;

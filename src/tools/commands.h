@@ -22,6 +22,17 @@ int run_bookie(const ServerArgs& args);
 // `magnetar broker`: runs a broker of a cluster until SIGINT/SIGTERM.
 int run_broker(const ServerArgs& args);
 
+struct ClusterArgs {
+  int brokers = 2;       // --brokers
+  int bookies = 3;       // --bookies
+  std::string data = "cluster-data";  // --data
+  std::string cluster_name = "local";  // --cluster-name
+};
+// `magnetar cluster up|down`: a local cluster (ZooKeeper, bookies, brokers) under one
+// directory.
+int run_cluster_up(const ClusterArgs& args);
+int run_cluster_down(const ClusterArgs& args);
+
 struct StandaloneArgs {
   ServerArgs server;
   std::string data_dir = "data";  // --data-dir

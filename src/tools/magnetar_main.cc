@@ -45,6 +45,23 @@ int main(int argc, char** argv) {
   auto* broker = app.add_subcommand("broker", "Run a broker of a cluster (ZooKeeper metadata)");
   add_server_options(broker, broker_args);
 
+  magnetar::tools::ClusterArgs cluster_args;
+  auto* cluster = app.add_subcommand("cluster", "Start or stop a local cluster on 127.0.0.1");
+  cluster->require_subcommand(1);
+  auto* cluster_up = cluster->add_subcommand(
+      "up", "Start ZooKeeper, bookies and brokers; return once they serve");
+  cluster_up->add_option("--brokers", cluster_args.brokers, "Number of brokers")
+      ->check(CLI::Range(1, 16));
+  cluster_up->add_option("--bookies", cluster_args.bookies, "Number of bookies")
+      ->check(CLI::Range(1, 16));
+  cluster_up->add_option("--data", cluster_args.data, "Directory holding all the state")
+      ->required();
+  cluster_up->add_option("--cluster-name", cluster_args.cluster_name, "clusterName");
+  auto* cluster_down =
+      cluster->add_subcommand("down", "Stop the processes `cluster up` started in --data");
+  cluster_down->add_option("--data", cluster_args.data, "The directory given to `cluster up`")
+      ->required();
+
   magnetar::tools::StandaloneArgs standalone_args;
   auto* standalone = app.add_subcommand(
       "standalone", "Run a broker, a bookie and the metadata store in one process");
@@ -88,6 +105,8 @@ int main(int argc, char** argv) {
   if (bookie->parsed()) return magnetar::tools::run_bookie(bookie_args);
   if (standalone->parsed()) return magnetar::tools::run_standalone(standalone_args);
   if (broker->parsed()) return magnetar::tools::run_broker(broker_args);
+  if (cluster_up->parsed()) return magnetar::tools::run_cluster_up(cluster_args);
+  if (cluster_down->parsed()) return magnetar::tools::run_cluster_down(cluster_args);
   if (bk->parsed()) {
     shell.command = bk->get_subcommands().front()->get_name();
     return magnetar::tools::run_bookkeeper_shell(shell);

@@ -1,0 +1,357 @@
+// `magnetar cluster up|down`: a whole local cluster for development and tests, every process
+// on 127.0.0.1 and all state under one directory:
+//
+//   DIR/zookeeper/    zoo.cfg, data/, zookeeper.log   (Debian's ZooKeeper, one server)
+//   DIR/bookie-N/     journal/, ledgers/, bookie.log
+//   DIR/broker-N/     broker.log
+//   DIR/cluster.json  {"processes": [{"name", "pid", "dir"}], "brokers": [{"serviceUrl",
+//                     "webServiceUrl"}], "metadataStoreUrl"}
+//
+// `up` starts ZooKeeper, the bookies, then the brokers, each in its own session (they outlive
+// the command), and returns once every bookie is registered and every broker serves; it prints
+// each broker's URLs. `down` stops exactly the processes listed in cluster.json — a pid is
+// only signalled while its working directory is still the one recorded — brokers first, with
+// SIGTERM and SIGKILL after a grace period.
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "common/asio.h"
+#include "common/logging.h"
+#include "metadata/metadata_store.h"
+#include "metadata/zookeeper_distribution.h"
+#include "tools/commands.h"
+
+namespace magnetar::tools {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+struct Launched {
+  std::string name;
+  pid_t pid = -1;
+  std::string dir;
+  std::string log;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string last_lines(const std::string& text, int lines) {
+  size_t pos = text.size();
+  for (int i = 0; i <= lines && pos > 0; ++i) {
+    pos = text.rfind('\n', pos - 1);
+    if (pos == std::string::npos) return text;
+  }
+  return text.substr(pos + 1);
+}
+
+// A port free right now (the process that gets it binds it soon after).
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// Starts `args` in its own session, in `dir`, output appended to `log`.
+Result<pid_t> launch(const std::vector<std::string>& args, const std::string& dir,
+                     const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return Status(Errc::kIoError, fmt::format("fork: {}", std::strerror(errno)));
+  if (pid == 0) {
+    ::setsid();
+    if (::chdir(dir.c_str()) != 0) ::_exit(126);
+    int in = ::open("/dev/null", O_RDONLY);
+    int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (in < 0 || out < 0) ::_exit(126);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    for (int fd = 3; fd < 1024; ++fd) ::close(fd);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+bool alive(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, WNOHANG) == pid) return false;  // our child, exited
+  return ::kill(pid, 0) == 0;
+}
+
+std::string self_binary() {
+  std::error_code ec;
+  auto path = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "magnetar" : path.string();
+}
+
+// The process still is the one we started: its working directory is the recorded one.
+bool same_process(pid_t pid, const std::string& dir) {
+  std::error_code ec;
+  auto cwd = fs::read_symlink(fmt::format("/proc/{}/cwd", pid), ec);
+  return !ec && fs::equivalent(cwd, dir, ec);
+}
+
+void stop_process(const Launched& p) {
+  if (p.pid <= 0 || !alive(p.pid) || !same_process(p.pid, p.dir)) return;
+  ::kill(p.pid, SIGTERM);
+  const auto deadline = Clock::now() + 15s;
+  while (Clock::now() < deadline && alive(p.pid)) std::this_thread::sleep_for(50ms);
+  if (alive(p.pid)) {
+    std::fprintf(stderr, "%s (pid %d) ignored SIGTERM for 15 s: killing it\n", p.name.c_str(),
+                 p.pid);
+    ::kill(p.pid, SIGKILL);
+  }
+}
+
+void write_state(const std::string& data, const std::vector<Launched>& processes,
+                 const Json& brokers, const std::string& metadata_url) {
+  Json procs = Json::array();
+  for (const auto& p : processes) {
+    procs.push_back({{"name", p.name}, {"pid", p.pid}, {"dir", p.dir}});
+  }
+  std::ofstream out(data + "/cluster.json");
+  out << Json{{"processes", procs}, {"brokers", brokers}, {"metadataStoreUrl", metadata_url}}
+             .dump(2)
+      << "\n";
+}
+
+std::vector<Launched> read_state(const std::string& data) {
+  std::vector<Launched> out;
+  auto j = Json::parse(read_text(data + "/cluster.json"), nullptr, false);
+  if (!j.is_object() || !j.contains("processes")) return out;
+  for (const auto& p : j["processes"]) {
+    out.push_back(Launched{p.value("name", ""), p.value("pid", -1), p.value("dir", ""), ""});
+  }
+  return out;
+}
+
+int fail(std::vector<Launched>& started, const std::string& message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  for (auto it = started.rbegin(); it != started.rend(); ++it) stop_process(*it);
+  return 1;
+}
+
+// Waits until the log matches `ready`; fails early when the process exits.
+Result<std::smatch> wait_for_line(const Launched& p, const std::regex& ready,
+                                  std::chrono::seconds timeout, std::string* text) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    *text = read_text(p.log);
+    std::smatch m;
+    if (std::regex_search(*text, m, ready)) return m;
+    if (!alive(p.pid)) {
+      return Status(Errc::kUnavailable, fmt::format("{} exited; last lines of {}:\n{}", p.name,
+                                                    p.log, last_lines(*text, 15)));
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  return Status(Errc::kTimeout, fmt::format("{} not ready after {} s; last lines of {}:\n{}",
+                                            p.name, timeout.count(), p.log,
+                                            last_lines(*text, 15)));
+}
+
+}  // namespace
+
+int run_cluster_up(const ClusterArgs& args) {
+  log::set_level(log::Level::kWarn);  // the progress lines below are the output
+  if (args.brokers < 1 || args.bookies < 1) {
+    std::fprintf(stderr, "error: --brokers and --bookies must be at least 1\n");
+    return 2;
+  }
+  const std::string data = fs::absolute(args.data).lexically_normal().string();
+  std::error_code ec;
+  fs::create_directories(data, ec);
+  if (ec) {
+    std::fprintf(stderr, "error: cannot create %s: %s\n", data.c_str(), ec.message().c_str());
+    return 1;
+  }
+  for (const auto& p : read_state(data)) {
+    if (p.pid > 0 && alive(p.pid) && same_process(p.pid, p.dir)) {
+      std::fprintf(stderr,
+                   "error: a cluster is already running in %s (%s, pid %d); stop it with "
+                   "`magnetar cluster down --data %s`\n",
+                   data.c_str(), p.name.c_str(), p.pid, data.c_str());
+      return 1;
+    }
+  }
+  std::vector<Launched> started;
+  // 1. ZooKeeper.
+  auto classpath = metadata::zookeeper_classpath();
+  if (!classpath.ok()) return fail(started, classpath.status().message());
+  Launched zk{"zookeeper", -1, data + "/zookeeper", data + "/zookeeper/zookeeper.log"};
+  fs::create_directories(zk.dir + "/data", ec);
+  const int zk_port = free_port();
+  {
+    std::ofstream cfg(zk.dir + "/zoo.cfg");
+    cfg << fmt::format(
+        "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}/data\nclientPort={}\n"
+        "clientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\n"
+        "4lw.commands.whitelist=ruok,srvr,stat\n",
+        zk.dir, zk_port);
+    std::ofstream log4j(zk.dir + "/log4j.properties");
+    log4j << metadata::zookeeper_log4j_properties();
+  }
+  auto zk_pid = launch(metadata::zookeeper_command("/usr/bin/java", *classpath, zk.dir,
+                                                   4 * 1024 * 1024),
+                       zk.dir, zk.log);
+  if (!zk_pid.ok()) return fail(started, zk_pid.status().message());
+  zk.pid = *zk_pid;
+  started.push_back(zk);
+  const std::string metadata_url = fmt::format("zk:127.0.0.1:{}/magnetar", zk_port);
+  // Ready when a session opens (the chroot is created on the way).
+  {
+    const auto deadline = Clock::now() + 60s;
+    Status last;
+    while (true) {
+      metadata::StoreOptions o;
+      o.operation_timeout = 2s;
+      auto store = run_sync<Result<std::unique_ptr<metadata::MetadataStore>>>(
+          [&]() { return metadata::open_store(metadata_url, o); });
+      if (store.ok()) {
+        (void)run_sync<Status>([&]() { return (*store)->close(); });
+        break;
+      }
+      last = store.status();
+      if (!alive(zk.pid) || Clock::now() > deadline) {
+        return fail(started, fmt::format("ZooKeeper did not start ({}); last lines of {}:\n{}",
+                                         last.message(), zk.log,
+                                         last_lines(read_text(zk.log), 15)));
+      }
+      std::this_thread::sleep_for(200ms);
+    }
+  }
+  std::printf("zookeeper  127.0.0.1:%d\n", zk_port);
+  std::fflush(stdout);
+  const std::string binary = self_binary();
+  // 2. Bookies.
+  for (int i = 0; i < args.bookies; ++i) {
+    Launched b{fmt::format("bookie-{}", i), -1, fmt::format("{}/bookie-{}", data, i), ""};
+    b.log = b.dir + "/bookie.log";
+    fs::create_directories(b.dir, ec);
+    const int port = free_port();
+    std::vector<std::string> argv = {binary, "bookie"};
+    for (const std::string& s : std::vector<std::string>{
+             fmt::format("bookiePort={}", port), "advertisedAddress=127.0.0.1",
+          fmt::format("metadataStoreUrl={}", metadata_url),
+          fmt::format("journalDirectories={}/journal", b.dir),
+          fmt::format("ledgerDirectories={}/ledgers", b.dir), std::string("httpServerPort=0")}) {
+      argv.push_back("--set");
+      argv.push_back(s);
+    }
+    auto pid = launch(argv, b.dir, b.log);
+    if (!pid.ok()) return fail(started, pid.status().message());
+    b.pid = *pid;
+    started.push_back(b);
+    std::string text;
+    auto ready = wait_for_line(b, std::regex("serving the bookie protocol on"), 60s, &text);
+    if (!ready.ok()) return fail(started, ready.status().message());
+    std::printf("bookie     127.0.0.1:%d\n", port);
+    std::fflush(stdout);
+  }
+  // 3. Brokers.
+  const int ensemble = std::min(args.bookies, 2);
+  Json brokers = Json::array();
+  for (int i = 0; i < args.brokers; ++i) {
+    Launched b{fmt::format("broker-{}", i), -1, fmt::format("{}/broker-{}", data, i), ""};
+    b.log = b.dir + "/broker.log";
+    fs::create_directories(b.dir, ec);
+    std::vector<std::string> argv = {binary, "broker"};
+    for (const std::string& s : std::vector<std::string>{
+             fmt::format("metadataStoreUrl={}", metadata_url),
+          fmt::format("clusterName={}", args.cluster_name), std::string("bindAddress=127.0.0.1"),
+          std::string("advertisedAddress=127.0.0.1"), std::string("brokerServicePort=0"),
+          std::string("webServicePort=0"),
+          fmt::format("managedLedgerDefaultEnsembleSize={}", ensemble),
+          fmt::format("managedLedgerDefaultWriteQuorum={}", ensemble),
+          fmt::format("managedLedgerDefaultAckQuorum={}", ensemble)}) {
+      argv.push_back("--set");
+      argv.push_back(s);
+    }
+    auto pid = launch(argv, b.dir, b.log);
+    if (!pid.ok()) return fail(started, pid.status().message());
+    b.pid = *pid;
+    started.push_back(b);
+    std::string text;
+    auto ready = wait_for_line(
+        b,
+        std::regex(R"(service URL:\s+(pulsar://\S+)\s+web service URL: (http://\S+))"), 60s,
+        &text);
+    if (!ready.ok()) return fail(started, ready.status().message());
+    const std::string service = (*ready)[1], web = (*ready)[2];
+    brokers.push_back({{"serviceUrl", service}, {"webServiceUrl", web}});
+    std::printf("broker     %s %s\n", service.c_str(), web.c_str());
+    std::fflush(stdout);
+  }
+  write_state(data, started, brokers, metadata_url);
+  std::printf("cluster up: %d broker(s), %d bookie(s); stop it with `magnetar cluster down "
+              "--data %s`\n",
+              args.brokers, args.bookies, data.c_str());
+  return 0;
+}
+
+int run_cluster_down(const ClusterArgs& args) {
+  const std::string data = fs::absolute(args.data).lexically_normal().string();
+  if (!fs::exists(data + "/cluster.json")) {
+    std::fprintf(stderr, "error: no cluster in %s (no cluster.json)\n", data.c_str());
+    return 1;
+  }
+  auto processes = read_state(data);
+  // Brokers first (they release their bundles), then bookies, then ZooKeeper.
+  std::stable_sort(processes.begin(), processes.end(), [](const Launched& a, const Launched& b) {
+    auto rank = [](const std::string& n) {
+      return n.starts_with("broker") ? 0 : n.starts_with("bookie") ? 1 : 2;
+    };
+    return rank(a.name) < rank(b.name);
+  });
+  int stopped = 0;
+  for (const auto& p : processes) {
+    if (p.pid > 0 && alive(p.pid) && same_process(p.pid, p.dir)) {
+      stop_process(p);
+      ++stopped;
+      std::printf("stopped %s (pid %d)\n", p.name.c_str(), p.pid);
+    }
+  }
+  std::error_code ec;
+  fs::remove(data + "/cluster.json", ec);
+  std::printf("cluster down: %d process(es) stopped\n", stopped);
+  return 0;
+}
+
+}  // namespace magnetar::tools
