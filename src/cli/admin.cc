@@ -1,0 +1,240 @@
+#include "cli/admin.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/session.h"
+#include "common/version.h"
+
+namespace magnetar::cli {
+
+namespace {
+
+struct GlobalOptions {
+  std::string admin_url;
+  std::string conf;
+  std::string auth_plugin;
+  std::string auth_params;
+  int request_timeout_s = 30;
+  bool tls_allow_insecure = false;
+  std::string tls_trust_cert_path;
+};
+
+std::string trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return "";
+  const size_t e = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+// The key=value (or key: value) lines of a Java properties file such as client.conf; '#' and
+// '!' start comment lines.
+Result<std::map<std::string, std::string>> read_properties(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    return Status(Errc::kNotFound, fmt::format("Cannot read the configuration file {}", path));
+  std::map<std::string, std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#' || t[0] == '!') continue;
+    size_t sep = t.find('=');
+    if (sep == std::string::npos) sep = t.find(':');
+    if (sep == std::string::npos) continue;
+    out[trim(std::string_view(t).substr(0, sep))] = trim(std::string_view(t).substr(sep + 1));
+  }
+  return out;
+}
+
+bool is_token_plugin(std::string_view plugin) {
+  return plugin == "token" || plugin.find("AuthenticationToken") != std::string_view::npos;
+}
+
+// The token the auth settings name: "token:<jwt>", "file:<path>" (or file:///path), a JSON
+// object {"token": "..."}, or with the token plugin the bare token. Error messages never
+// include the token.
+Result<std::string> resolve_token(const std::string& plugin, const std::string& params) {
+  if (!plugin.empty() && !is_token_plugin(plugin)) {
+    return Status(Errc::kNotSupported,
+                  fmt::format("Authentication plugin {} is not supported: only token "
+                              "authentication (org.apache.pulsar.client.impl.auth."
+                              "AuthenticationToken)",
+                              plugin));
+  }
+  if (params.empty()) {
+    if (!plugin.empty()) {
+      return Status(Errc::kInvalidArgument, "Token authentication needs --auth-params");
+    }
+    return std::string();
+  }
+  if (params.starts_with("token:")) return params.substr(6);
+  if (params.starts_with("file:")) {
+    std::string path = params.substr(5);
+    if (path.starts_with("//")) path = path.substr(2);
+    std::ifstream in(path);
+    if (!in) {
+      return Status(Errc::kNotFound, fmt::format("Cannot read the token file {}", path));
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    return trim(text.str());
+  }
+  if (params.starts_with("{")) {
+    auto j = nlohmann::json::parse(params, nullptr, false);
+    if (j.is_object() && j.contains("token") && j["token"].is_string()) {
+      return j["token"].get<std::string>();
+    }
+    return Status(Errc::kInvalidArgument, "The auth params hold no \"token\" string");
+  }
+  if (is_token_plugin(plugin)) return params;
+  return Status(Errc::kInvalidArgument,
+                "Auth params must be token:<token> or file:<path> (only token authentication "
+                "is supported)");
+}
+
+Result<AdminSettings> resolve_settings(const GlobalOptions& g) {
+  AdminSettings settings;
+  std::string plugin;
+  std::string params;
+  std::string conf = g.conf;
+  if (conf.empty()) {
+    if (const char* env = std::getenv("PULSAR_CLIENT_CONF"); env != nullptr) conf = env;
+  }
+  if (!conf.empty()) {
+    auto props = read_properties(conf);
+    if (!props.ok()) return props.status();
+    if (auto it = props->find("webServiceUrl"); it != props->end() && !it->second.empty()) {
+      settings.admin_url = it->second;
+    }
+    if (auto it = props->find("authPlugin"); it != props->end()) plugin = it->second;
+    if (auto it = props->find("authParams"); it != props->end()) params = it->second;
+  }
+  if (!g.admin_url.empty()) settings.admin_url = g.admin_url;
+  if (!g.auth_plugin.empty()) plugin = g.auth_plugin;
+  if (!g.auth_params.empty()) params = g.auth_params;
+  auto token = resolve_token(plugin, params);
+  if (!token.ok()) return token.status();
+  settings.token = std::move(token).value();
+  if (g.request_timeout_s <= 0) {
+    return Status(Errc::kInvalidArgument, "--request-timeout must be a positive number of seconds");
+  }
+  settings.timeout = std::chrono::seconds(g.request_timeout_s);
+  auto url = http::parse_url(settings.admin_url);
+  if (!url.ok()) {
+    return Status(Errc::kInvalidArgument, fmt::format("Invalid admin URL '{}': {}",
+                                                      settings.admin_url, url.status().message()));
+  }
+  return settings;
+}
+
+// The deepest subcommand the command line selected.
+const CLI::App* selected_leaf(const CLI::App& app) {
+  const CLI::App* leaf = &app;
+  while (!leaf->get_subcommands().empty()) leaf = leaf->get_subcommands().front();
+  return leaf;
+}
+
+}  // namespace
+
+CLI::App* add_group(CLI::App& app, const std::string& name, const std::string& description) {
+  CLI::App* group = app.add_subcommand(name, description);
+  group->require_subcommand(1);
+  return group;
+}
+
+std::vector<std::string> rewrite_single_dash_options(std::vector<std::string> args) {
+  static const std::map<std::string, std::string> kLongNames = {
+      {"-ttl", "--messageTTL"}, {"-lt", "--limitTime"},    {"-bt", "--type"},
+      {"-force", "--force"},    {"-td", "--topic-domain"},
+  };
+  for (std::string& arg : args) {
+    if (arg == "--") break;
+    if (auto it = kLongNames.find(arg); it != kLongNames.end()) arg = it->second;
+  }
+  return args;
+}
+
+int run_admin(std::vector<std::string> args, std::ostream& out, std::ostream& err) {
+  return run_admin(std::move(args), out, err, std::cin);
+}
+
+int run_admin(std::vector<std::string> args, std::ostream& out, std::ostream& err,
+              std::istream& in) {
+  CLI::App app{
+      "Administer a Magnetar (Apache Pulsar compatible) cluster through its admin REST "
+      "API, with pulsar-admin's commands and flags",
+      "magnetar-admin"};
+  // Global options may also come after the command, and subcommands inherit this.
+  app.fallthrough();
+  app.require_subcommand(1);
+  app.set_version_flag("-v,--version", std::string("magnetar-admin ") + kVersion);
+  GlobalOptions g;
+  app.add_option("--admin-url", g.admin_url,
+                 "Admin (web service) URL (default http://localhost:8080, or webServiceUrl "
+                 "from the client configuration)");
+  app.add_option("--conf", g.conf,
+                 "client.conf to read webServiceUrl, authPlugin and authParams from (default: "
+                 "$PULSAR_CLIENT_CONF)");
+  app.add_option("--auth-plugin", g.auth_plugin,
+                 "Authentication plugin: org.apache.pulsar.client.impl.auth.AuthenticationToken");
+  app.add_option("--auth-params", g.auth_params,
+                 "Authentication parameters: token:<token>, file:<path> or {\"token\":\"...\"}");
+  app.add_option("--request-timeout", g.request_timeout_s, "Request timeout in seconds (30)");
+  app.add_flag("--tls-allow-insecure", g.tls_allow_insecure,
+               "Accepted for compatibility (https is not supported yet)");
+  app.add_option("--tls-trust-cert-path", g.tls_trust_cert_path,
+                 "Accepted for compatibility (https is not supported yet)");
+
+  CommandTable table;
+  add_cluster_commands(app, table);
+  add_tenant_commands(app, table);
+  add_namespace_commands(app, table);
+  add_topic_commands(app, table);
+  add_broker_commands(app, table);
+
+  std::vector<std::string> reversed = rewrite_single_dash_options(std::move(args));
+  std::reverse(reversed.begin(), reversed.end());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::CallForVersion& e) {
+    out << e.what() << "\n";
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    err << e.what() << "\n\n" << app.help();
+    return 1;
+  }
+
+  const Action* action = table.find(selected_leaf(app));
+  if (action == nullptr) {  // not reachable: every group requires a subcommand
+    err << app.help();
+    return 1;
+  }
+  auto settings = resolve_settings(g);
+  if (!settings.ok()) {
+    err << settings.status().message() << "\n\n";
+    return 1;
+  }
+  Session session(*settings, out, err, in);
+  try {
+    return (*action)(session);
+  } catch (const std::exception& e) {
+    err << "Unexpected answer from " << settings->admin_url << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace magnetar::cli

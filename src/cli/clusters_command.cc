@@ -1,0 +1,88 @@
+// `magnetar-admin clusters ...`: /admin/v2/clusters.
+
+#include <memory>
+
+#include "cli/arguments.h"
+#include "cli/commands.h"
+
+namespace magnetar::cli {
+
+namespace {
+
+struct ClusterArgs {
+  std::string name;
+  std::string url;
+  std::string url_secure;
+  std::string broker_url;
+  std::string broker_url_secure;
+  std::string proxy_url;
+  std::string proxy_protocol;
+};
+
+std::string cluster_path(const std::string& name) {
+  return "/admin/v2/clusters/" + encode_segment(name);
+}
+
+void add_cluster_data_options(CLI::App* cmd, ClusterArgs& a) {
+  cmd->add_option("cluster", a.name, "Cluster name")->required();
+  cmd->add_option("--url", a.url, "Service URL (http://host:8080)");
+  cmd->add_option("--url-secure", a.url_secure, "Service URL for TLS (https://host:8443)");
+  cmd->add_option("--broker-url", a.broker_url, "Broker service URL (pulsar://host:6650)");
+  cmd->add_option("--broker-url-secure", a.broker_url_secure,
+                  "Broker service URL for TLS (pulsar+ssl://host:6651)");
+  cmd->add_option("--proxy-url", a.proxy_url, "Proxy service URL");
+  cmd->add_option("--proxy-protocol", a.proxy_protocol, "Proxy protocol (SNI)");
+}
+
+// ClusterData with the fields given on the command line.
+std::string cluster_data(const ClusterArgs& a) {
+  Json j = Json::object();
+  const std::pair<const char*, const std::string*> fields[] = {
+      {"serviceUrl", &a.url},
+      {"serviceUrlTls", &a.url_secure},
+      {"brokerServiceUrl", &a.broker_url},
+      {"brokerServiceUrlTls", &a.broker_url_secure},
+      {"proxyServiceUrl", &a.proxy_url},
+      {"proxyProtocol", &a.proxy_protocol},
+  };
+  for (const auto& [key, value] : fields) {
+    if (!value->empty()) j[key] = *value;
+  }
+  return j.dump();
+}
+
+}  // namespace
+
+void add_cluster_commands(CLI::App& app, CommandTable& table) {
+  CLI::App* group = add_group(app, "clusters", "Operations about clusters");
+
+  CLI::App* list = group->add_subcommand("list", "List the existing clusters");
+  table.on(list, [](Session& s) { return s.print_list("/admin/v2/clusters"); });
+
+  auto get = std::make_shared<ClusterArgs>();
+  CLI::App* get_cmd = group->add_subcommand("get", "Get the configuration of a cluster");
+  get_cmd->add_option("cluster", get->name, "Cluster name")->required();
+  table.on(get_cmd, [get](Session& s) { return s.print_value(cluster_path(get->name)); });
+
+  auto create = std::make_shared<ClusterArgs>();
+  CLI::App* create_cmd = group->add_subcommand("create", "Provision a new cluster");
+  add_cluster_data_options(create_cmd, *create);
+  table.on(create_cmd, [create](Session& s) {
+    return s.change("PUT", cluster_path(create->name), cluster_data(*create));
+  });
+
+  auto update = std::make_shared<ClusterArgs>();
+  CLI::App* update_cmd =
+      group->add_subcommand("update", "Update the configuration of a cluster (replaces it)");
+  add_cluster_data_options(update_cmd, *update);
+  table.on(update_cmd, [update](Session& s) {
+    return s.change("POST", cluster_path(update->name), cluster_data(*update));
+  });
+
+  auto del = std::make_shared<ClusterArgs>();
+  CLI::App* delete_cmd = group->add_subcommand("delete", "Delete a cluster");
+  delete_cmd->add_option("cluster", del->name, "Cluster name")->required();
+  table.on(delete_cmd, [del](Session& s) { return s.change("DELETE", cluster_path(del->name)); });
+}
+
+}  // namespace magnetar::cli

@@ -1,0 +1,376 @@
+// `magnetar-admin namespaces ...`: /admin/v2/namespaces.
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <memory>
+
+#include "cli/arguments.h"
+#include "cli/commands.h"
+
+namespace magnetar::cli {
+
+namespace {
+
+struct NamespaceArgs {
+  std::string name;
+  // create
+  int bundles = 0;
+  std::vector<std::string> clusters;
+  // delete, clear-backlog
+  bool force = false;
+  // set-retention
+  std::string size;
+  std::string time;
+  // set-message-ttl
+  std::string ttl;
+  // set-backlog-quota, remove-backlog-quota
+  std::string limit;
+  std::string limit_time;
+  std::string policy;
+  std::string type = "destination_storage";
+  // set-deduplication
+  bool enable = false;
+  bool disable = false;
+  // set-clusters
+  std::string cluster_list;
+  // grant-permission, revoke-permission
+  std::string role;
+  std::vector<std::string> actions;
+  // unload, split-bundle, clear-backlog
+  std::string bundle;
+  bool unload = false;
+  std::string subscription;
+  // topics
+  std::string mode;
+};
+
+// "/admin/v2/namespaces/<tenant>/<ns><suffix>", or nullopt after printing why the name is bad.
+std::optional<std::string> ns_path(Session& s, const std::string& name,
+                                   std::string_view suffix = "") {
+  auto ns = namespace_path(name);
+  if (!ns.ok()) {
+    (void)s.argument_error(ns.status().message());
+    return std::nullopt;
+  }
+  return "/admin/v2/namespaces/" + *ns + std::string(suffix);
+}
+
+using Run = std::function<int(Session&, const NamespaceArgs&)>;
+
+// A subcommand taking the namespace as its one positional argument; `options` adds the rest.
+CLI::App* add(CLI::App* group, CommandTable& table, const std::string& name,
+              const std::string& description, Run run,
+              const std::function<void(CLI::App*, NamespaceArgs&)>& options = nullptr) {
+  auto args = std::make_shared<NamespaceArgs>();
+  CLI::App* cmd = group->add_subcommand(name, description);
+  cmd->add_option("namespace", args->name, "tenant/namespace")->required();
+  if (options) options(cmd, *args);
+  table.on(cmd, [args, run = std::move(run)](Session& s) { return run(s, *args); });
+  return cmd;
+}
+
+// GET <suffix> and print the answer (a list one item per line when `list`).
+Run getter(std::string suffix, bool list = false) {
+  return [suffix = std::move(suffix), list](Session& s, const NamespaceArgs& a) {
+    auto path = ns_path(s, a.name, suffix);
+    if (!path) return 1;
+    return list ? s.print_list(*path) : s.print_value(*path);
+  };
+}
+
+// `method` on <suffix> without a body.
+Run changer(std::string method, std::string suffix) {
+  return
+      [method = std::move(method), suffix = std::move(suffix)](Session& s, const NamespaceArgs& a) {
+        auto path = ns_path(s, a.name, suffix);
+        if (!path) return 1;
+        return s.change(method, *path);
+      };
+}
+
+bool valid_quota_type(const std::string& type) {
+  return type == "destination_storage" || type == "message_age";
+}
+
+int create(Session& s, const NamespaceArgs& a) {
+  auto path = ns_path(s, a.name);
+  if (!path) return 1;
+  if (a.bundles < 0) {
+    return s.argument_error(
+        "Invalid number of bundles. Number of bundles has to be in the range of (0, 2^32].");
+  }
+  Json policies = Json::object();
+  if (a.bundles > 0) policies["bundles"] = {{"numBundles", a.bundles}};
+  if (!a.clusters.empty()) policies["replication_clusters"] = a.clusters;
+  return s.change("PUT", *path, policies.empty() ? "" : policies.dump());
+}
+
+int set_retention(Session& s, const NamespaceArgs& a) {
+  auto path = ns_path(s, a.name, "/retention");
+  if (!path) return 1;
+  auto size = parse_size(a.size);
+  if (!size.ok()) return s.argument_error(size.status().message());
+  auto seconds = parse_relative_seconds(a.time, /*allow_infinite=*/true);
+  if (!seconds.ok()) return s.argument_error(seconds.status().message());
+  const int64_t size_mb = *size == -1 ? -1 : *size / (1024 * 1024);
+  const int64_t minutes = *seconds == -1 ? -1 : *seconds / 60;
+  return s.change("POST", *path,
+                  Json{{"retentionTimeInMinutes", minutes}, {"retentionSizeInMB", size_mb}}.dump());
+}
+
+int set_message_ttl(Session& s, const NamespaceArgs& a) {
+  auto path = ns_path(s, a.name, "/messageTTL");
+  if (!path) return 1;
+  auto seconds = parse_relative_seconds(a.ttl);
+  if (!seconds.ok()) return s.argument_error(seconds.status().message());
+  return s.change("POST", *path, std::to_string(*seconds));
+}
+
+int set_backlog_quota(Session& s, const NamespaceArgs& a) {
+  if (!valid_quota_type(a.type)) {
+    return s.argument_error(
+        fmt::format("Invalid backlog quota type '{}': destination_storage or message_age", a.type));
+  }
+  if (a.policy != "producer_request_hold" && a.policy != "producer_exception" &&
+      a.policy != "consumer_backlog_eviction") {
+    return s.argument_error(fmt::format(
+        "Invalid retention policy type '{}'. Valid options are: [producer_request_hold, "
+        "producer_exception, consumer_backlog_eviction]",
+        a.policy));
+  }
+  int64_t limit_size = -1;
+  int64_t limit_time = -1;
+  if (!a.limit.empty()) {
+    auto size = parse_size(a.limit);
+    if (!size.ok()) return s.argument_error(size.status().message());
+    limit_size = *size;
+  }
+  if (!a.limit_time.empty()) {
+    auto seconds = parse_relative_seconds(a.limit_time, /*allow_infinite=*/true);
+    if (!seconds.ok()) return s.argument_error(seconds.status().message());
+    limit_time = *seconds;
+  }
+  if (a.type == "destination_storage" && a.limit.empty()) {
+    return s.argument_error("Quota type of 'destination_storage' needs a size limit (--limit)");
+  }
+  if (a.type == "message_age" && a.limit_time.empty()) {
+    return s.argument_error("Quota type of 'message_age' needs a time limit (--limitTime)");
+  }
+  auto path = ns_path(s, a.name, "/backlogQuota?backlogQuotaType=" + a.type);
+  if (!path) return 1;
+  return s.change(
+      "POST", *path,
+      Json{{"limitSize", limit_size}, {"limitTime", limit_time}, {"policy", a.policy}}.dump());
+}
+
+int remove_backlog_quota(Session& s, const NamespaceArgs& a) {
+  if (!valid_quota_type(a.type)) {
+    return s.argument_error(
+        fmt::format("Invalid backlog quota type '{}': destination_storage or message_age", a.type));
+  }
+  auto path = ns_path(s, a.name, "/backlogQuota?backlogQuotaType=" + a.type);
+  if (!path) return 1;
+  return s.change("DELETE", *path);
+}
+
+int set_deduplication(Session& s, const NamespaceArgs& a) {
+  if (a.enable == a.disable)
+    return s.argument_error("Need to specify either --enable or --disable");
+  auto path = ns_path(s, a.name, "/deduplication");
+  if (!path) return 1;
+  return s.change("POST", *path, a.enable ? "true" : "false");
+}
+
+int set_clusters(Session& s, const NamespaceArgs& a) {
+  auto path = ns_path(s, a.name, "/replication");
+  if (!path) return 1;
+  Json clusters = Json::array();
+  std::string_view rest = a.cluster_list;
+  while (true) {
+    const size_t comma = rest.find(',');
+    clusters.push_back(std::string(rest.substr(0, comma)));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return s.change("POST", *path, clusters.dump());
+}
+
+int grant_permission(Session& s, const NamespaceArgs& a) {
+  auto path = ns_path(s, a.name, "/permissions/" + encode_segment(a.role));
+  if (!path) return 1;
+  return s.change("POST", *path, Json(a.actions).dump());
+}
+
+int revoke_permission(Session& s, const NamespaceArgs& a) {
+  auto path = ns_path(s, a.name, "/permissions/" + encode_segment(a.role));
+  if (!path) return 1;
+  return s.change("DELETE", *path);
+}
+
+int unload(Session& s, const NamespaceArgs& a) {
+  const std::string suffix =
+      a.bundle.empty() ? "/unload" : "/" + encode_segment(a.bundle) + "/unload";
+  auto path = ns_path(s, a.name, suffix);
+  if (!path) return 1;
+  return s.change("PUT", *path);
+}
+
+int split_bundle(Session& s, const NamespaceArgs& a) {
+  auto path = ns_path(
+      s, a.name,
+      fmt::format("/{}/split?unload={}", encode_segment(a.bundle), a.unload ? "true" : "false"));
+  if (!path) return 1;
+  return s.change("PUT", *path);
+}
+
+int list_topics(Session& s, const NamespaceArgs& a) {
+  std::string query;
+  if (!a.mode.empty()) {
+    std::string mode = a.mode;
+    for (char& c : mode) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (mode != "PERSISTENT" && mode != "NON_PERSISTENT" && mode != "ALL") {
+      return s.argument_error("Invalid mode: persistent, non_persistent or all");
+    }
+    query = "?mode=" + mode;
+  }
+  auto path = ns_path(s, a.name, "/topics" + query);
+  return path ? s.print_list(*path) : 1;
+}
+
+int clear_backlog(Session& s, const NamespaceArgs& a) {
+  std::string suffix = a.bundle.empty() ? "" : "/" + encode_segment(a.bundle);
+  suffix += "/clearBacklog";
+  if (!a.subscription.empty()) suffix += "/" + encode_segment(a.subscription);
+  auto path = ns_path(s, a.name, suffix);
+  if (!path) return 1;
+  if (!a.force && !s.confirm("Are you sure you want to clear the backlog?")) return 0;
+  return s.change("POST", *path);
+}
+
+}  // namespace
+
+void add_namespace_commands(CLI::App& app, CommandTable& table) {
+  CLI::App* g = add_group(app, "namespaces", "Operations about namespaces");
+
+  auto tenant = std::make_shared<std::string>();
+  CLI::App* list = g->add_subcommand("list", "Get the namespaces of a tenant");
+  list->add_option("tenant", *tenant, "Tenant name")->required();
+  table.on(list, [tenant](Session& s) {
+    return s.print_list("/admin/v2/namespaces/" + encode_segment(*tenant));
+  });
+
+  add(g, table, "topics", "Get the list of topics of a namespace", list_topics,
+      [](CLI::App* c, NamespaceArgs& a) {
+        c->add_option("-m,--mode", a.mode, "Topic domains: persistent, non_persistent or all");
+      });
+  add(g, table, "bundles", "Get the list of bundles of a namespace", getter("/bundles"));
+  add(g, table, "policies", "Get the configuration policies of a namespace", getter(""));
+  add(g, table, "create", "Create a new namespace", create, [](CLI::App* c, NamespaceArgs& a) {
+    c->add_option("-b,--bundles", a.bundles, "Number of bundles to activate");
+    c->add_option("-c,--clusters", a.clusters, "Comma separated list of replication clusters")
+        ->delimiter(',');
+  });
+  add(
+      g, table, "delete", "Delete a namespace",
+      [](Session& s, const NamespaceArgs& a) {
+        auto path = ns_path(s, a.name, a.force ? "?force=true" : "?force=false");
+        return path ? s.change("DELETE", *path) : 1;
+      },
+      [](CLI::App* c, NamespaceArgs& a) {
+        c->add_flag("-f,--force", a.force, "Delete the namespace and all its topics");
+      });
+
+  add(g, table, "permissions", "Get the permissions on a namespace", getter("/permissions"));
+  add(g, table, "grant-permission", "Grant permissions on a namespace", grant_permission,
+      [](CLI::App* c, NamespaceArgs& a) {
+        c->add_option("--role", a.role, "Client role to grant permissions to")->required();
+        c->add_option("--actions", a.actions,
+                      "Actions to grant (produce,consume,sources,sinks,functions,packages)")
+            ->required()
+            ->delimiter(',');
+      });
+  add(g, table, "revoke-permission", "Revoke permissions on a namespace", revoke_permission,
+      [](CLI::App* c, NamespaceArgs& a) {
+        c->add_option("--role", a.role, "Client role to revoke permissions from")->required();
+      });
+
+  add(g, table, "set-clusters", "Set the replication clusters of a namespace", set_clusters,
+      [](CLI::App* c, NamespaceArgs& a) {
+        c->add_option("-c,--clusters", a.cluster_list, "Comma separated replication cluster ids")
+            ->required();
+      });
+  add(g, table, "get-clusters", "Get the replication clusters of a namespace",
+      getter("/replication", true));
+
+  add(g, table, "set-retention", "Set the retention policy of a namespace", set_retention,
+      [](CLI::App* c, NamespaceArgs& a) {
+        c->add_option("-s,--size", a.size, "Retention size limit (eg: 10M, 16G, 3T; -1: none)")
+            ->required();
+        c->add_option("-t,--time", a.time,
+                      "Retention time (eg: 100m, 3h, 2d, 5w; no unit: seconds; -1: none)")
+            ->required();
+      });
+  add(g, table, "get-retention", "Get the retention policy of a namespace", getter("/retention"));
+  add(g, table, "remove-retention", "Remove the retention policy of a namespace",
+      changer("DELETE", "/retention"));
+
+  add(g, table, "set-message-ttl", "Set the message TTL of a namespace", set_message_ttl,
+      [](CLI::App* c, NamespaceArgs& a) {
+        c->add_option("--messageTTL", a.ttl,
+                      "Message TTL (eg: 3600, 100m, 3h, 2d, 5w; 0 disables TTL); also -ttl")
+            ->required();
+      });
+  add(g, table, "get-message-ttl", "Get the message TTL of a namespace", getter("/messageTTL"));
+  add(g, table, "remove-message-ttl", "Remove the message TTL of a namespace",
+      changer("DELETE", "/messageTTL"));
+
+  add(g, table, "set-backlog-quota", "Set a backlog quota policy of a namespace", set_backlog_quota,
+      [](CLI::App* c, NamespaceArgs& a) {
+        c->add_option("-l,--limit", a.limit, "Size limit (eg: 10M, 16G)");
+        c->add_option("--limitTime", a.limit_time,
+                      "Time limit (eg: 3600, 100m, 3h, 2d, 5w); also -lt");
+        c->add_option("-p,--policy", a.policy,
+                      "What to do at the limit: producer_request_hold, producer_exception or "
+                      "consumer_backlog_eviction")
+            ->required();
+        c->add_option("-t,--type", a.type,
+                      "Quota type: destination_storage (default) or message_age; also -bt");
+      });
+  add(g, table, "get-backlog-quotas", "Get the backlog quota policies of a namespace",
+      getter("/backlogQuotaMap"));
+  add(g, table, "remove-backlog-quota", "Remove a backlog quota policy of a namespace",
+      remove_backlog_quota, [](CLI::App* c, NamespaceArgs& a) {
+        c->add_option("-t,--type", a.type,
+                      "Quota type: destination_storage (default) or message_age; also -bt");
+      });
+
+  add(g, table, "set-deduplication", "Enable or disable message deduplication on a namespace",
+      set_deduplication, [](CLI::App* c, NamespaceArgs& a) {
+        c->add_flag("-e,--enable", a.enable, "Enable deduplication");
+        c->add_flag("-d,--disable", a.disable, "Disable deduplication");
+      });
+  add(g, table, "get-deduplication", "Get the deduplication setting of a namespace",
+      getter("/deduplication"));
+  add(g, table, "remove-deduplication", "Remove the deduplication setting of a namespace",
+      changer("DELETE", "/deduplication"));
+
+  add(g, table, "unload", "Unload a namespace, or one of its bundles, from its broker", unload,
+      [](CLI::App* c, NamespaceArgs& a) {
+        c->add_option("-b,--bundle", a.bundle, "Bundle range, e.g. 0x00000000_0xffffffff");
+      });
+  add(g, table, "split-bundle", "Split a namespace bundle in two", split_bundle,
+      [](CLI::App* c, NamespaceArgs& a) {
+        c->add_option("-b,--bundle", a.bundle, "Bundle range, e.g. 0x00000000_0xffffffff")
+            ->required();
+        c->add_flag("-u,--unload", a.unload, "Unload the new bundles after the split");
+      });
+  add(g, table, "clear-backlog", "Clear the backlog of every subscription of a namespace",
+      clear_backlog, [](CLI::App* c, NamespaceArgs& a) {
+        c->add_option("-s,--sub", a.subscription, "Only this subscription");
+        c->add_option("-b,--bundle", a.bundle, "Only this bundle");
+        c->add_flag("--force", a.force, "Do not ask for confirmation; also -force");
+      });
+}
+
+}  // namespace magnetar::cli

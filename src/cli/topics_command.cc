@@ -1,0 +1,433 @@
+// `magnetar-admin topics ...`: /admin/v2/{persistent|non-persistent}/{tenant}/{ns}/{topic}.
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <ostream>
+
+#include "cli/arguments.h"
+#include "cli/commands.h"
+
+namespace magnetar::cli {
+
+namespace {
+
+struct TopicArgs {
+  std::string name;
+  int partitions = 0;
+  bool force = false;
+  bool per_partition = false;
+  bool update_local_only = false;
+  std::string subscription;
+  std::string message_id;
+  std::string time;
+  bool exclude = false;
+  bool replicated = false;
+  int64_t count = 1;
+  std::string domain;
+};
+
+// The topic's REST path plus `suffix`, or nullopt after printing why the name is bad.
+std::optional<std::string> topic_url(Session& s, const std::string& name,
+                                     std::string_view suffix = "") {
+  auto path = topic_path(name);
+  if (!path.ok()) {
+    (void)s.argument_error(path.status().message());
+    return std::nullopt;
+  }
+  return *path + std::string(suffix);
+}
+
+std::string subscription_suffix(const TopicArgs& a, std::string_view rest = "") {
+  return "/subscription/" + encode_segment(a.subscription) + std::string(rest);
+}
+
+const char* flag(bool b) {
+  return b ? "true" : "false";
+}
+
+using Run = std::function<int(Session&, const TopicArgs&)>;
+
+// A subcommand taking the topic as its one positional argument; `options` adds the rest.
+CLI::App* add(CLI::App* group, CommandTable& table, const std::string& name,
+              const std::string& description, Run run,
+              const std::function<void(CLI::App*, TopicArgs&)>& options = nullptr) {
+  auto args = std::make_shared<TopicArgs>();
+  CLI::App* cmd = group->add_subcommand(name, description);
+  cmd->add_option("topic", args->name, "persistent://tenant/namespace/topic")->required();
+  if (options) options(cmd, *args);
+  table.on(cmd, [args, run = std::move(run)](Session& s) { return run(s, *args); });
+  return cmd;
+}
+
+Run getter(std::string suffix, bool list = false) {
+  return [suffix = std::move(suffix), list](Session& s, const TopicArgs& a) {
+    auto path = topic_url(s, a.name, suffix);
+    if (!path) return 1;
+    return list ? s.print_list(*path) : s.print_value(*path);
+  };
+}
+
+void add_subscription_option(CLI::App* c, TopicArgs& a, const char* what = "Subscription name") {
+  c->add_option("-s,--subscription", a.subscription, what)->required();
+}
+
+int list_topics(Session& s, const std::string& ns, const std::string& domain) {
+  if (!domain.empty() && domain != "persistent" && domain != "non_persistent" &&
+      domain != "non-persistent") {
+    return s.argument_error("Invalid topic domain: persistent or non_persistent");
+  }
+  const bool persistent = domain.empty() || domain == "persistent";
+  const bool non_persistent = domain.empty() || domain != "persistent";
+  std::vector<std::string> roots;
+  for (const char* d : {"persistent", "non-persistent"}) {
+    if ((d[0] == 'p' && !persistent) || (d[0] == 'n' && !non_persistent)) continue;
+    auto root = namespace_topics_root(ns, d);
+    if (!root.ok()) return s.argument_error(root.status().message());
+    roots.push_back(*root);
+  }
+  Json all = Json::array();
+  for (size_t i = 0; i < roots.size(); ++i) {
+    // Without -td both domains are listed; a server that has no non-persistent topics may
+    // not know that path, which is not an error then.
+    const bool optional = domain.empty() && i == 1;
+    std::optional<http::HttpResponse> response;
+    if (optional) {
+      auto raw = s.send("GET", roots[i]);
+      if (!raw.ok() || raw->status / 100 != 2) continue;
+      response = std::move(raw).value();
+    } else {
+      response = s.call("GET", roots[i]);
+      if (!response) return 1;
+    }
+    Json j = Session::parse(*response);
+    if (j.is_array()) {
+      for (Json& e : j) all.push_back(std::move(e));
+    }
+  }
+  for (const Json& e : all) s.print(e);
+  return 0;
+}
+
+int reset_cursor(Session& s, const TopicArgs& a) {
+  if (a.time.empty() == a.message_id.empty()) {
+    return s.argument_error(
+        "Either Timestamp (--time) or Position (--messageId) has to be provided to reset cursor");
+  }
+  if (!a.time.empty()) {
+    auto seconds = parse_relative_seconds(a.time);
+    if (!seconds.ok()) return s.argument_error(seconds.status().message());
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    auto path =
+        topic_url(s, a.name,
+                  subscription_suffix(a, fmt::format("/resetcursor/{}", now_ms - *seconds * 1000)));
+    return path ? s.change("POST", *path) : 1;
+  }
+  auto id = parse_message_id(a.message_id);
+  if (!id.ok()) return s.argument_error(id.status().message());
+  auto path = topic_url(s, a.name, subscription_suffix(a, "/resetcursor"));
+  return path ? s.change("POST", *path, reset_cursor_body(*id, a.exclude)) : 1;
+}
+
+int expire_messages(Session& s, const TopicArgs& a) {
+  if (a.time.empty() == a.message_id.empty()) {
+    return s.argument_error(
+        "Either time (--expireTime) or message id (--messageId) has to be provided");
+  }
+  if (!a.time.empty()) {
+    auto seconds = parse_relative_seconds(a.time);
+    if (!seconds.ok()) return s.argument_error(seconds.status().message());
+    auto path =
+        topic_url(s, a.name, subscription_suffix(a, fmt::format("/expireMessages/{}", *seconds)));
+    return path ? s.change("POST", *path) : 1;
+  }
+  auto id = parse_message_id(a.message_id);
+  if (!id.ok()) return s.argument_error(id.status().message());
+  auto path = topic_url(s, a.name, subscription_suffix(a, "/expireMessages"));
+  return path ? s.change("POST", *path, reset_cursor_body(*id, a.exclude)) : 1;
+}
+
+// The hex dump layout pulsar-admin prints message payloads in: 16 bytes a row, offset, hex
+// and printable characters between box lines. Nothing but a newline for an empty payload.
+void hex_dump(std::ostream& out, std::string_view bytes) {
+  if (bytes.empty()) {
+    out << "\n";
+    return;
+  }
+  out << "         +-------------------------------------------------+\n"
+      << "         |  0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f |\n"
+      << "+--------+-------------------------------------------------+----------------+\n";
+  for (size_t row = 0; row < bytes.size(); row += 16) {
+    std::string hex;
+    std::string text;
+    for (size_t i = row; i < row + 16; ++i) {
+      if (i < bytes.size()) {
+        const auto c = static_cast<unsigned char>(bytes[i]);
+        hex += fmt::format(" {:02x}", c);
+        text += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '.';
+      } else {
+        hex += "   ";
+        text += ' ';
+      }
+    }
+    out << fmt::format("|{:08x}|{} |{}|\n", row, hex, text);
+  }
+  out << "+--------+-------------------------------------------------+----------------+\n";
+}
+
+// Milliseconds since the epoch of an ISO-8601 UTC time as brokers send it in
+// X-Pulsar-publish-time ("2026-09-15T16:51:11.802Z"), or of a plain number; else the text.
+std::string epoch_millis(const std::string& text) {
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, ms = 0;
+  char z = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d%c", &y, &mo, &d, &h, &mi, &sec, &ms,
+                  &z) != 8 &&
+      std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &d, &h, &mi, &sec, &z) != 7) {
+    return text;
+  }
+  if (z != 'Z') return text;
+  // Days from 1970-01-01 to y-mo-d in the proleptic Gregorian calendar.
+  y -= mo <= 2;
+  const int era = (y >= 0 ? y : y - 399) / 400;
+  const int yoe = y - era * 400;
+  const int doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  const int64_t days = int64_t{era} * 146097 + doe - 719468;
+  return std::to_string(((days * 24 + h) * 60 + mi) * 60'000 + sec * 1000 + ms);
+}
+
+// The message properties of a peeked message: the JSON object of X-Pulsar-PROPERTY (current
+// brokers) and the X-Pulsar-PROPERTY-<key> headers (older ones).
+Json peeked_properties(const http::HttpResponse& response) {
+  Json properties = Json::object();
+  const std::string all = response.header("x-pulsar-property");
+  if (!all.empty()) {
+    Json j = Json::parse(all, nullptr, false);
+    if (j.is_object()) properties = std::move(j);
+  }
+  constexpr std::string_view kPrefix = "x-pulsar-property-";
+  for (const auto& [name, value] : response.fields) {
+    if (name.size() <= kPrefix.size()) continue;
+    std::string lower_prefix = name.substr(0, kPrefix.size());
+    for (char& c : lower_prefix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower_prefix == kPrefix) properties[name.substr(kPrefix.size())] = value;
+  }
+  return properties;
+}
+
+// GET .../subscription/{sub}/position/{n} answers one message: the payload as the body, its
+// metadata in X-Pulsar-* headers. Printed as pulsar-admin prints it (batches are not split).
+int peek_messages(Session& s, const TopicArgs& a) {
+  if (a.count < 1) return s.argument_error("--count must be at least 1");
+  for (int64_t n = 1; n <= a.count; ++n) {
+    auto path = topic_url(s, a.name, subscription_suffix(a, fmt::format("/position/{}", n)));
+    if (!path) return 1;
+    auto response = s.call("GET", *path);
+    if (!response) return 1;
+    std::ostream& out = s.out();
+    if (n > 1) out << std::string(73, '-') << "\n\n";
+    std::string id = response->header("x-pulsar-message-id");
+    if (size_t colon = id.find(':'); colon != std::string::npos) {
+      // "ledger:entry[:partition[:batch]]": pulsar-admin shows ledger:entry.
+      id = id.substr(0, id.find(':', colon + 1));
+    }
+    out << "Message ID: " << id << "\n";
+    const std::string published = response->header("x-pulsar-publish-time");
+    const std::string event = response->header("x-pulsar-event-time");
+    out << "Publish time: " << (published.empty() ? "0" : epoch_millis(published)) << "\n";
+    out << "Event time: " << (event.empty() ? "0" : epoch_millis(event)) << "\n";
+    const Json properties = peeked_properties(*response);
+    if (!properties.empty()) {
+      out << "Properties:\n";
+      s.print(properties);
+    }
+    hex_dump(out, response->body);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_topic_commands(CLI::App& app, CommandTable& table) {
+  CLI::App* g = add_group(app, "topics", "Operations on persistent and non-persistent topics");
+
+  auto list = std::make_shared<TopicArgs>();
+  CLI::App* list_cmd = g->add_subcommand("list", "Get the list of topics of a namespace");
+  list_cmd->add_option("namespace", list->name, "tenant/namespace")->required();
+  list_cmd->add_option("--topic-domain", list->domain,
+                       "Only this domain: persistent or non_persistent; also -td");
+  table.on(list_cmd, [list](Session& s) { return list_topics(s, list->name, list->domain); });
+
+  add(g, table, "create", "Create a non-partitioned topic", [](Session& s, const TopicArgs& a) {
+    auto path = topic_url(s, a.name);
+    return path ? s.change("PUT", *path) : 1;
+  });
+  add(
+      g, table, "create-partitioned-topic", "Create a partitioned topic",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(s, a.name, "/partitions");
+        return path ? s.change("PUT", *path, std::to_string(a.partitions)) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        c->add_option("-p,--partitions", a.partitions, "Number of partitions")->required();
+      });
+  add(
+      g, table, "update-partitioned-topic", "Increase the partitions of a partitioned topic",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(s, a.name,
+                              fmt::format("/partitions?updateLocalTopicOnly={}&force={}",
+                                          flag(a.update_local_only), flag(a.force)));
+        return path ? s.change("POST", *path, std::to_string(a.partitions)) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        c->add_option("-p,--partitions", a.partitions, "Number of partitions")->required();
+        c->add_flag("-f,--force", a.force, "Update even when some partitions exist already");
+        c->add_flag("--update-local-only", a.update_local_only, "Only this cluster");
+      });
+  add(
+      g, table, "delete-partitioned-topic", "Delete a partitioned topic",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(s, a.name, fmt::format("/partitions?force={}", flag(a.force)));
+        return path ? s.change("DELETE", *path) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        c->add_flag("-f,--force", a.force, "Close producers and consumers and delete anyway");
+      });
+  add(g, table, "get-partitioned-topic-metadata", "Get the partitioned topic metadata",
+      getter("/partitions"));
+  add(
+      g, table, "delete", "Delete a topic",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(s, a.name, fmt::format("?force={}", flag(a.force)));
+        return path ? s.change("DELETE", *path) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        c->add_flag("-f,--force", a.force, "Close producers and consumers and delete anyway");
+      });
+
+  add(g, table, "stats", "Get the stats of a topic", getter("/stats"));
+  add(
+      g, table, "partitioned-stats", "Get the stats of a partitioned topic",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(
+            s, a.name, fmt::format("/partitioned-stats?perPartition={}", flag(a.per_partition)));
+        return path ? s.print_value(*path) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        c->add_flag("--per-partition", a.per_partition, "Include the stats of every partition");
+      });
+  add(g, table, "stats-internal", "Get the internal stats of a topic", getter("/internalStats"));
+  add(g, table, "subscriptions", "Get the subscriptions of a topic",
+      getter("/subscriptions", true));
+  add(g, table, "last-message-id", "Get the id of the last message of a topic",
+      getter("/lastMessageId"));
+
+  add(
+      g, table, "create-subscription", "Create a subscription on a topic",
+      [](Session& s, const TopicArgs& a) {
+        auto id = parse_message_id(a.message_id.empty() ? "latest" : a.message_id);
+        if (!id.ok()) return s.argument_error(id.status().message());
+        auto path = topic_url(
+            s, a.name, subscription_suffix(a, fmt::format("?replicated={}", flag(a.replicated))));
+        return path ? s.change("PUT", *path, reset_cursor_body(*id, false)) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        add_subscription_option(c, a, "Subscription to create");
+        c->add_option("-m,--messageId", a.message_id,
+                      "Where the subscription starts: latest (default), earliest or "
+                      "ledgerId:entryId");
+        c->add_flag("-r,--replicated", a.replicated, "Replicated subscription");
+      });
+  add(
+      g, table, "unsubscribe", "Delete a subscription of a topic",
+      [](Session& s, const TopicArgs& a) {
+        auto path =
+            topic_url(s, a.name, subscription_suffix(a, fmt::format("?force={}", flag(a.force))));
+        return path ? s.change("DELETE", *path) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        add_subscription_option(c, a, "Subscription to delete");
+        c->add_flag("-f,--force", a.force, "Disconnect its consumers and delete anyway");
+      });
+  add(
+      g, table, "skip", "Skip messages of a subscription",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(s, a.name, subscription_suffix(a, fmt::format("/skip/{}", a.count)));
+        return path ? s.change("POST", *path) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        add_subscription_option(c, a);
+        c->add_option("-n,--count", a.count, "Number of messages to skip")->required();
+      });
+  add(
+      g, table, "clear-backlog", "Skip every message of a subscription",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(s, a.name, subscription_suffix(a, "/skip_all"));
+        return path ? s.change("POST", *path) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) { add_subscription_option(c, a); });
+  add(g, table, "reset-cursor", "Move a subscription to a time or message id", reset_cursor,
+      [](CLI::App* c, TopicArgs& a) {
+        add_subscription_option(c, a, "Subscription to reset");
+        c->add_option("-t,--time", a.time, "How far back (eg: 100m, 3h, 2d, 5w; no unit: seconds)");
+        c->add_option("-m,--messageId", a.message_id,
+                      "Message id to reset to: earliest, latest or ledgerId:entryId");
+        c->add_flag("-e,--exclude-message", a.exclude, "Start after the message id");
+      });
+  add(g, table, "expire-messages", "Expire the messages of a subscription older than a time",
+      expire_messages, [](CLI::App* c, TopicArgs& a) {
+        add_subscription_option(c, a);
+        c->add_option("-t,--expireTime", a.time,
+                      "Expire messages older than this (eg: 100, 100m, 3h, 2d, 5w)");
+        c->add_option("-m,--messageId", a.message_id,
+                      "Expire messages up to this id: ledgerId:entryId");
+        c->add_flag("-e,--exclude-message", a.exclude, "Keep the message id itself");
+      });
+  add(
+      g, table, "expire-messages-all-subscriptions",
+      "Expire the messages of every subscription older than a time",
+      [](Session& s, const TopicArgs& a) {
+        auto seconds = parse_relative_seconds(a.time);
+        if (!seconds.ok()) return s.argument_error(seconds.status().message());
+        auto path =
+            topic_url(s, a.name, fmt::format("/all_subscription/expireMessages/{}", *seconds));
+        return path ? s.change("POST", *path) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        c->add_option("-t,--expireTime", a.time,
+                      "Expire messages older than this (eg: 100, 100m, 3h, 2d, 5w)")
+            ->required();
+      });
+  add(g, table, "peek-messages", "Show messages of a subscription without consuming them",
+      peek_messages, [](CLI::App* c, TopicArgs& a) {
+        add_subscription_option(c, a);
+        c->add_option("-n,--count", a.count, "Number of messages (default 1)");
+      });
+
+  add(g, table, "unload", "Unload a topic from its broker", [](Session& s, const TopicArgs& a) {
+    auto path = topic_url(s, a.name, "/unload");
+    return path ? s.change("PUT", *path) : 1;
+  });
+  add(g, table, "terminate", "Terminate a topic: no more messages may be published",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(s, a.name, "/terminate");
+        if (!path) return 1;
+        auto response = s.call("POST", *path);
+        if (!response) return 1;
+        const Json id = Session::parse(*response);
+        auto field = [&id](const char* key) -> std::string {
+          if (!id.is_object() || !id.contains(key)) return "-1";
+          return id[key].dump();
+        };
+        s.out() << "Topic successfully terminated at " << field("ledgerId") << ":"
+                << field("entryId") << ":" << field("partitionIndex") << "\n";
+        return 0;
+      });
+}
+
+}  // namespace magnetar::cli
