@@ -9,7 +9,9 @@
 #include "broker/load_manager.h"
 #include "broker/namespace_service.h"
 #include "broker/topic.h"
+#include "http/http_client.h"
 #include "mledger/managed_ledger.h"
+#include "protocol/frame.h"
 #include "protocol/message_id.h"
 
 namespace magnetar::broker {
@@ -70,6 +72,48 @@ Response redirect_to(const LookupAnswer& owner, const Request& req) {
   r.status = 307;
   r.headers["Location"] = target + "?" + query;
   return r;
+}
+
+// One request to another broker's web service: the owner of something, or the broker the
+// placement sends an unowned bundle to (whose 307s, on to the chosen owner, are followed).
+// Every argument must outlive the call (the caller's named locals).
+Task<Result<http::HttpResponse>> forward(const BrokerUrls& owner, const std::string& method,
+                                         const std::string& target, const std::string& body) {
+  static const http::HttpClient client([] {
+    http::ClientOptions o;
+    o.max_redirects = 5;
+    o.user_agent = "magnetar-broker";
+    return o;
+  }());
+  http::HttpRequest request;
+  request.method = method;
+  request.url = owner.http_url + target;
+  request.body = body;
+  auto response = co_await client.send(std::move(request));
+  co_return response;
+}
+
+// A forwarded answer that is not a success, as our answer.
+Response forwarded_failure(const BrokerUrls& owner, const Result<http::HttpResponse>& r) {
+  if (!r.ok()) {
+    return Response::error(503, fmt::format("broker {} did not answer: {}", owner.http_url,
+                                            r.status().message()));
+  }
+  Response out;
+  out.status = r->status;
+  out.content_type = r->header("content-type");
+  out.body = r->body;
+  return out;
+}
+
+// ISO-8601 UTC with milliseconds, as Pulsar's X-Pulsar-publish-time.
+std::string iso_time(uint64_t epoch_ms) {
+  const std::time_t secs = static_cast<std::time_t>(epoch_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     epoch_ms % 1000);
 }
 
 Json message_id_json(const Position& p) {
@@ -179,13 +223,27 @@ Task<Response> Routes::persistent(const Request& req) {
     for (int i = 0; i < *n; ++i) {
       const protocol::TopicName partition = name->partition(i);
       auto owner = co_await broker_.namespaces().lookup(partition, false);
-      if (!owner.ok() || !owner->self) continue;
-      std::function<Task<Response>(std::shared_ptr<PersistentTopic>)> stats =
-          [](std::shared_ptr<PersistentTopic> t) -> Task<Response> {
-        co_return ok_json(t->stats());
-      };
-      Response r = co_await with_topic(partition, stats);
-      if (r.status != 200) continue;
+      if (!owner.ok()) co_return status_response(owner.status());
+      Response r;
+      if (owner->self) {
+        std::function<Task<Response>(std::shared_ptr<PersistentTopic>)> stats =
+            [](std::shared_ptr<PersistentTopic> t) -> Task<Response> {
+          co_return ok_json(t->stats());
+        };
+        r = co_await with_topic(partition, stats);
+      } else {
+        // Served by another broker (or to be placed there): ask it.
+        std::string target = fmt::format("/admin/v2/{}/stats?authoritative={}",
+                                          partition.rest_path(),
+                                          owner->authoritative ? "true" : "false");
+        const std::string get = "GET", no_body;
+        auto remote = co_await forward(owner->target, get, target, no_body);
+        if (!remote.ok()) co_return forwarded_failure(owner->target, remote);
+        r.status = remote->status;
+        r.body = std::move(remote->body);
+      }
+      if (r.status == 404) continue;  // a partition not created yet
+      if (r.status != 200) co_return r;
       auto j = Json::parse(r.body, nullptr, false);
       in += j.value("msgInCounter", int64_t{0});
       msg_out += j.value("msgOutCounter", int64_t{0});
@@ -236,7 +294,18 @@ Task<Response> Routes::partitions(protocol::TopicName name, const Request& req) 
     for (int i = 0; i < n; ++i) {
       const protocol::TopicName partition = name.partition(i);
       auto owner = co_await broker_.namespaces().lookup(partition, false);
-      if (!owner.ok() || !owner->self) continue;  // owned elsewhere: its owner deletes it
+      if (!owner.ok()) co_return status_response(owner.status());
+      if (!owner->self) {
+        std::string target = fmt::format("/admin/v2/{}?force={}&authoritative={}",
+                                          partition.rest_path(), force ? "true" : "false",
+                                          owner->authoritative ? "true" : "false");
+        const std::string del = "DELETE", no_body;
+        auto remote = co_await forward(owner->target, del, target, no_body);
+        if (!remote.ok() || (remote->status >= 300 && remote->status != 404)) {
+          co_return forwarded_failure(owner->target, remote);
+        }
+        continue;
+      }
       Status st = co_await broker_.delete_topic(partition, force);
       if (st.is(Errc::kAlreadyExists)) co_return Response::error(412, st.message());
       if (!st.ok() && !st.is(Errc::kNotFound)) co_return status_response(st);
@@ -420,6 +489,61 @@ Task<Response> Routes::topic_op(protocol::TopicName name, std::vector<std::strin
     };
     co_return co_await with_topic(name, fn);
   }
+  if (m == "GET" && rest.size() == 4 && rest[2] == "position") {
+    auto n = parse_int(rest[3]);
+    if (!n || *n < 1) co_return Response::error(412, "the position must be a number from 1");
+    Fn fn = [sub, n = *n](std::shared_ptr<PersistentTopic> t) -> Task<Response> {
+      auto s = t->find_subscription(sub);
+      if (!s) co_return Response::error(404, "Subscription not found");
+      // The n-th message not yet acknowledged: entries from the mark-delete position on.
+      auto& ml = t->ledger();
+      Position at = ml.next_position(s->cursor().mark_delete_position());
+      std::optional<mledger::Entry> found;
+      int64_t left = n;
+      while (!found && !(ml.last_confirmed() < at)) {
+        auto entries = co_await ml.read(at, static_cast<int>(std::min<int64_t>(left, 100)));
+        if (!entries.ok()) co_return status_response(entries.status());
+        if (entries->empty()) break;
+        for (auto& e : *entries) {
+          at = ml.next_position(e.position);
+          if (--left == 0) {
+            found = std::move(e);
+            break;
+          }
+        }
+      }
+      if (!found) co_return Response::error(404, "Message not found");
+      auto view = protocol::parse_entry(found->data);
+      wire::MessageMetadata md;
+      if (!view.ok() || !md.ParseFromArray(view->metadata_bytes.data(),
+                                           static_cast<int>(view->metadata_bytes.size()))) {
+        co_return Response::error(500, "the stored entry does not parse");
+      }
+      Response r;
+      r.status = 200;
+      r.content_type = "application/octet-stream";
+      r.body = view->payload.to_string();
+      r.headers["X-Pulsar-Message-ID"] =
+          fmt::format("{}:{}", found->position.ledger_id, found->position.entry_id);
+      r.headers["X-Pulsar-publish-time"] = iso_time(md.publish_time());
+      if (md.has_event_time() && md.event_time() > 0) {
+        r.headers["X-Pulsar-event-time"] = iso_time(md.event_time());
+      }
+      if (md.has_num_messages_in_batch()) {
+        r.headers["X-Pulsar-num-batch-message"] = std::to_string(md.num_messages_in_batch());
+      }
+      if (md.has_partition_key()) r.headers["X-Pulsar-partition-key"] = md.partition_key();
+      r.headers["X-Pulsar-sequence-id"] = std::to_string(md.sequence_id());
+      r.headers["X-Pulsar-producer-name"] = md.producer_name();
+      if (md.properties_size() > 0) {
+        Json props = Json::object();
+        for (const auto& kv : md.properties()) props[kv.key()] = kv.value();
+        r.headers["X-Pulsar-PROPERTY"] = props.dump();
+      }
+      co_return r;
+    };
+    co_return co_await with_topic(name, fn);
+  }
   if (m != "POST" || rest.size() < 3) co_return Response::error(404, "Not Found");
   const std::string& action = rest[2];
   std::optional<int64_t> arg;
@@ -520,29 +644,97 @@ Task<Response> Routes::brokers(const Request& req) {
 
 }  // namespace
 
+namespace {
+
+// Clears the backlog of every subscription (or of `sub`) of the namespace's topics in
+// `range`, which this broker owns.
+Task<Response> clear_bundle_backlog(Broker& broker, std::string ns, BundleRange range,
+                                    std::string sub) {
+  auto topics = co_await broker.topics_of_namespace(ns);
+  if (!topics.ok()) co_return status_response(topics.status());
+  for (const std::string& full : *topics) {
+    auto name = protocol::TopicName::parse(full);
+    if (!name.ok() || !range.contains(topic_bundle_hash(name->to_string()))) continue;
+    auto topic = co_await broker.get_topic(*name, false);
+    if (!topic.ok()) continue;
+    std::shared_ptr<PersistentTopic> t = *topic;
+    auto work = [t, sub]() -> Task<Status> {
+      for (const std::string& s : t->subscription_names()) {
+        if (!sub.empty() && s != sub) continue;
+        auto subscription = t->find_subscription(s);
+        if (!subscription) continue;
+        Status st = co_await subscription->cursor().clear_backlog();
+        if (!st.ok()) co_return st;
+        subscription->restart_dispatch();
+      }
+      co_return Status::OK();
+    };
+    auto st = co_await run_on<Status>(t->executor(), std::move(work));
+    if (!st->ok()) co_return status_response(*st);
+  }
+  co_return no_content();
+}
+
+// The namespace's bundles, from its policies.
+Task<Result<std::vector<BundleRange>>> bundles_of(Broker& broker, const std::string& ns) {
+  auto node = co_await broker.configuration_store().get(fmt::format("/admin/policies/{}", ns));
+  if (!node.ok()) co_return node.status();
+  if (!node->has_value()) co_return Status(Errc::kNotFound, "Namespace does not exist");
+  auto bundles =
+      NamespaceBundles::from_policies((*node)->value, broker.config().default_number_of_namespace_bundles);
+  if (!bundles.ok()) co_return bundles.status();
+  co_return bundles->ranges();
+}
+
+}  // namespace
+
 Task<std::optional<Response>> namespace_broker_operation(Broker& broker, const Request& req,
                                                          const std::vector<std::string>& parts) {
   // parts: tenant, ns, ...
   if (parts.size() < 3) co_return std::nullopt;
   const std::string ns = fmt::format("{}/{}", parts[0], parts[1]);
   auto& namespaces = broker.namespaces();
-  if (parts.size() == 3 && parts[2] == "unload") {
-    if (req.method != "PUT") co_return Response::error(405, "Method Not Allowed");
-    auto exists = co_await broker.namespace_exists(ns);
-    if (!exists.ok()) co_return status_response(exists.status());
-    if (!*exists) co_return Response::error(404, "Namespace does not exist");
-    // The bundles owned here; bundles on other brokers are unloaded through them.
-    auto owned = co_await namespaces.owned_bundles_of(ns);
-    for (const std::string& full : owned) {
-      auto range = BundleRange::parse(std::string_view(full).substr(full.rfind('/') + 1));
-      if (!range) continue;
-      Status st = co_await namespaces.unload_bundle(ns, *range);
-      if (!st.ok() && !st.is(Errc::kNotFound)) co_return status_response(st);
+  // Namespace-wide: every bundle, each by its owner (unowned bundles have nothing to do).
+  const bool ns_unload = parts.size() == 3 && parts[2] == "unload";
+  const bool ns_clear = (parts.size() == 3 || parts.size() == 4) && parts[2] == "clearBacklog";
+  if (ns_unload || ns_clear) {
+    if (req.method != (ns_unload ? "PUT" : "POST")) {
+      co_return Response::error(405, "Method Not Allowed");
+    }
+    const std::string sub = parts.size() == 4 ? parts[3] : "";
+    auto ranges = co_await bundles_of(broker, ns);
+    if (!ranges.ok()) co_return status_response(ranges.status());
+    for (const BundleRange& range : *ranges) {
+      auto owner = co_await namespaces.owner_of(ns, range);
+      if (!owner.ok()) co_return status_response(owner.status());
+      if (!owner->has_value()) continue;
+      const LookupAnswer& o = **owner;
+      if (o.self) {
+        if (ns_unload) {
+          Status st = co_await namespaces.unload_bundle(ns, range);
+          if (!st.ok() && !st.is(Errc::kNotFound)) co_return status_response(st);
+        } else {
+          Response r = co_await clear_bundle_backlog(broker, ns, range, sub);
+          if (r.status >= 300) co_return r;
+        }
+        continue;
+      }
+      std::string target = ns_unload
+                               ? fmt::format("/admin/v2/namespaces/{}/{}/unload", ns, range.name())
+                               : fmt::format("/admin/v2/namespaces/{}/{}/clearBacklog{}", ns,
+                                             range.name(), sub.empty() ? "" : "/" + sub);
+      const std::string no_body;
+      auto remote = co_await forward(o.target, req.method, target, no_body);
+      if (!remote.ok() || remote->status >= 300) co_return forwarded_failure(o.target, remote);
     }
     co_return no_content();
   }
-  if (parts.size() != 4 || (parts[3] != "unload" && parts[3] != "split")) co_return std::nullopt;
-  if (req.method != "PUT") co_return Response::error(405, "Method Not Allowed");
+  // Bundle operations: {bundle}/unload, {bundle}/split, {bundle}/clearBacklog[/{sub}].
+  if (parts.size() < 4) co_return std::nullopt;
+  const std::string& op = parts[3];
+  const bool clear = op == "clearBacklog" && parts.size() <= 5;
+  if (!clear && (parts.size() != 4 || (op != "unload" && op != "split"))) co_return std::nullopt;
+  if (req.method != (clear ? "POST" : "PUT")) co_return Response::error(405, "Method Not Allowed");
   auto range = BundleRange::parse(parts[2]);
   if (!range) co_return Response::error(412, fmt::format("Invalid bundle range {}", parts[2]));
   auto exists = co_await broker.namespace_exists(ns);
@@ -551,13 +743,17 @@ Task<std::optional<Response>> namespace_broker_operation(Broker& broker, const R
   auto owner = co_await namespaces.owner_of(ns, *range);
   if (!owner.ok()) co_return status_response(owner.status());
   if (!owner->has_value()) {
-    if (parts[3] == "unload") co_return no_content();  // nobody serves it: nothing to do
+    if (op != "split") co_return no_content();  // nobody serves it: nothing to do
     co_return Response::error(412, fmt::format("bundle {} is not served by any broker",
                                                bundle_full_name(ns, *range)));
   }
   if (!(*owner)->self) co_return redirect_to(**owner, req);
+  if (clear) {
+    std::string sub = parts.size() == 5 ? parts[4] : std::string();
+    co_return co_await clear_bundle_backlog(broker, ns, *range, std::move(sub));
+  }
   Status st;
-  if (parts[3] == "unload") {
+  if (op == "unload") {
     auto dest = req.query.find("destinationBroker");
     std::string destination = dest == req.query.end() ? "" : dest->second;
     st = co_await namespaces.unload_bundle(ns, *range, std::move(destination));

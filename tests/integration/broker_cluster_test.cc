@@ -362,6 +362,67 @@ TEST_F(BrokerClusterTest, KilledOwnerIsReplacedAfterTheSessionTimeoutWithoutLosi
   EXPECT_TRUE(d->send_message(2, 0, "after").ok());
 }
 
+TEST_F(BrokerClusterTest, NamespaceWideOperationsReachEveryOwner) {
+  start_broker();
+  start_broker();
+  ASSERT_FALSE(HasFailure());
+  // A partitioned topic whose 6 partitions spread over both brokers, one message each.
+  auto [pcode, pbody] = http(brokers_[0].web_port, "PUT",
+                             "/admin/v2/persistent/public/default/wide/partitions", "6");
+  ASSERT_EQ(pcode, 204) << pbody;
+  std::set<std::string> owners;
+  int redirects = 0;
+  for (int i = 0; i < 6; ++i) {
+    const std::string partition = fmt::format("persistent://public/default/wide-partition-{}", i);
+    const BrokerChild* owner = broker_by_url(resolve(brokers_[i % 2], partition, &redirects));
+    ASSERT_NE(owner, nullptr);
+    owners.insert(owner->url());
+    auto c = connect(*owner);
+    ASSERT_TRUE(c->subscribe(partition, "sub", wire::CommandSubscribe::Exclusive, 1,
+                             wire::CommandSubscribe::Earliest)
+                    .ok());
+    ASSERT_TRUE(c->create_producer(partition, 1).ok());
+    ASSERT_TRUE(c->send_message(1, 0, fmt::format("p{}", i)).ok());
+  }
+  // Stats of all partitions through either broker, wherever each partition lives.
+  for (const auto& b : brokers_) {
+    auto [scode, sbody] = http(b.web_port, "GET",
+                               "/admin/v2/persistent/public/default/wide/partitioned-stats");
+    ASSERT_EQ(scode, 200) << sbody;
+    EXPECT_EQ(nlohmann::json::parse(sbody).value("msgInCounter", 0), 6) << sbody;
+  }
+  // Peek the message of partition 0 through its owner.
+  const BrokerChild* owner0 =
+      broker_by_url(resolve(brokers_[0], "persistent://public/default/wide-partition-0", &redirects));
+  ASSERT_NE(owner0, nullptr);
+  auto [kcode, kbody] = http(owner0->web_port, "GET",
+                             "/admin/v2/persistent/public/default/wide-partition-0/subscription/"
+                             "sub/position/1");
+  ASSERT_EQ(kcode, 200) << kbody;
+  EXPECT_EQ(kbody, "p0");
+  // Clear every backlog of the namespace through one broker.
+  auto [ccode, cbody] =
+      http(brokers_[1].web_port, "POST", "/admin/v2/namespaces/public/default/clearBacklog");
+  ASSERT_EQ(ccode, 204) << cbody;
+  auto [kcode2, kbody2] = http(owner0->web_port, "GET",
+                               "/admin/v2/persistent/public/default/wide-partition-0/"
+                               "subscription/sub/position/1");
+  EXPECT_EQ(kcode2, 404) << kbody2;
+  // Unload the whole namespace through one broker: no bundle stays owned anywhere.
+  auto [ucode, ubody] = http(brokers_[0].web_port, "PUT", "/admin/v2/namespaces/public/default/unload");
+  ASSERT_EQ(ucode, 204) << ubody;
+  auto left = await(store_->children("/namespace/public/default"));
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->empty()) << left->size() << " bundles still owned";
+  // Delete the partitioned topic through one broker (each partition by its owner).
+  auto [dcode, dbody] = http(brokers_[1].web_port, "DELETE",
+                             "/admin/v2/persistent/public/default/wide/partitions?force=true");
+  ASSERT_EQ(dcode, 204) << dbody;
+  auto [lcode, lbody] = http(brokers_[0].web_port, "GET", "/admin/v2/persistent/public/default");
+  ASSERT_EQ(lcode, 200) << lbody;
+  EXPECT_EQ(lbody, "[]");
+}
+
 // The same cluster over a 3-server ZooKeeper ensemble.
 class BrokerClusterOnEnsembleTest : public BrokerClusterTest {
  protected:
