@@ -406,34 +406,23 @@ Task<Status> Broker::delete_topic(protocol::TopicName name, bool force) {
   co_return std::move(*st);
 }
 
-Task<TopicTotals> Broker::topic_totals() {
-  TopicTotals sum;
+Task<std::vector<TopicLoad>> Broker::topic_loads() {
+  std::vector<TopicLoad> out;
   for (auto& loop : loops_) {
     Loop* l = loop.get();
-    auto work = [l]() -> Task<TopicTotals> {
-      TopicTotals t;
+    auto work = [l]() -> Task<std::vector<TopicLoad>> {
+      std::vector<TopicLoad> loads;
       for (const auto& [name, topic] : l->topics) {
         const auto c = topic->totals();
-        t.msgs_in += static_cast<double>(c.msgs_in);
-        t.bytes_in += static_cast<double>(c.bytes_in);
-        t.msgs_out += static_cast<double>(c.msgs_out);
-        t.bytes_out += static_cast<double>(c.bytes_out);
-        t.producers += c.producers;
-        t.consumers += c.consumers;
-        ++t.topics;
+        loads.push_back(TopicLoad{topic->name(), c.msgs_in, c.bytes_in, c.msgs_out, c.bytes_out,
+                                  c.producers, c.consumers});
       }
-      co_return t;
+      co_return loads;
     };
-    auto t = co_await run_on<TopicTotals>(l->io.get_executor(), std::move(work));
-    sum.msgs_in += t->msgs_in;
-    sum.bytes_in += t->bytes_in;
-    sum.msgs_out += t->msgs_out;
-    sum.bytes_out += t->bytes_out;
-    sum.producers += t->producers;
-    sum.consumers += t->consumers;
-    sum.topics += t->topics;
+    auto loads = co_await run_on<std::vector<TopicLoad>>(l->io.get_executor(), std::move(work));
+    for (auto& t : *loads) out.push_back(std::move(t));
   }
-  co_return sum;
+  co_return out;
 }
 
 Task<Result<int>> Broker::partitions(protocol::TopicName name, bool auto_create) {

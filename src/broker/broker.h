@@ -42,10 +42,11 @@ class NamespaceService;
 class PersistentTopic;
 class SchemaRegistry;
 
-// Sums over the loaded topics, for load reports.
-struct TopicTotals {
-  double msgs_in = 0, bytes_in = 0, msgs_out = 0, bytes_out = 0;
-  int64_t topics = 0, producers = 0, consumers = 0;
+// Counters of one loaded topic, for load reports and bundle splits.
+struct TopicLoad {
+  protocol::TopicName name;
+  int64_t msgs_in = 0, bytes_in = 0, msgs_out = 0, bytes_out = 0;
+  int64_t producers = 0, consumers = 0;
 };
 
 class Broker {
@@ -86,7 +87,7 @@ class Broker {
   // look the topic up again); returns how many. Topics loading meanwhile check ownership
   // again once loaded.
   Task<int> close_topics(std::function<bool(const protocol::TopicName&)> which);
-  Task<TopicTotals> topic_totals();
+  Task<std::vector<TopicLoad>> topic_loads();
   // Deletes a topic owned here with its managed ledger and cursors. Errors: kNotFound,
   // kAlreadyExists when clients are connected and not `force` (they are disconnected
   // with force).

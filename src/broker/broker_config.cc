@@ -77,6 +77,24 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
          &c->load_balancer_broker_overloaded_threshold_percentage,
          "CPU or memory usage (percent) above which a broker gets new bundles only when all "
          "are above it");
+  s.bind("loadBalancerAutoBundleSplitEnabled", &c->load_balancer_auto_bundle_split_enabled,
+         "Split a bundle of this broker that passes one of the loadBalancerNamespaceBundleMax* "
+         "thresholds");
+  s.bind("loadBalancerAutoUnloadSplitBundlesEnabled",
+         &c->load_balancer_auto_unload_split_bundles_enabled,
+         "Unload both halves of an automatically split bundle (so they may move)");
+  s.bind("loadBalancerNamespaceMaximumBundles", &c->load_balancer_namespace_maximum_bundles,
+         "No automatic split in a namespace that has this many bundles")
+      .range(1, 4096);
+  s.bind("loadBalancerNamespaceBundleMaxTopics", &c->load_balancer_namespace_bundle_max_topics,
+         "Topics in a bundle above which it is split");
+  s.bind("loadBalancerNamespaceBundleMaxSessions", &c->load_balancer_namespace_bundle_max_sessions,
+         "Producers + consumers in a bundle above which it is split");
+  s.bind("loadBalancerNamespaceBundleMaxMsgRate", &c->load_balancer_namespace_bundle_max_msg_rate,
+         "Messages per second (in + out) in a bundle above which it is split");
+  s.bind("loadBalancerNamespaceBundleMaxBandwidthMbytes",
+         &c->load_balancer_namespace_bundle_max_bandwidth_mbytes,
+         "Throughput (MB/s, in + out) in a bundle above which it is split");
   metadata::bind_metadata_config(s, &c->metadata);
   mledger::bind_managed_ledger_config(s, &c->managed_ledger, &c->managed_ledger_factory);
 }

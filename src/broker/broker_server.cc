@@ -57,6 +57,13 @@ Result<std::unique_ptr<BrokerServer>> BrokerServer::start(BrokerConfig config,
     o.report_threshold_percentage = config.load_balancer_report_update_threshold_percentage;
     o.overloaded_threshold_percentage =
         config.load_balancer_broker_overloaded_threshold_percentage;
+    o.split.enabled = config.load_balancer_auto_bundle_split_enabled;
+    o.split.unload_split_bundles = config.load_balancer_auto_unload_split_bundles_enabled;
+    o.split.maximum_bundles = config.load_balancer_namespace_maximum_bundles;
+    o.split.max_topics = config.load_balancer_namespace_bundle_max_topics;
+    o.split.max_sessions = config.load_balancer_namespace_bundle_max_sessions;
+    o.split.max_msg_rate = config.load_balancer_namespace_bundle_max_msg_rate;
+    o.split.max_bandwidth_mbytes = config.load_balancer_namespace_bundle_max_bandwidth_mbytes;
     s->load_ = std::make_unique<LoadManager>(*b, b->namespaces(), o);
   }
   http::add_metrics_route(*s->web_);

@@ -189,7 +189,20 @@ std::string LoadManager::report_json(const Report& r) const {
 
 Task<Status> LoadManager::write_report(bool force) {
   const auto now = Clock::now();
-  auto totals = co_await broker_.topic_totals();
+  auto loads = co_await broker_.topic_loads();
+  struct {
+    double msgs_in = 0, bytes_in = 0, msgs_out = 0, bytes_out = 0;
+    int64_t topics = 0, producers = 0, consumers = 0;
+  } totals;
+  for (const auto& t : loads) {
+    totals.msgs_in += static_cast<double>(t.msgs_in);
+    totals.bytes_in += static_cast<double>(t.bytes_in);
+    totals.msgs_out += static_cast<double>(t.msgs_out);
+    totals.bytes_out += static_cast<double>(t.bytes_out);
+    totals.producers += t.producers;
+    totals.consumers += t.consumers;
+    ++totals.topics;
+  }
   Report r;
   const double seconds =
       std::max(0.001, std::chrono::duration<double>(now - previous_.at).count());
@@ -220,6 +233,7 @@ Task<Status> LoadManager::write_report(bool force) {
           moved(last_->cpu_usage, r.cpu_usage) || r.topics != last_->topics;
   }
   if (!due) co_return Status::OK();
+  if (options_.split.enabled) co_await split_hot_bundles(loads, seconds);
   previous_ = Counters{totals.msgs_in, totals.bytes_in, totals.msgs_out, totals.bytes_out, cpu,
                        now};
   metadata::PutOptions options;
@@ -373,6 +387,71 @@ Task<Result<Placement>> LoadManager::choose(const std::string& bundle) {
   p.target = chosen->urls;
   p.self = chosen->id == broker_id_;
   co_return p;
+}
+
+Task<void> LoadManager::split_hot_bundles(const std::vector<TopicLoad>& loads,
+                                          double seconds) {
+  struct BundleLoad {
+    std::string ns;
+    BundleRange range;
+    int64_t topics = 0, sessions = 0;
+    double msgs = 0, bytes = 0;
+  };
+  std::map<std::string, NamespaceBundles> namespaces;  // read once per check
+  std::map<std::string, BundleLoad> bundles;
+  for (const auto& t : loads) {
+    const std::string ns = t.name.namespace_name();
+    auto it = namespaces.find(ns);
+    if (it == namespaces.end()) {
+      auto node = co_await broker_.configuration_store().get("/admin/policies/" + ns);
+      if (!node.ok() || !node->has_value()) continue;
+      auto parsed = NamespaceBundles::from_policies(
+          (*node)->value, broker_.config().default_number_of_namespace_bundles);
+      if (!parsed.ok()) continue;
+      it = namespaces.emplace(ns, std::move(*parsed)).first;
+    }
+    const BundleRange range = it->second.bundle_of(topic_bundle_hash(t.name.to_string()));
+    auto& b = bundles[bundle_full_name(ns, range)];
+    b.ns = ns;
+    b.range = range;
+    ++b.topics;
+    b.sessions += t.producers + t.consumers;
+    b.msgs += static_cast<double>(t.msgs_in + t.msgs_out);
+    b.bytes += static_cast<double>(t.bytes_in + t.bytes_out);
+  }
+  std::map<std::string, std::pair<double, double>> counters;
+  for (const auto& [name, b] : bundles) {
+    counters[name] = {b.msgs, b.bytes};
+    auto before = bundle_counters_.find(name);
+    const double msg_rate =
+        before == bundle_counters_.end() ? 0 : std::max(0.0, b.msgs - before->second.first) / seconds;
+    const double mbytes_rate =
+        before == bundle_counters_.end()
+            ? 0
+            : std::max(0.0, b.bytes - before->second.second) / seconds / (1024.0 * 1024.0);
+    const auto& s = options_.split;
+    std::string why;
+    if (b.topics > s.max_topics) {
+      why = fmt::format("{} topics > {}", b.topics, s.max_topics);
+    } else if (b.sessions > s.max_sessions) {
+      why = fmt::format("{} producers and consumers > {}", b.sessions, s.max_sessions);
+    } else if (msg_rate > s.max_msg_rate) {
+      why = fmt::format("{:.0f} msg/s > {:.0f}", msg_rate, s.max_msg_rate);
+    } else if (mbytes_rate > s.max_bandwidth_mbytes) {
+      why = fmt::format("{:.1f} MB/s > {:.0f}", mbytes_rate, s.max_bandwidth_mbytes);
+    }
+    if (why.empty()) continue;
+    const auto& all = namespaces.at(b.ns);
+    if (static_cast<int32_t>(all.ranges().size()) >= s.maximum_bundles) continue;
+    if (!namespaces_.owns(b.ns, b.range)) continue;
+    log_.info("splitting bundle {}: {}", name, why);
+    Status st = co_await namespaces_.split_bundle(b.ns, b.range, s.unload_split_bundles);
+    if (!st.ok()) log_.warn("splitting bundle {}: {}", name, st.to_string());
+    // The namespace's bundles changed: the next check reads them again.
+    namespaces.erase(b.ns);
+    break;  // one split per check
+  }
+  bundle_counters_ = std::move(counters);
 }
 
 }  // namespace magnetar::broker

@@ -30,6 +30,7 @@
 #include <optional>
 #include <string>
 
+#include "broker/broker.h"
 #include "broker/namespace_service.h"
 #include "common/asio.h"
 #include "common/logging.h"
@@ -43,11 +44,27 @@ namespace magnetar::broker {
 
 class Broker;
 
+// Automatic bundle split (loadBalancerAutoBundleSplitEnabled and the
+// loadBalancerNamespaceBundleMax* thresholds): checked by each broker for its own bundles when
+// it writes a report; a bundle past any threshold, in a namespace with fewer than
+// maximum_bundles bundles, is split in two (NamespaceService::split_bundle), its halves
+// unloaded when unload_split_bundles.
+struct BundleSplitOptions {
+  bool enabled = true;
+  bool unload_split_bundles = true;
+  int32_t maximum_bundles = 128;
+  int64_t max_topics = 1000;
+  int64_t max_sessions = 1000;
+  double max_msg_rate = 30000;
+  double max_bandwidth_mbytes = 100;
+};
+
 struct LoadManagerOptions {
   std::chrono::milliseconds report_min_interval{5000};  // ...ReportUpdateMinIntervalMillis
   std::chrono::milliseconds report_max_interval{15 * 60 * 1000};  // ...MaxIntervalMinutes
   double report_threshold_percentage = 10;  // loadBalancerReportUpdateThresholdPercentage
   double overloaded_threshold_percentage = 85;  // ...BrokerOverloadedThresholdPercentage
+  BundleSplitOptions split;
 };
 
 struct Placement {
@@ -86,6 +103,8 @@ class LoadManager {
   Task<void> report_loop();
   Task<Status> write_report(bool force);
   Task<Result<Placement>> choose(const std::string& bundle);
+  // Splits the bundles of this broker past a threshold; `seconds` since the last check.
+  Task<void> split_hot_bundles(const std::vector<TopicLoad>& loads, double seconds);
   std::string report_json(const Report& r) const;
 
   Broker& broker_;
@@ -110,6 +129,8 @@ class LoadManager {
     std::chrono::steady_clock::time_point at{};
   };
   Counters previous_;
+  // Per bundle (full name): messages and bytes (in + out) at the last check.
+  std::map<std::string, std::pair<double, double>> bundle_counters_;
 };
 
 }  // namespace magnetar::broker

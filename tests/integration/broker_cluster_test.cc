@@ -423,6 +423,48 @@ TEST_F(BrokerClusterTest, NamespaceWideOperationsReachEveryOwner) {
   EXPECT_EQ(lbody, "[]");
 }
 
+TEST_F(BrokerClusterTest, ABundleWithTooManyTopicsIsSplitAndItsTopicsStayReachable) {
+  const Settings split_early = {{"defaultNumberOfNamespaceBundles", "1"},
+                                {"loadBalancerNamespaceBundleMaxTopics", "3"}};
+  start_broker(split_early);
+  start_broker(split_early);
+  ASSERT_FALSE(HasFailure());
+  int redirects = 0;
+  std::vector<std::string> topics;
+  for (int i = 0; i < 8; ++i) {
+    topics.push_back(fmt::format("persistent://public/default/hot-{}", i));
+    const BrokerChild* owner = broker_by_url(resolve(brokers_[0], topics.back(), &redirects));
+    ASSERT_NE(owner, nullptr);
+    auto c = connect(*owner);
+    ASSERT_TRUE(c->create_producer(topics.back(), 1).ok());
+    ASSERT_TRUE(c->send_message(1, 0, "x").ok());
+  }
+  // The one bundle holds 8 topics > 3: its owner splits it (and again, while a half has
+  // more than 3).
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  int bundles = 1;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto [code, body] = http(brokers_[1].web_port, "GET", "/admin/v2/namespaces/public/default/bundles");
+    if (code == 200) bundles = nlohmann::json::parse(body).value("numBundles", 1);
+    if (bundles >= 2) break;
+    run_for(200ms);
+  }
+  ASSERT_GE(bundles, 2) << "the bundle was not split";
+  // Every topic resolves to an owner and still has its message.
+  for (const auto& topic : topics) {
+    const BrokerChild* owner = broker_by_url(resolve(brokers_[1], topic, &redirects));
+    ASSERT_NE(owner, nullptr) << topic;
+    auto c = connect(*owner);
+    ASSERT_TRUE(c->subscribe(topic, "check", wire::CommandSubscribe::Exclusive, 1,
+                             wire::CommandSubscribe::Earliest)
+                    .ok())
+        << topic;
+    ASSERT_TRUE(c->flow(1, 10).ok());
+    auto m = c->receive_message(10s);
+    ASSERT_TRUE(m.ok()) << topic << ": " << m.status().to_string();
+  }
+}
+
 // The same cluster over a 3-server ZooKeeper ensemble.
 class BrokerClusterOnEnsembleTest : public BrokerClusterTest {
  protected:
