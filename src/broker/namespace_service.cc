@@ -370,10 +370,12 @@ void NamespaceService::on_session_event(metadata::SessionEvent event) {
   const uint64_t generation = ++session_generation_;
   switch (event) {
     case SessionEvent::kConnectionLost: {
-      // Stop before the session can expire (the servers count from our last heartbeat,
-      // which may be a third of the timeout ago).
+      // Stop before the session can expire. The servers count from the last request they
+      // heard from us; the client declares the connection lost after two thirds of the
+      // timeout without an answer (a hung server), so only a third may be left: serve a
+      // sixth of the timeout more at most (half of what is left, for timer slack).
       const auto grace =
-          std::chrono::milliseconds(broker_.config().metadata.session_timeout_ms / 2);
+          std::chrono::milliseconds(broker_.config().metadata.session_timeout_ms / 6);
       log_.warn("metadata connection lost: serving for at most {} ms more", grace.count());
       auto timer = std::make_shared<asio::steady_timer>(executor_, grace);
       timer->async_wait([this, timer, generation](const boost::system::error_code& ec) {

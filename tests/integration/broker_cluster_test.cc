@@ -465,6 +465,43 @@ TEST_F(BrokerClusterTest, ABundleWithTooManyTopicsIsSplitAndItsTopicsStayReachab
   }
 }
 
+TEST_F(BrokerClusterTest, ABrokerCutOffFromZooKeeperStopsServingBeforeItsSessionCanExpire) {
+  start_broker();
+  ASSERT_FALSE(HasFailure());
+  const std::string topic = "persistent://public/default/cut-off";
+  int redirects = 0;
+  ASSERT_EQ(resolve(brokers_[0], topic, &redirects), brokers_[0].url());
+  auto c = connect(brokers_[0]);
+  ASSERT_TRUE(c->create_producer(topic, 1).ok());
+  ASSERT_TRUE(c->send_message(1, 0, "before").ok());
+  // A hung ZooKeeper: connections stay open, nothing answers. The broker's session (4 s)
+  // cannot expire before the server answers again, but the broker cannot know that: it
+  // stops serving before the session timeout (its client notices after 2/3 of it, then a
+  // sixth more).
+  const auto paused = std::chrono::steady_clock::now();
+  zk_->pause();
+  auto closed = c->receive(wire::BaseCommand::CLOSE_PRODUCER, 10s);
+  const auto after = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - paused);
+  zk_->resume();
+  ASSERT_TRUE(closed.ok()) << closed.status().to_string();
+  EXPECT_LT(after.count(), 4000) << "stopped serving only after the session timeout";
+  std::fprintf(stderr, "cut off from ZooKeeper: producers closed after %lld ms\n",
+               static_cast<long long>(after.count()));
+  // ZooKeeper answers again: the broker serves the topic again (same or new session).
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  bool served = false;
+  while (!served && std::chrono::steady_clock::now() < deadline) {
+    auto d = connect(brokers_[0]);
+    if (d && d->create_producer(topic, 2).ok() && d->send_message(2, 0, "after").ok()) {
+      served = true;
+    } else {
+      std::this_thread::sleep_for(200ms);
+    }
+  }
+  EXPECT_TRUE(served);
+}
+
 // The same cluster over a 3-server ZooKeeper ensemble.
 class BrokerClusterOnEnsembleTest : public BrokerClusterTest {
  protected:
