@@ -31,15 +31,9 @@ int run_broker(const ServerArgs& args) {
     return 2;
   }
   log.info("starting broker with configuration:\n{}", schema.describe_effective());
-  auto stores = run_sync<Result<metadata::MetadataStores>>(
-      [&]() { return metadata::open_stores(config.metadata); });
+  auto stores = open_cluster_stores(config);
   if (!stores.ok()) {
-    log.error("cannot open the metadata store: {}", stores.status().to_string());
-    return 1;
-  }
-  st = run_sync<Status>([&]() { return bootstrap_cluster(*stores->configuration, config); });
-  if (!st.ok()) {
-    log.error("cannot create the cluster metadata: {}", st.to_string());
+    log.error("{}", stores.status().message());
     return 1;
   }
   auto server = broker::BrokerServer::start(config, *stores, config.load_balancer_enabled);

@@ -88,4 +88,19 @@ Task<Status> bootstrap_cluster(metadata::MetadataStore& configuration,
   co_return st;
 }
 
+Result<metadata::MetadataStores> open_cluster_stores(const broker::BrokerConfig& c) {
+  auto stores = run_sync<Result<metadata::MetadataStores>>(
+      [&]() { return metadata::open_stores(c.metadata); });
+  if (!stores.ok()) {
+    return Status(stores.status().code(),
+                  "cannot open the metadata store: " + stores.status().to_string());
+  }
+  Status st = run_sync<Status>([&]() { return bootstrap_cluster(*stores->configuration, c); });
+  if (!st.ok()) {
+    return Status(st.code(), "cannot create the cluster, tenant public and namespace "
+                             "public/default: " + st.to_string());
+  }
+  return stores;
+}
+
 }  // namespace magnetar::tools

@@ -34,6 +34,10 @@ struct RunningBookie {
 Result<RunningBookie> start_bookie(const bookie::BookieConfig& config,
                                    std::shared_ptr<metadata::MetadataStore> cluster_store);
 
+// Opens the metadata stores of `c` and bootstraps the cluster (bootstrap_cluster); errors
+// say which step failed.
+Result<metadata::MetadataStores> open_cluster_stores(const broker::BrokerConfig& c);
+
 // Creates what a new cluster needs in the configuration store, unless it exists: the
 // cluster (its URLs from `c`), the tenant `public` and the namespace `public/default` (as
 // Pulsar's initialize-cluster-metadata and standalone do).

@@ -52,15 +52,9 @@ int run_standalone(const StandaloneArgs& args) {
   log.info("starting standalone (data in {}) with configuration:\n{}", root.string(),
            schema.describe_effective());
 
-  auto stores = run_sync<Result<metadata::MetadataStores>>(
-      [&]() { return metadata::open_stores(config.metadata); });
+  auto stores = open_cluster_stores(config);
   if (!stores.ok()) {
-    log.error("cannot open the metadata store: {}", stores.status().to_string());
-    return 1;
-  }
-  st = run_sync<Status>([&]() { return bootstrap_cluster(*stores->configuration, config); });
-  if (!st.ok()) {
-    log.error("cannot create the standalone cluster, tenant and namespace: {}", st.to_string());
+    log.error("{}", stores.status().message());
     return 1;
   }
   auto bookie = start_bookie(bookie_config, stores->cluster);
