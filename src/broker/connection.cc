@@ -559,6 +559,9 @@ bool Connection::handle_send(protocol::Frame& frame) {
                                                      : UINT64_MAX);
         r->mutable_message_id()->set_entryid(stored ? static_cast<uint64_t>(stored->entry_id)
                                                     : UINT64_MAX);
+      } else if (failure->error == wire::ServiceNotReady && failure->message.empty()) {
+        // The topic closed under the send: its producers were told (CLOSE_PRODUCER) and
+        // resend after reconnecting, so no error goes out (as Pulsar does).
       } else {
         cmd = command(wire::BaseCommand::SEND_ERROR);
         auto* r = cmd.mutable_send_error();
@@ -573,7 +576,7 @@ bool Connection::handle_send(protocol::Frame& frame) {
             self->broker_.config().max_pending_publish_requests_per_connection / 2) {
           self->resume_reading();
         }
-        self->write_command(cmd);
+        if (cmd.has_type()) self->write_command(cmd);
       });
     };
     const auto seq = static_cast<int64_t>(s.sequence_id);
@@ -595,7 +598,11 @@ bool Connection::handle_send(protocol::Frame& frame) {
     topic->publish(producer, std::move(entry), s.messages,
                    [topic, producer, top, finish](Result<Position> p) {
                      if (!p.ok()) {
-                       finish(std::nullopt, to_server_failure(p.status()));
+                       const bool topic_closed =
+                           p.status().code() == make_error_code(mledger::Error::kClosed);
+                       finish(std::nullopt, topic_closed
+                                                ? ServerFailure{wire::ServiceNotReady, ""}
+                                                : to_server_failure(p.status()));
                        return;
                      }
                      topic->persisted(producer->name(), top, *p);

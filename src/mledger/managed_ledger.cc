@@ -332,6 +332,10 @@ void ManagedLedger::async_add(BufferChain data, AddCallback done) {
     done(ml_error(Error::kTerminated, name_, "terminated: no more adds"));
     return;
   }
+  if (closing_) {
+    done(ml_error(Error::kClosed, name_, "closing"));
+    return;
+  }
   auto op = std::make_shared<OpAdd>();
   op->size = static_cast<int64_t>(data.size());
   op->data = std::move(data);
@@ -1010,6 +1014,7 @@ int64_t ManagedLedger::estimated_backlog_size() const {
 Task<Status> ManagedLedger::close() {
   auto self = shared_from_this();
   if (state_ == State::kClosed) co_return Status::OK();
+  closing_ = true;  // from here on adds fail: the current ledger is going away
   const bool was_fenced = state_ == State::kFenced;
   Status result;
   for (auto& [n, c] : cursors_) {
@@ -1026,7 +1031,17 @@ Task<Status> ManagedLedger::close() {
   cache_.clear();
   read_handles_.clear();
   log_.info("closed");
+  auto waiters = std::move(close_waiters_);
+  for (auto& w : waiters) w(true);
   co_return result;
+}
+
+Task<void> ManagedLedger::wait_closed() {
+  if (!closing_ || state_ == State::kClosed) co_return;
+  auto turn = await_callback<bool>([this](std::function<void(bool)> done) {
+    close_waiters_.push_back(std::move(done));
+  });
+  (void)co_await std::move(turn);
 }
 
 Task<Status> ManagedLedger::remove() {
@@ -1132,11 +1147,29 @@ Task<Result<std::shared_ptr<ManagedLedger>>> ManagedLedgerFactory::open(
     (void)co_await std::move(turn);
   }
   if (auto it = ledgers_.find(name); it != ledgers_.end()) {
-    if (it->second->state() != ManagedLedger::State::kClosed &&
-        it->second->state() != ManagedLedger::State::kFenced) {
-      co_return it->second;
+    std::shared_ptr<ManagedLedger> cached = it->second;
+    // One being closed (its topic unloading) is not handed out: a fresh one is opened once
+    // the close has finished (it closes the ledger the new one then recovers).
+    if (cached->closing()) co_await cached->wait_closed();
+    if (cached->state() != ManagedLedger::State::kClosed &&
+        cached->state() != ManagedLedger::State::kFenced) {
+      co_return cached;
     }
-    ledgers_.erase(it);
+    if (auto again = ledgers_.find(name); again != ledgers_.end() && again->second == cached) {
+      ledgers_.erase(again);
+    }
+    // Another open may have started while this one waited.
+    while (opening_.count(name)) {
+      auto turn = await_callback<bool>([this, name](std::function<void(bool)> done) {
+        opening_[name].push_back(std::move(done));
+      });
+      (void)co_await std::move(turn);
+    }
+    if (auto fresh = ledgers_.find(name); fresh != ledgers_.end() && !fresh->second->closing() &&
+                                           fresh->second->state() != ManagedLedger::State::kClosed &&
+                                           fresh->second->state() != ManagedLedger::State::kFenced) {
+      co_return fresh->second;
+    }
   }
   opening_[name];
   auto ml = std::make_shared<ManagedLedger>(*this, name, std::move(config));

@@ -157,6 +157,9 @@ class ManagedLedger : public std::enable_shared_from_this<ManagedLedger> {
   // --- Lifecycle ---
   // Flushes cursors, closes the current ledger; pending adds and waiting reads fail.
   Task<Status> close();
+  // Whether close() has begun (adds fail from then on); wait_closed() returns once it ended.
+  bool closing() const { return closing_; }
+  Task<void> wait_closed();
   // Deletes every cursor, every ledger and the metadata node.
   Task<Status> remove();
 
@@ -210,6 +213,8 @@ class ManagedLedger : public std::enable_shared_from_this<ManagedLedger> {
   std::map<std::string, std::string> properties_;
   std::optional<Position> terminated_;
   bool terminating_ = false;
+  bool closing_ = false;  // close() has begun: adds fail at once
+  std::vector<std::function<void(bool)>> close_waiters_;  // woken when close() has finished
   int64_t info_version_ = -1;
   AsyncMutex info_mutex_;
 
