@@ -440,3 +440,48 @@ TEST(ManagedLedgerTest, DeleteRemovesLedgersCursorsAndNode) {
 
 }  // namespace
 }  // namespace magnetar::mledger
+
+namespace magnetar::mledger {
+namespace {
+
+// A topic reloaded while its unload still closes the managed ledger: the closing ledger
+// refuses adds at once, and the factory opens a fresh one (after the close) instead of
+// handing out the closing one.
+TEST(ManagedLedgerCloseTest, AReopenDuringCloseGetsAFreshLedgerThatTakesAdds) {
+  Fixture f(test_name());
+  auto ml = f.open("tenant/ns/persistent/closing", small_config());
+  ASSERT_NE(ml, nullptr);
+  f.add(*ml, 0);
+  // Start the close and, before it finishes, an add and a second open (all on the loop).
+  struct Outcome {
+    bool add_refused = false;
+    std::shared_ptr<ManagedLedger> reopened;
+  };
+  ManagedLedgerFactory* factory = f.factory.get();
+  auto scenario = [ml, factory]() -> Task<Outcome> {
+    Outcome out;
+    auto closing = [ml]() -> Task<void> { (void)co_await ml->close(); };
+    auto executor = co_await asio::this_coro::executor;
+    asio::co_spawn(executor, std::move(closing), asio::detached);
+    co_await asio::post(executor, asio::use_awaitable);  // close() runs to its first wait
+    bool refused = false;
+    ml->async_add(payload(1), [&refused](Result<Position> p) { refused = !p.ok(); });
+    out.add_refused = refused;  // refused at once, not queued
+    auto reopened = co_await factory->open("tenant/ns/persistent/closing", small_config());
+    if (reopened.ok()) out.reopened = *reopened;
+    co_return out;
+  };
+  Outcome outcome = f.cluster.await(scenario());
+  EXPECT_TRUE(outcome.add_refused);
+  std::shared_ptr<ManagedLedger> reopened = outcome.reopened;
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_NE(reopened, ml) << "the factory handed out the ledger being closed";
+  EXPECT_EQ(ml->state(), ManagedLedger::State::kClosed);
+  // The fresh one has the entry stored before the close and takes new ones.
+  EXPECT_EQ(reopened->number_of_entries(), 1);
+  f.add(*reopened, 2);
+  EXPECT_EQ(reopened->number_of_entries(), 2);
+}
+
+}  // namespace
+}  // namespace magnetar::mledger
