@@ -20,6 +20,7 @@
 #include <set>
 #include <thread>
 
+#include "standalone_process.h"
 #include "testing/child_process.h"
 #include "testing/pulsar_test_client.h"
 
@@ -32,70 +33,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::PulsarTestClient;
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-class Standalone {
- public:
-  explicit Standalone(std::filesystem::path dir)
-      : dir_(std::move(dir)),
-        port_(free_port()),
-        web_port_(free_port()),
-        bookie_port_(free_port()) {}
-  ~Standalone() { kill(); }
-
-  // Starts it and waits for "standalone ready" in this run's log.
-  ::testing::AssertionResult start() {
-    const std::string log = (dir_ / "standalone.log").string();
-    std::error_code ec;
-    const auto before = std::filesystem::exists(log) ? std::filesystem::file_size(log, ec) : 0;
-    auto pid = testing::spawn_child({MAGNETAR_BINARY, "standalone", "--data-dir", dir_.string(),
-                                     "--set", fmt::format("brokerServicePort={}", port_), "--set",
-                                     fmt::format("webServicePort={}", web_port_), "--set",
-                                     fmt::format("bookiePort={}", bookie_port_), "--set",
-                                     "bindAddress=127.0.0.1", "--set", "journalMaxGroupWaitMSec=1"},
-                                    log, dir_.string());
-    if (!pid.ok()) return ::testing::AssertionFailure() << pid.status().to_string();
-    pid_ = *pid;
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::ifstream in(log);
-      in.seekg(static_cast<std::streamoff>(before));
-      std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-      if (text.find("standalone ready") != std::string::npos) {
-        return ::testing::AssertionSuccess();
-      }
-      if (testing::reap_child(pid_, false).has_value()) {
-        pid_ = -1;
-        return ::testing::AssertionFailure() << "standalone exited:\n" << text;
-      }
-      std::this_thread::sleep_for(50ms);
-    }
-    return ::testing::AssertionFailure() << "standalone not ready in 30 s";
-  }
-  void kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    testing::reap_child(pid_, true);
-    pid_ = -1;
-  }
-  int port() const { return port_; }
-
- private:
-  std::filesystem::path dir_;
-  int port_, web_port_, bookie_port_;
-  pid_t pid_ = -1;
-};
+using testing::Standalone;
 
 std::unique_ptr<PulsarTestClient> connect_to(int port) {
   PulsarTestClient::Options o;
