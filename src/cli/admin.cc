@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "cli/client_conf.h"
 #include "cli/commands.h"
 #include "cli/session.h"
 #include "common/version.h"
@@ -33,25 +34,6 @@ std::string trim(std::string_view s) {
   if (b == std::string_view::npos) return "";
   const size_t e = s.find_last_not_of(" \t\r\n");
   return std::string(s.substr(b, e - b + 1));
-}
-
-// The key=value (or key: value) lines of a Java properties file such as client.conf; '#' and
-// '!' start comment lines.
-Result<std::map<std::string, std::string>> read_properties(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    return Status(Errc::kNotFound, fmt::format("Cannot read the configuration file {}", path));
-  std::map<std::string, std::string> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    const std::string t = trim(line);
-    if (t.empty() || t[0] == '#' || t[0] == '!') continue;
-    size_t sep = t.find('=');
-    if (sep == std::string::npos) sep = t.find(':');
-    if (sep == std::string::npos) continue;
-    out[trim(std::string_view(t).substr(0, sep))] = trim(std::string_view(t).substr(sep + 1));
-  }
-  return out;
 }
 
 bool is_token_plugin(std::string_view plugin) {

@@ -1,0 +1,56 @@
+#include "cli/client_conf.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string_view>
+
+namespace magnetar::cli {
+
+namespace {
+
+std::string trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return "";
+  const size_t e = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+}  // namespace
+
+Result<std::map<std::string, std::string>> read_properties(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    return Status(Errc::kNotFound, fmt::format("Cannot read the configuration file {}", path));
+  std::map<std::string, std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#' || t[0] == '!') continue;
+    size_t sep = t.find('=');
+    if (sep == std::string::npos) sep = t.find(':');
+    if (sep == std::string::npos) continue;
+    out[trim(std::string_view(t).substr(0, sep))] = trim(std::string_view(t).substr(sep + 1));
+  }
+  return out;
+}
+
+Result<std::string> resolve_service_url(const std::string& flag_url, const std::string& conf) {
+  std::string url = "pulsar://localhost:6650";
+  std::string path = conf;
+  if (path.empty()) {
+    if (const char* env = std::getenv("PULSAR_CLIENT_CONF"); env != nullptr) path = env;
+  }
+  if (!path.empty()) {
+    auto props = read_properties(path);
+    if (!props.ok()) return props.status();
+    if (auto it = props->find("brokerServiceUrl"); it != props->end() && !it->second.empty()) {
+      url = it->second;
+    }
+  }
+  if (!flag_url.empty()) url = flag_url;
+  return url;
+}
+
+}  // namespace magnetar::cli

@@ -1,0 +1,26 @@
+#pragma once
+// magnetar-client: produce, consume and read messages from the command line with
+// pulsar-client's commands, flags and output. A library function so tests run it in-process.
+//
+//   magnetar-client [--url URL] [--conf FILE] produce <topic> -m hello -n 10
+//   magnetar-client consume <topic> -s sub -n 10 -p Earliest
+//   magnetar-client read <topic> -m earliest -n 10
+//
+// The service URL: pulsar://localhost:6650, brokerServiceUrl of the client.conf named by
+// --conf or $PULSAR_CLIENT_CONF, then --url. Output goes to `out` ("----- got message -----"
+// blocks and the final "N messages successfully produced|consumed|read"); errors to `err`.
+//
+// Exit codes: 0 success; 1 a usage error, a bad argument value, or a failure talking to the
+// broker (the count of what succeeded is still printed). --help prints to `out`, 0.
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace magnetar::cli {
+
+// `args` excludes the program name. Blocks until the command is done (consume -n 0 until
+// request_stop(), see interrupt.h).
+int run_client(std::vector<std::string> args, std::ostream& out, std::ostream& err);
+
+}  // namespace magnetar::cli

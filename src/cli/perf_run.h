@@ -1,0 +1,115 @@
+#pragma once
+// Internals of magnetar-perf shared by its commands (perf_tool.cc parses, perf_produce.cc
+// and perf_receive.cc run): the option values and PerfRun, which owns the client, the
+// output, the reporting loop and the summary of one run.
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/perf_stats.h"
+#include "magnetar/client.h"
+
+namespace magnetar::cli {
+
+using PerfClock = std::chrono::steady_clock;
+
+// How often the reporting loop checks for the end of the run, and workers for a stop.
+inline constexpr std::chrono::milliseconds kPerfPoll{20};
+
+struct CommonOptions {
+  std::vector<std::string> topics;
+  std::string service_url;
+  std::string conf;
+  std::string auth_plugin;
+  std::string auth_params;
+  int num_topics = 1;
+  double duration_s = 0;
+  int stats_interval_s = 10;
+  std::string json;
+};
+
+struct ProducePerfOptions {
+  double rate = 100;
+  int size = 1024;
+  int num_producers = 1;
+  int64_t num_messages = 0;
+  double batch_time_ms = 1;
+  int batch_max_messages = 1000;
+  int64_t batch_max_bytes = 4 * 1024 * 1024;
+  bool disable_batching = false;
+  std::string compression = "NONE";
+  int max_outstanding = 1000;
+};
+
+struct ConsumePerfOptions {
+  std::vector<std::string> subscriptions;
+  std::string type = "Exclusive";
+  std::string position = "Latest";
+  int num_consumers = 1;
+  int64_t num_messages = 0;
+  double rate = 0;
+  int receiver_queue_size = 1000;
+};
+
+struct ReadPerfOptions {
+  std::string start = "earliest";
+  int num_readers = 1;
+  int64_t num_messages = 0;
+  double rate = 0;
+};
+
+double seconds_between(PerfClock::time_point a, PerfClock::time_point b);
+// Sleeps until `until` in short steps, giving up early when `halt` is set.
+void sleep_until_or_halt(PerfClock::time_point until, const std::atomic<bool>& halt);
+
+// One magnetar-perf run. Worker threads do the producing or consuming; the calling thread
+// reports. `o`, `out` and `err` must outlive the run; print() may be called from any thread.
+class PerfRun {
+ public:
+  PerfRun(const CommonOptions& o, std::ostream& out, std::ostream& err)
+      : o_(o), out_(out), err_(err) {}
+
+  // The topics to use: with --num-topic N > 1 and one topic T, T-0 ... T-(N-1).
+  std::vector<std::string> topics() const;
+  // Validates the common options and creates the client; prints why not and returns false.
+  bool connect();
+  // Precondition: connect() succeeded.
+  client::Client& client() { return *client_; }
+
+  // One line to the output, whole.
+  void print(const std::string& line);
+
+  // Prints `line(seconds since the previous line)` every stats interval until `finished()`,
+  // the test duration, or a stop request.
+  void report_until_done(PerfClock::time_point start, const std::function<bool()>& finished,
+                         const std::function<std::string(double)>& line);
+
+  // The aggregated lines and the JSON file; returns the exit code.
+  int finish(std::string_view command, std::string_view verb, double seconds, const PerfCounters& c,
+             IntervalRecorder& latency);
+
+  void close();
+
+ private:
+  const CommonOptions& o_;
+  std::ostream& out_;
+  std::ostream& err_;
+  std::mutex out_mu_;
+  std::unique_ptr<client::Client> client_;
+};
+
+int run_perf_produce(const CommonOptions& common, const ProducePerfOptions& o, std::ostream& out,
+                     std::ostream& err);
+int run_perf_consume(const CommonOptions& common, const ConsumePerfOptions& o, std::ostream& out,
+                     std::ostream& err);
+int run_perf_read(const CommonOptions& common, const ReadPerfOptions& o, std::ostream& out,
+                  std::ostream& err);
+
+}  // namespace magnetar::cli

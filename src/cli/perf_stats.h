@@ -1,0 +1,70 @@
+#pragma once
+// What magnetar-perf measures and how it prints it: message, byte and failure counters, a
+// latency histogram recorded from many threads and read per interval, pulsar-perf's stats
+// lines, and the JSON summary.
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/histogram.h"
+
+namespace magnetar::cli {
+
+// Latencies recorded from any thread (client IO threads, consumer threads), read by the
+// reporter: take_interval() hands over what was recorded since the last call and adds it to
+// the run's total. Thread-safe.
+class IntervalRecorder {
+ public:
+  void record(int64_t micros) {
+    std::lock_guard lock(mu_);
+    interval_.record(micros);
+  }
+  Histogram take_interval() {
+    std::lock_guard lock(mu_);
+    Histogram h = interval_;
+    total_.merge(interval_);
+    interval_.reset();
+    return h;
+  }
+  // The whole run so far, the current interval included.
+  Histogram total() {
+    std::lock_guard lock(mu_);
+    Histogram h = total_;
+    h.merge(interval_);
+    return h;
+  }
+
+ private:
+  std::mutex mu_;
+  Histogram interval_;  // guarded by mu_
+  Histogram total_;     // guarded by mu_
+};
+
+// Monotonic totals, updated from any thread.
+struct PerfCounters {
+  std::atomic<int64_t> messages{0};
+  std::atomic<int64_t> bytes{0};
+  std::atomic<int64_t> failures{0};
+};
+
+// "Latency: mean: 3.575 ms - med: 3.460 - 95pct: 4.790 - 99pct: 5.308 - 99.9pct: 5.834 -
+// 99.99pct: 6.609 - Max: 6.609" from microseconds; `with_99_999` adds "99.999pct" before Max.
+std::string latency_text(const Histogram& h, bool with_99_999);
+
+// `messages` and `bytes` over `seconds` as "X msg/s --- Y Mbit/s" (both with one decimal).
+std::string throughput_text(int64_t messages, int64_t bytes, double seconds);
+
+// The final summary: {"command", "topics", "duration_seconds", "messages", "failures",
+// "bytes", "throughput_msg_per_sec", "throughput_mbit_per_sec", "latency_ms": {"mean",
+// "p50", "p95", "p99", "p99_9", "p99_99", "p99_999", "max"}}.
+nlohmann::ordered_json summary_json(std::string_view command,
+                                    const std::vector<std::string>& topics, double seconds,
+                                    int64_t messages, int64_t failures, int64_t bytes,
+                                    const Histogram& latency_micros);
+
+}  // namespace magnetar::cli

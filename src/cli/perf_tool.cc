@@ -1,0 +1,133 @@
+#include "cli/perf_tool.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <map>
+#include <ostream>
+
+#include "cli/interrupt.h"
+#include "cli/perf_run.h"
+#include "common/version.h"
+
+namespace magnetar::cli {
+
+namespace {
+
+// Options every command takes.
+void add_common_options(CLI::App* cmd, CommonOptions& o) {
+  cmd->add_option("topics", o.topics, "Topic names")->required();
+  cmd->add_option("-u,--service-url", o.service_url,
+                  "Broker service URL (default pulsar://localhost:6650, or brokerServiceUrl "
+                  "from the client configuration)");
+  cmd->add_option("--conf-file,--conf", o.conf,
+                  "client.conf to read brokerServiceUrl from (-cf; default: "
+                  "$PULSAR_CLIENT_CONF)");
+  cmd->add_option("--auth-plugin", o.auth_plugin, "Accepted; authentication is not supported yet");
+  cmd->add_option("--auth-params", o.auth_params, "Accepted; authentication is not supported yet");
+  cmd->add_option("-t,--num-topic,--num-topics", o.num_topics,
+                  "With one topic T and N > 1: use topics T-0 ... T-(N-1) (1)");
+  cmd->add_option("--test-duration", o.duration_s, "Seconds to run, 0 for ever (-time; 0)");
+  cmd->add_option("--stats-interval-seconds", o.stats_interval_s,
+                  "Seconds between stats lines (10)");
+  cmd->add_option("--json", o.json, "Write the final summary to this file as JSON");
+}
+
+}  // namespace
+
+std::vector<std::string> rewrite_perf_options(std::vector<std::string> args) {
+  static const std::map<std::string, std::string> kLongNames = {
+      {"-time", "--test-duration"},   {"-bm", "--batch-max-messages"},
+      {"-bb", "--batch-max-bytes"},   {"-db", "--disable-batching"},
+      {"-ss", "--subscription-type"}, {"-sp", "--subscription-position"},
+      {"-cf", "--conf-file"},
+  };
+  for (std::string& arg : args) {
+    if (arg == "--") break;
+    if (auto it = kLongNames.find(arg); it != kLongNames.end()) arg = it->second;
+  }
+  return args;
+}
+
+int run_perf(std::vector<std::string> args, std::ostream& out, std::ostream& err) {
+  clear_stop();
+  CLI::App app{
+      "Load and latency tests against a Magnetar (Apache Pulsar compatible) cluster, "
+      "with pulsar-perf's commands and flags",
+      "magnetar-perf"};
+  app.require_subcommand(1);
+  app.set_version_flag("-v,--version", std::string("magnetar-perf ") + kVersion);
+
+  CommonOptions pc;
+  ProducePerfOptions p;
+  CLI::App* produce = app.add_subcommand("produce", "Publish at a rate, measure publish latency");
+  add_common_options(produce, pc);
+  produce->add_option("-r,--rate", p.rate,
+                      "Messages per second over all producers, 0 no limit "
+                      "(100)");
+  produce->add_option("-s,--size", p.size, "Message size in bytes (1024)");
+  produce->add_option("-n,--num-producers", p.num_producers, "Producers per topic (1)");
+  produce->add_option("-m,--num-messages", p.num_messages, "Messages to send, 0 no limit (0)");
+  produce->add_option("-b,--batch-time-window", p.batch_time_ms,
+                      "Batch window in ms, 0 disables batching (1)");
+  produce->add_option("--batch-max-messages", p.batch_max_messages,
+                      "Most messages in a batch (-bm; 1000)");
+  produce->add_option("--batch-max-bytes", p.batch_max_bytes,
+                      "Most bytes in a batch (-bb; 4194304)");
+  produce->add_flag("--disable-batching", p.disable_batching, "Send messages one by one (-db)");
+  produce->add_option("-z,--compression", p.compression, "NONE, LZ4, ZLIB, ZSTD or SNAPPY");
+  produce->add_option("-o,--max-outstanding", p.max_outstanding,
+                      "Most messages in flight per producer, 0 no limit (1000)");
+
+  CommonOptions cc;
+  ConsumePerfOptions c;
+  CLI::App* consume = app.add_subcommand("consume", "Subscribe, measure end-to-end latency");
+  add_common_options(consume, cc);
+  consume
+      ->add_option("-s,--subscriptions", c.subscriptions,
+                   "Subscription names, comma-separated or repeated (sub)")
+      ->allow_extra_args(false);
+  consume->add_option("--subscription-type", c.type,
+                      "Exclusive, Shared, Failover or Key_Shared (-ss; Exclusive)");
+  consume->add_option("--subscription-position", c.position, "Latest or Earliest (-sp; Latest)");
+  consume->add_option("-n,--num-consumers", c.num_consumers,
+                      "Consumers per topic and subscription (1)");
+  consume->add_option("-m,--num-messages", c.num_messages, "Messages to receive, 0 no limit (0)");
+  consume->add_option("-r,--rate", c.rate, "Messages per second to consume, 0 no limit (0)");
+  consume->add_option("-q,--receiver-queue-size", c.receiver_queue_size,
+                      "Receiver queue size (1000)");
+
+  CommonOptions rc;
+  ReadPerfOptions r;
+  CLI::App* read = app.add_subcommand("read", "Read with readers, measure end-to-end latency");
+  add_common_options(read, rc);
+  read->add_option("-m,--start-message-id", r.start,
+                   "earliest, latest or ledgerId:entryId (earliest)");
+  read->add_option("-n,--num-readers", r.num_readers, "Readers per topic (1)");
+  read->add_option("--num-messages", r.num_messages, "Messages to read, 0 no limit (0)");
+  read->add_option("-r,--rate", r.rate, "Messages per second to read, 0 no limit (0)");
+
+  std::vector<std::string> reversed = rewrite_perf_options(std::move(args));
+  std::reverse(reversed.begin(), reversed.end());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::CallForVersion& e) {
+    out << e.what() << "\n";
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    err << e.what() << "\n\n" << app.help();
+    return 1;
+  }
+  if (produce->parsed()) return run_perf_produce(pc, p, out, err);
+  if (consume->parsed()) return run_perf_consume(cc, c, out, err);
+  if (read->parsed()) return run_perf_read(rc, r, out, err);
+  err << app.help();
+  return 1;
+}
+
+}  // namespace magnetar::cli

@@ -1,0 +1,32 @@
+#pragma once
+// magnetar-perf: load generator and latency meter with pulsar-perf's commands, flags and
+// output. A library function so tests run it in-process.
+//
+//   magnetar-perf produce <topic...> [-r 100] [-s 1024] [-time 60] [--json out.json]
+//   magnetar-perf consume <topic...> [-s sub] [-ss Shared] [-time 60]
+//   magnetar-perf read <topic...> [-m earliest] [-time 60]
+//
+// Every --stats-interval-seconds (10) a line goes to `out`:
+//   Throughput produced: X msg/s --- Y Mbit/s --- failure Z msg/s --- Latency: mean: ...
+// (consume and read: "Throughput received:" / "Throughput read:" and end-to-end latency from
+// each message's publish time); at the end the aggregated throughput and latency lines, and
+// with --json the same summary as a JSON file (see summary_json in perf_stats.h).
+//
+// Runs until -time seconds passed, the message count (-m on produce and consume,
+// --num-messages on read) is reached, or request_stop() (Ctrl+C in the executable).
+// Exit codes: 0 done; 1 usage error, bad value, or no producer/consumer could be created.
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace magnetar::cli {
+
+// `args` excludes the program name.
+int run_perf(std::vector<std::string> args, std::ostream& out, std::ostream& err);
+
+// pulsar-perf's single-dash long options (-time, -bm, -bb, -db, -ss, -sp, -cf) rewritten to
+// their double-dash names. Arguments after "--" stay as they are.
+std::vector<std::string> rewrite_perf_options(std::vector<std::string> args);
+
+}  // namespace magnetar::cli

@@ -1,0 +1,245 @@
+#include "client/client_impl.h"
+
+#include <fmt/format.h>
+
+#include "common/backoff.h"
+#include "protocol/topic_name.h"
+
+namespace magnetar::client {
+
+Result<std::shared_ptr<ClientImpl>> ClientImpl::create(const std::string& service_url,
+                                                       const ClientOptions& options) {
+  // "pulsar://h1:p1,h2:p2" -> {"pulsar://h1:p1", "pulsar://h2:p2"}
+  constexpr std::string_view kScheme = "pulsar://";
+  if (service_url.rfind(kScheme, 0) != 0) {
+    return Status(ClientError::kInvalidConfiguration,
+                  fmt::format("service URL '{}' must start with pulsar:// (TLS and HTTP lookup "
+                              "are not supported)",
+                              service_url));
+  }
+  std::vector<std::string> urls;
+  std::string_view hosts = std::string_view(service_url).substr(kScheme.size());
+  while (!hosts.empty() && hosts.back() == '/') hosts.remove_suffix(1);
+  size_t start = 0;
+  while (start <= hosts.size()) {
+    size_t comma = hosts.find(',', start);
+    if (comma == std::string_view::npos) comma = hosts.size();
+    std::string url = fmt::format("pulsar://{}", hosts.substr(start, comma - start));
+    auto parsed = parse_broker_url(url);
+    if (!parsed.ok()) return parsed.status();
+    urls.push_back(std::move(url));
+    start = comma + 1;
+  }
+  if (options.io_threads < 1 || options.operation_timeout.count() <= 0) {
+    return Status(ClientError::kInvalidConfiguration,
+                  "io_threads and operation_timeout must be positive");
+  }
+  std::shared_ptr<ClientImpl> c(new ClientImpl(std::move(urls), options));
+  return c;
+}
+
+ClientImpl::ClientImpl(std::vector<std::string> urls, const ClientOptions& options)
+    : service_urls_(std::move(urls)), options_(options), log_(log::Logger("client")) {
+  for (int i = 0; i < options_.io_threads; ++i) {
+    loops_.push_back(std::make_unique<Loop>());
+    start_loop(*loops_.back());
+  }
+  listener_ = std::make_unique<Loop>();
+  start_loop(*listener_);
+}
+
+void ClientImpl::start_loop(Loop& loop) {
+  loop.work.emplace(loop.io.get_executor());
+  loop.thread = std::thread([&loop] {
+    loop.io.run();
+    loop.finished.set_value();
+  });
+}
+
+ClientImpl::~ClientImpl() {
+  stop_loops(std::chrono::milliseconds(0));
+}
+
+void ClientImpl::stop_loops(std::chrono::milliseconds grace) {
+  std::vector<Loop*> all;
+  for (auto& l : loops_) all.push_back(l.get());
+  if (listener_) all.push_back(listener_.get());
+  for (Loop* l : all) l->work.reset();
+  const auto until = std::chrono::steady_clock::now() + grace;
+  for (Loop* l : all) {
+    if (!l->thread.joinable() || l->thread.get_id() == std::this_thread::get_id()) continue;
+    if (l->done.wait_until(until) != std::future_status::ready) l->io.stop();
+  }
+  for (Loop* l : all) {
+    if (!l->thread.joinable()) continue;
+    if (l->thread.get_id() == std::this_thread::get_id()) {
+      l->thread.detach();  // the last reference went away on this loop itself
+    } else {
+      l->thread.join();
+    }
+  }
+}
+
+int ClientImpl::pick_loop() {
+  return static_cast<int>(next_loop_.fetch_add(1) % loops_.size());
+}
+
+Task<Result<std::shared_ptr<ClientConnection>>> ClientImpl::get_connection(int loop,
+                                                                           std::string logical,
+                                                                           std::string physical,
+                                                                           Deadline deadline) {
+  auto self = shared_from_this();
+  if (closed_) co_return Status(ClientError::kAlreadyClosed, "the client is closed");
+  auto& pool = loops_[static_cast<size_t>(loop)]->pool;
+  const auto key = std::make_pair(logical, physical);
+  std::shared_ptr<ClientConnection> cnx;
+  if (auto it = pool.find(key); it != pool.end() && !it->second->closed()) {
+    cnx = it->second;
+  } else {
+    cnx = std::make_shared<ClientConnection>(loops_[static_cast<size_t>(loop)]->io, logical,
+                                             physical, options_);
+    pool[key] = cnx;
+  }
+  Status st = co_await cnx->connect(deadline);
+  if (!st.ok()) {
+    if (auto it = pool.find(key); it != pool.end() && it->second == cnx) pool.erase(it);
+    co_return st;
+  }
+  co_return cnx;
+}
+
+Task<Result<std::shared_ptr<ClientConnection>>> ClientImpl::service_connection(int loop,
+                                                                               Deadline deadline) {
+  const std::string url = service_urls_[next_url_.fetch_add(1) % service_urls_.size()];
+  co_return co_await get_connection(loop, url, url, deadline);
+}
+
+Task<Result<BrokerAddress>> ClientImpl::lookup(int loop, std::string topic, Deadline deadline) {
+  auto self = shared_from_this();
+  auto first = co_await service_connection(loop, deadline);
+  if (!first.ok()) co_return first.status();
+  std::shared_ptr<ClientConnection> cnx = *first;
+  bool authoritative = false;
+  for (int redirects = 0;; ++redirects) {
+    wire::BaseCommand cmd;
+    cmd.set_type(wire::BaseCommand::LOOKUP);
+    const uint64_t id = next_request_id();
+    auto* l = cmd.mutable_lookuptopic();
+    l->set_topic(topic);
+    l->set_request_id(id);
+    l->set_authoritative(authoritative);
+    auto r = co_await cnx->request(cmd, id, deadline);
+    if (!r.ok()) co_return r.status();
+    const auto& resp = r->lookuptopicresponse();
+    if (resp.brokerserviceurl().empty()) {
+      co_return Status(ClientError::kProtocolError,
+                       fmt::format("lookup of {} named no broker", topic));
+    }
+    if (resp.response() == wire::CommandLookupTopicResponse::Connect) {
+      co_return BrokerAddress{resp.brokerserviceurl(), resp.brokerserviceurl()};
+    }
+    // Redirect: ask the named broker, with the authoritative flag it gave.
+    if (redirects + 1 >= options_.max_lookup_redirects) {
+      co_return Status(ClientError::kTooManyLookupRedirects,
+                       fmt::format("lookup of {} redirected {} times", topic, redirects + 1));
+    }
+    authoritative = resp.authoritative();
+    auto next =
+        co_await get_connection(loop, resp.brokerserviceurl(), resp.brokerserviceurl(), deadline);
+    if (!next.ok()) co_return next.status();
+    cnx = *next;
+  }
+}
+
+Task<Result<int>> ClientImpl::partitioned_metadata(int loop, std::string topic, Deadline deadline) {
+  auto self = shared_from_this();
+  auto cnx = co_await service_connection(loop, deadline);
+  if (!cnx.ok()) co_return cnx.status();
+  wire::BaseCommand cmd;
+  cmd.set_type(wire::BaseCommand::PARTITIONED_METADATA);
+  const uint64_t id = next_request_id();
+  cmd.mutable_partitionmetadata()->set_topic(topic);
+  cmd.mutable_partitionmetadata()->set_request_id(id);
+  auto r = co_await (*cnx)->request(cmd, id, deadline);
+  if (!r.ok()) co_return r.status();
+  co_return static_cast<int>(r->partitionmetadataresponse().partitions());
+}
+
+Task<Result<int>> ClientImpl::partitions_with_retry(int loop, std::string topic,
+                                                    Deadline deadline) {
+  auto self = shared_from_this();
+  Backoff::Options bo;
+  bo.initial = options_.initial_backoff;
+  bo.max = std::max(options_.max_backoff, options_.initial_backoff);
+  Backoff backoff(bo);
+  Event never;
+  for (;;) {
+    auto r = co_await partitioned_metadata(loop, topic, deadline);
+    if (r.ok() || !r.status().retriable() || closed_) co_return r;
+    const auto delay = backoff.next();
+    if (Clock::now() + delay >= deadline) {
+      co_return Status(ClientError::kTimeout,
+                       fmt::format("could not look up {} within the operation timeout: {}", topic,
+                                   r.status().to_string()));
+    }
+    co_await sleep_until(never, Clock::now() + delay);
+  }
+}
+
+Task<Result<std::vector<std::string>>> ClientImpl::topics_of_namespace(int loop, std::string ns,
+                                                                       Deadline deadline) {
+  auto self = shared_from_this();
+  auto cnx = co_await service_connection(loop, deadline);
+  if (!cnx.ok()) co_return cnx.status();
+  wire::BaseCommand cmd;
+  cmd.set_type(wire::BaseCommand::GET_TOPICS_OF_NAMESPACE);
+  const uint64_t id = next_request_id();
+  cmd.mutable_gettopicsofnamespace()->set_namespace_(ns);
+  cmd.mutable_gettopicsofnamespace()->set_request_id(id);
+  cmd.mutable_gettopicsofnamespace()->set_mode(wire::CommandGetTopicsOfNamespace::PERSISTENT);
+  auto r = co_await (*cnx)->request(cmd, id, deadline);
+  if (!r.ok()) co_return r.status();
+  std::vector<std::string> out(r->gettopicsofnamespaceresponse().topics().begin(),
+                               r->gettopicsofnamespaceresponse().topics().end());
+  co_return out;
+}
+
+void ClientImpl::track(std::weak_ptr<Closeable> c) {
+  std::lock_guard lock(mu_);
+  std::erase_if(tracked_, [](const auto& w) { return w.expired(); });
+  tracked_.push_back(std::move(c));
+}
+
+Status ClientImpl::close() {
+  if (closed_.exchange(true)) return Status::OK();
+  std::vector<std::weak_ptr<Closeable>> tracked;
+  {
+    std::lock_guard lock(mu_);
+    tracked = std::move(tracked_);
+    tracked_.clear();
+  }
+  for (auto& w : tracked) {
+    if (auto c = w.lock()) (void)c->close();
+  }
+  // Close the connections on their loops, then let the loops run dry.
+  for (auto& l : loops_) {
+    auto done = std::make_shared<std::promise<void>>();
+    auto future = done->get_future();
+    Loop* loop = l.get();
+    asio::post(loop->io, [loop, done] {
+      auto pool = std::move(loop->pool);
+      loop->pool.clear();
+      for (auto& [key, cnx] : pool)
+        cnx->close(Status(ClientError::kAlreadyClosed, "client closed"));
+      done->set_value();
+    });
+    if (loop->thread.get_id() != std::this_thread::get_id()) {
+      future.wait_for(std::chrono::seconds(5));
+    }
+  }
+  stop_loops(std::chrono::milliseconds(3000));
+  log_.debug("client closed");
+  return Status::OK();
+}
+
+}  // namespace magnetar::client

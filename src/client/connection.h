@@ -1,0 +1,135 @@
+#pragma once
+// One TCP connection to a broker speaking the Pulsar binary protocol, shared by every
+// producer, consumer and lookup of one event loop that talks to that broker.
+//
+// Lifecycle: connect() resolves, connects and does the CONNECT handshake (protocol v21);
+// the connection then reads frames until the socket fails, the broker closes it, a frame
+// does not decode, or a keep-alive PING goes unanswered for a whole interval. close() fails
+// every outstanding request with kDisconnected and tells every registered producer and
+// consumer (ConnectionListener::on_disconnected), which then reconnect on their own.
+//
+// Requests carry a client-wide request id; their response (SUCCESS, ERROR, LOOKUP_RESPONSE,
+// PRODUCER_SUCCESS, ...) completes request(). Frames addressed to a producer or consumer id
+// go to its listener.
+//
+// Threading: a connection and everything it calls lives on one event loop (the io_context it
+// was made on); every method must be called there.
+
+#include <boost/asio/ip/tcp.hpp>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "client/sync.h"
+#include "common/asio.h"
+#include "common/buffer.h"
+#include "common/logging.h"
+#include "magnetar/client.h"
+#include "proto/pulsar_api.pb.h"
+#include "protocol/frame.h"
+
+namespace magnetar::client {
+
+class ClientConnection;
+
+// A producer or consumer registered on a connection. Called on the connection's loop.
+class ConnectionListener {
+ public:
+  virtual ~ConnectionListener() = default;
+  // SEND_RECEIPT, SEND_ERROR, CLOSE_PRODUCER (producers); MESSAGE, CLOSE_CONSUMER,
+  // REACHED_END_OF_TOPIC, ACTIVE_CONSUMER_CHANGE (consumers).
+  virtual void on_frame(ClientConnection& cnx, protocol::Frame& frame) = 0;
+  virtual void on_disconnected(ClientConnection& cnx) = 0;
+};
+
+// Parses "pulsar://host:port".
+struct HostPort {
+  std::string host;
+  std::string port;
+};
+Result<HostPort> parse_broker_url(const std::string& url);
+
+// A broker's ERROR / SEND_ERROR / failed response as a Status.
+Status server_error_status(int error, const std::string& text);
+
+class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
+ public:
+  // `logical`: the broker URL the lookup named; `physical`: where to connect (the same unless
+  // going through a proxy).
+  ClientConnection(asio::io_context& io, std::string logical, std::string physical,
+                   const ClientOptions& options);
+  ~ClientConnection();
+
+  // Connects and handshakes. Bounded by `deadline` and the connection timeout. Other
+  // coroutines may wait for the outcome with wait_ready().
+  Task<Status> connect(Deadline deadline);
+  Task<Status> wait_ready(Deadline deadline);
+  bool ready() const { return state_ == State::kReady; }
+  bool closed() const { return state_ == State::kClosed; }
+  void close(const Status& reason);
+
+  void send_command(const wire::BaseCommand& command);
+  void send_frame(BufferChain frame);
+  // Sends `command` (whose request id is `request_id`) and waits for the response. An
+  // ERROR response (or a response with an error field) becomes its Status.
+  Task<Result<wire::BaseCommand>> request(const wire::BaseCommand& command, uint64_t request_id,
+                                          Deadline deadline);
+  // Waits for another response to a request already answered once (WaitForExclusive
+  // producers get a second PRODUCER_SUCCESS).
+  Task<Result<wire::BaseCommand>> wait_response(uint64_t request_id, Deadline deadline);
+
+  void add_producer(uint64_t id, std::weak_ptr<ConnectionListener> listener);
+  void remove_producer(uint64_t id);
+  void add_consumer(uint64_t id, std::weak_ptr<ConnectionListener> listener);
+  void remove_consumer(uint64_t id);
+
+  const std::string& logical_address() const { return logical_; }
+  const std::string& physical_address() const { return physical_; }
+  int max_message_size() const { return max_message_size_; }
+  int protocol_version() const { return protocol_version_; }
+  const std::string& server_version() const { return server_version_; }
+  Executor executor() { return socket_.get_executor(); }
+
+ private:
+  enum class State { kIdle, kConnecting, kReady, kClosed };
+  struct Pending {
+    explicit Pending(const Executor& ex) : timer(ex) {}
+    asio::steady_timer timer;
+    std::optional<Result<wire::BaseCommand>> response;
+  };
+
+  Task<Status> do_connect(Deadline deadline);
+  Task<void> read_loop();
+  Task<void> write_loop();
+  Task<void> keep_alive_loop();
+  void handle(protocol::Frame& frame);
+  void complete(uint64_t request_id, Result<wire::BaseCommand> response);
+  std::shared_ptr<Pending> pending_for(uint64_t request_id);
+  Task<Result<wire::BaseCommand>> await_pending(std::shared_ptr<Pending> p, uint64_t request_id,
+                                                Deadline deadline);
+
+  const std::string logical_;
+  const std::string physical_;
+  const ClientOptions options_;
+  log::Logger log_;
+  asio::ip::tcp::socket socket_;
+  State state_ = State::kIdle;
+  Status connect_status_;
+  Event ready_event_;
+  protocol::FrameDecoder decoder_;
+  std::deque<BufferChain> out_;
+  asio::steady_timer write_wakeup_;
+  asio::steady_timer keep_alive_timer_;
+  bool received_since_ping_ = true;
+  int max_message_size_ = 5 * 1024 * 1024;
+  int protocol_version_ = 0;
+  std::string server_version_;
+  std::shared_ptr<Pending> handshake_;  // while waiting for CONNECTED
+  std::map<uint64_t, std::shared_ptr<Pending>> pending_;
+  std::map<uint64_t, std::weak_ptr<ConnectionListener>> producers_;
+  std::map<uint64_t, std::weak_ptr<ConnectionListener>> consumers_;
+};
+
+}  // namespace magnetar::client

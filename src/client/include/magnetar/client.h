@@ -1,0 +1,74 @@
+#pragma once
+// The Magnetar C++ client: a connection to a Pulsar-compatible cluster from which producers,
+// consumers and readers are made.
+//
+//   auto client = magnetar::client::Client::create("pulsar://localhost:6650");
+//   auto producer = client->create_producer("my-topic");
+//   producer->send(magnetar::client::Message("hello"));
+//
+// A Client owns IO threads (one event loop each), a pool of broker connections and a
+// listener thread. Copies of a Client share it; it stops when close() is called or the last
+// copy (and every producer, consumer and reader made from it) is gone.
+//
+// Every blocking call is bounded by the operation timeout (30 s by default): with no broker
+// reachable, creating a producer or consumer fails with kTimeout or kConnectError instead of
+// hanging.
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "magnetar/consumer.h"
+#include "magnetar/errors.h"
+#include "magnetar/message.h"
+#include "magnetar/producer.h"
+#include "magnetar/reader.h"
+
+namespace magnetar::client {
+
+struct ClientOptions {
+  std::chrono::milliseconds operation_timeout{30'000};
+  std::chrono::milliseconds connection_timeout{10'000};
+  int io_threads = 1;
+  std::chrono::seconds keep_alive_interval{30};
+  int max_lookup_redirects = 20;
+  // Reconnect backoff of producers and consumers (jittered, doubling).
+  std::chrono::milliseconds initial_backoff{100};
+  std::chrono::milliseconds max_backoff{60'000};
+};
+
+class ClientImpl;  // internal
+
+class Client {
+ public:
+  // `service_url`: "pulsar://host:port[,host2:port2...]". No network activity yet.
+  static Result<Client> create(const std::string& service_url, ClientOptions options = {});
+
+  Result<Producer> create_producer(const std::string& topic, ProducerOptions options = {});
+  Result<Consumer> subscribe(const std::string& topic, const std::string& subscription,
+                             ConsumerOptions options = {});
+  // One consumer over several topics (each may be partitioned).
+  Result<Consumer> subscribe(const std::vector<std::string>& topics,
+                             const std::string& subscription, ConsumerOptions options = {});
+  // Every topic of the pattern's namespace whose full name matches `regex` (ECMAScript);
+  // topics created later are added every pattern_auto_discovery_period.
+  Result<Consumer> subscribe_pattern(const std::string& regex, const std::string& subscription,
+                                     ConsumerOptions options = {});
+  Result<Reader> create_reader(const std::string& topic, const MessageId& start,
+                               ReaderOptions options = {});
+
+  // The partitions of a topic ("...-partition-<i>"), or the topic itself when it is not
+  // partitioned.
+  Result<std::vector<std::string>> get_partitions_for_topic(const std::string& topic);
+
+  // Closes every producer and consumer, then the connections and threads.
+  Status close();
+
+ private:
+  explicit Client(std::shared_ptr<ClientImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<ClientImpl> impl_;
+};
+
+}  // namespace magnetar::client

@@ -1,0 +1,131 @@
+#pragma once
+// A broker and a bookie in this process over a memory: metadata store (as the broker tests
+// build them), and helpers for driving the client library against it.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "broker/broker.h"
+#include "ledger/tests/ledger_test_support.h"
+#include "magnetar/client.h"
+
+namespace magnetar::client::test {
+
+using namespace std::chrono_literals;
+
+inline std::string test_name() {
+  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
+}
+
+class ClientTest : public ::testing::Test {
+ protected:
+  ClientTest() : cluster_(test_name()) {
+    cluster_.add_bookie();
+    store_ = std::shared_ptr<metadata::MetadataStore>(&cluster_.store(),
+                                                      [](metadata::MetadataStore*) {});
+    auto made = cluster_.await(store_->put_recursive("/admin/policies/public/default", "{}"));
+    EXPECT_TRUE(made.ok()) << made.status().to_string();
+    start_broker();
+  }
+  ~ClientTest() override {
+    if (client_) (void)client_->close();
+    if (broker_) broker_->stop();
+  }
+
+  void start_broker(const std::function<void(broker::BrokerConfig&)>& tweak = {}, int port = 0) {
+    broker::BrokerConfig c;
+    c.broker_service_port = port;
+    c.bind_address = "127.0.0.1";
+    c.num_io_threads = 2;
+    c.managed_ledger.ensemble_size = 1;
+    c.managed_ledger.write_quorum = 1;
+    c.managed_ledger.ack_quorum = 1;
+    c.managed_ledger.mark_delete_rate_limit = 0;
+    c.managed_ledger_factory.cache_size_mb = 16;
+    if (tweak) tweak(c);
+    auto b = broker::Broker::start(c, metadata::MetadataStores{store_, store_});
+    ASSERT_TRUE(b.ok()) << b.status().to_string();
+    broker_ = std::move(b).value();
+  }
+
+  std::string url() const { return "pulsar://127.0.0.1:" + std::to_string(broker_->port()); }
+
+  ClientOptions fast_options() const {
+    ClientOptions o;
+    o.operation_timeout = 10s;
+    o.initial_backoff = 50ms;
+    o.max_backoff = 1s;
+    return o;
+  }
+
+  Client& client() {
+    if (!client_) {
+      auto c = Client::create(url(), fast_options());
+      EXPECT_TRUE(c.ok()) << c.status().to_string();
+      client_ = std::make_unique<Client>(std::move(c).value());
+    }
+    return *client_;
+  }
+
+  std::string topic(const std::string& suffix = "") {
+    return "persistent://public/default/" + test_name() + suffix;
+  }
+
+  void make_partitioned(const std::string& local_name, int partitions) {
+    auto made = cluster_.await(
+        store_->put_recursive("/admin/partitioned-topics/public/default/persistent/" + local_name,
+                              "{\"partitions\":" + std::to_string(partitions) + "}"));
+    ASSERT_TRUE(made.ok()) << made.status().to_string();
+  }
+
+  Producer producer(const std::string& t, ProducerOptions o = {}) {
+    auto p = client().create_producer(t, std::move(o));
+    EXPECT_TRUE(p.ok()) << p.status().to_string();
+    return p.ok() ? std::move(p).value() : Producer();
+  }
+
+  Consumer consumer(const std::string& t, const std::string& sub, ConsumerOptions o = {}) {
+    auto c = client().subscribe(t, sub, std::move(o));
+    EXPECT_TRUE(c.ok()) << c.status().to_string();
+    return c.ok() ? std::move(c).value() : Consumer();
+  }
+
+  // Sends "<prefix><i>" for i in [0, n) and returns the ids.
+  std::vector<MessageId> send_n(Producer& p, int n, const std::string& prefix = "msg-") {
+    std::vector<MessageId> ids;
+    for (int i = 0; i < n; ++i) {
+      auto id = p.send(Message(prefix + std::to_string(i)));
+      EXPECT_TRUE(id.ok()) << id.status().to_string();
+      if (id.ok()) ids.push_back(*id);
+    }
+    return ids;
+  }
+
+  // Receives n messages (each within `timeout`), acknowledging them when `ack`.
+  std::vector<Message> receive_n(Consumer& c, int n, bool ack = true,
+                                 std::chrono::milliseconds timeout = 5s) {
+    std::vector<Message> out;
+    for (int i = 0; i < n; ++i) {
+      auto m = c.receive(timeout);
+      EXPECT_TRUE(m.ok()) << "message " << i << ": " << m.status().to_string();
+      if (!m.ok()) break;
+      if (ack) {
+        EXPECT_TRUE(c.acknowledge(*m).ok());
+      }
+      out.push_back(std::move(m).value());
+    }
+    return out;
+  }
+
+  ledger::test::Cluster cluster_;
+  std::shared_ptr<metadata::MetadataStore> store_;
+  std::unique_ptr<broker::Broker> broker_;
+  std::unique_ptr<Client> client_;
+};
+
+}  // namespace magnetar::client::test
