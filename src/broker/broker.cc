@@ -317,7 +317,7 @@ Task<Result<std::shared_ptr<PersistentTopic>>> Broker::load_topic(Loop* loop,
     co_return owned;
   }
   const std::string ml_name = name.persistence_name();
-  if (!create || !config_.allow_auto_topic_creation) {
+  if (!create) {
     const std::string ml_path = mledger::managed_ledger_path(ml_name);
     auto exists = co_await stores_.cluster->exists(ml_path);
     if (!exists.ok() || !*exists) {
@@ -423,6 +423,13 @@ Task<std::vector<TopicLoad>> Broker::topic_loads() {
     for (auto& t : *loads) out.push_back(std::move(t));
   }
   co_return out;
+}
+
+Task<bool> Broker::may_auto_create(protocol::TopicName name) {
+  if (config_.allow_auto_topic_creation) co_return true;
+  if (!name.is_partition()) co_return false;
+  auto n = co_await partitions(name.partitioned_topic_name(), false);
+  co_return n.ok() && name.partition_index() < *n;
 }
 
 Task<Result<int>> Broker::partitions(protocol::TopicName name, bool auto_create) {

@@ -77,6 +77,9 @@ class Broker {
   // The topic, loaded (its managed ledger opened) on first use, on its own loop: use the
   // result only there (topic->executor()). create = false: only if it exists already.
   Task<Result<std::shared_ptr<PersistentTopic>>> get_topic(protocol::TopicName name, bool create);
+  // Whether a client's use may create the topic: allowAutoTopicCreation, or a partition of
+  // an existing partitioned topic (created on demand, as Pulsar does).
+  Task<bool> may_auto_create(protocol::TopicName name);
   // Partitions of a topic (0: not partitioned); creates a partitioned topic when asked and
   // auto-creation says so.
   Task<Result<int>> partitions(protocol::TopicName name, bool auto_create);

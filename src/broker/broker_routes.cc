@@ -32,7 +32,10 @@ Response no_content() {
   return r;
 }
 
-Response ok_json(const Json& j) { return Response::json(200, j.dump()); }
+// Names come from URLs and clients: bytes that are not UTF-8 are replaced, never thrown on.
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+Response ok_json(const Json& j) { return Response::json(200, dump(j)); }
 
 // A failed broker call as an HTTP answer.
 Response status_response(const Status& st) {
@@ -64,7 +67,8 @@ Response redirect_to(const LookupAnswer& owner, const Request& req) {
   std::string query;
   for (const auto& [k, v] : req.query) {
     if (k == "authoritative") continue;
-    query += fmt::format("{}{}={}", query.empty() ? "" : "&", k, v);
+    query += fmt::format("{}{}={}", query.empty() ? "" : "&", http::url_encode(k),
+                         http::url_encode(v));
   }
   query += fmt::format("{}authoritative={}", query.empty() ? "" : "&",
                        owner.authoritative ? "true" : "false");
@@ -146,6 +150,9 @@ class Routes {
                           const Request& req);
   Task<Response> partitions(protocol::TopicName name, const Request& req);
   Task<Response> partitioned_list(std::string ns);
+  static bool is_fanned_out(const std::string& method, const std::vector<std::string>& rest);
+  Task<Response> fan_out(protocol::TopicName name, int partitions, std::vector<std::string> rest,
+                         const Request& req);
   // On the topic's loop: `fn(topic)` for a topic owned here and loaded.
   Task<Response> with_topic(protocol::TopicName name,
                             std::function<Task<Response>(std::shared_ptr<PersistentTopic>)> fn);
@@ -171,10 +178,12 @@ Task<Response> Routes::lookup(const Request& req) {
     co_return Response{200, "text/plain; charset=utf-8", range->name(), {}};
   }
   if (!broker_.config().allow_auto_topic_creation) {
+    // Served only if it exists: a topic, a partitioned topic or one of its partitions.
     auto partitions = co_await broker_.partitions(*name, false);
     auto exists = co_await broker_.store().exists(
         mledger::managed_ledger_path(name->persistence_name()));
-    if (partitions.ok() && *partitions == 0 && exists.ok() && !*exists) {
+    const bool creatable = co_await broker_.may_auto_create(*name);
+    if (partitions.ok() && *partitions == 0 && exists.ok() && !*exists && !creatable) {
       co_return Response::error(404, "Topic not found.");
     }
   }
@@ -255,11 +264,58 @@ Task<Response> Routes::persistent(const Request& req) {
     out["storageSize"] = storage;
     co_return ok_json(out);
   }
+  // A partitioned topic's own name: unload and subscription operations apply to every
+  // partition (each through its owner), subscriptions lists their union.
+  if (!name->is_partition() && !rest.empty() && is_fanned_out(req.method, rest)) {
+    auto n = co_await broker_.partitions(*name, false);
+    if (!n.ok()) co_return status_response(n.status());
+    if (*n > 0) co_return co_await fan_out(*name, *n, rest, req);
+  }
   // Everything else is served by the topic's owner.
   auto owner = co_await broker_.namespaces().lookup(*name, query_flag(req, "authoritative"));
   if (!owner.ok()) co_return status_response(owner.status());
   if (!owner->self) co_return redirect_to(*owner, req);
   co_return co_await topic_op(std::move(*name), std::move(rest), req);
+}
+
+bool Routes::is_fanned_out(const std::string& method, const std::vector<std::string>& rest) {
+  const std::string& op = rest[0];
+  if (rest.size() == 1) return (op == "unload" && method == "PUT") || (op == "subscriptions" && method == "GET");
+  return op == "subscription" || op == "all_subscription";
+}
+
+Task<Response> Routes::fan_out(protocol::TopicName name, int partitions,
+                               std::vector<std::string> rest, const Request& req) {
+  std::string suffix;
+  for (const auto& part : rest) suffix += fmt::format("/{}", http::url_encode(part));
+  std::string query;
+  for (const auto& [k, v] : req.query) {
+    query += fmt::format("{}{}={}", query.empty() ? "?" : "&", http::url_encode(k),
+                         http::url_encode(v));
+  }
+  const bool list = rest.size() == 1 && rest[0] == "subscriptions";
+  std::set<std::string> names;
+  // Each partition's request goes through this broker's own routes (and on to the
+  // partition's owner by their 307s).
+  const BrokerUrls& self = broker_.namespaces().self();
+  for (int i = 0; i < partitions; ++i) {
+    const protocol::TopicName partition = name.partition(i);
+    const std::string target = fmt::format("/admin/v2/{}{}{}", partition.rest_path(), suffix, query);
+    auto r = co_await forward(self, req.method, target, req.body);
+    const bool skippable = r.ok() && r->status == 404 && (list || rest[0] == "unload");
+    if (skippable) continue;  // a partition not created yet
+    if (!r.ok() || r->status >= 300) co_return forwarded_failure(self, r);
+    if (list) {
+      auto j = Json::parse(r->body, nullptr, false);
+      if (j.is_array()) {
+        for (const auto& s : j) {
+          if (s.is_string()) names.insert(s.get<std::string>());
+        }
+      }
+    }
+  }
+  if (list) co_return ok_json(Json(names));
+  co_return no_content();
 }
 
 Task<Response> Routes::partitioned_list(std::string ns) {
@@ -374,7 +430,13 @@ Task<Response> Routes::partitions(protocol::TopicName name, const Request& req) 
 Task<Response> Routes::with_topic(
     protocol::TopicName name,
     std::function<Task<Response>(std::shared_ptr<PersistentTopic>)> fn) {
-  auto topic = co_await broker_.get_topic(name, false);
+  // A partition of an existing partitioned topic is created on first use.
+  bool create = false;
+  if (name.is_partition()) {
+    auto n = co_await broker_.partitions(name.partitioned_topic_name(), false);
+    create = n.ok() && name.partition_index() < *n;
+  }
+  auto topic = co_await broker_.get_topic(name, create);
   if (!topic.ok()) {
     if (topic.status().is(Errc::kNotFound)) co_return Response::error(404, "Topic not found");
     co_return status_response(topic.status());
@@ -414,7 +476,7 @@ Task<Response> Routes::topic_op(protocol::TopicName name, std::vector<std::strin
   if (rest.size() == 1 && m == "GET" && (op == "stats" || op == "internalStats")) {
     const bool internal = op == "internalStats";
     Fn fn = [internal](std::shared_ptr<PersistentTopic> t) -> Task<Response> {
-      co_return ok_json(internal ? t->ledger().internal_stats() : t->stats());
+      co_return ok_json(internal ? t->ledger().internal_stats() : t->stats());  // replace
     };
     co_return co_await with_topic(name, fn);
   }
@@ -439,6 +501,10 @@ Task<Response> Routes::topic_op(protocol::TopicName name, std::vector<std::strin
     co_return co_await with_topic(name, fn);
   }
   if (rest.size() == 1 && m == "PUT" && op == "unload") {
+    auto exists =
+        co_await broker_.store().exists(mledger::managed_ledger_path(name.persistence_name()));
+    if (!exists.ok()) co_return status_response(exists.status());
+    if (!*exists) co_return Response::error(404, "Topic not found");
     const std::string key = name.to_string();
     std::function<bool(const protocol::TopicName&)> which = [key](const protocol::TopicName& t) {
       return t.to_string() == key;
@@ -482,8 +548,12 @@ Task<Response> Routes::topic_op(protocol::TopicName name, std::vector<std::strin
   if (rest.size() == 2 && m == "DELETE") {
     const bool force = query_flag(req, "force");
     Fn fn = [sub, force](std::shared_ptr<PersistentTopic> t) -> Task<Response> {
-      if (!t->find_subscription(sub)) co_return Response::error(404, "Subscription not found");
-      auto failure = co_await t->unsubscribe(sub, force);
+      auto found = t->find_subscription(sub);
+      if (!found) co_return Response::error(404, "Subscription not found");
+      if (!force && !found->consumers().empty()) {
+        co_return Response::error(412, "Subscription has active connected consumers");
+      }
+      auto failure = co_await t->unsubscribe(sub, true);
       if (failure) co_return Response::error(412, failure->message);
       co_return no_content();
     };
@@ -633,8 +703,34 @@ Task<Response> Routes::brokers(const Request& req) {
     co_return ok_json(Json(*ids));
   }
   if (parts->size() == 3 && (*parts)[2] == "ownedNamespaces") {
+    if (first != broker_.config().cluster_name) {
+      co_return Response::error(404, fmt::format("Cluster {} does not exist", first));
+    }
+    auto& namespaces = broker_.namespaces();
+    const std::string& self_http = namespaces.self().http_url;
+    const std::string self_id = self_http.substr(self_http.find("://") + 3);
+    if ((*parts)[1] != self_id) {
+      // Another registered broker's bundles: it answers for itself.
+      bool registered = false;
+      if (load_ != nullptr) {
+        auto ids = co_await load_->brokers();
+        if (!ids.ok()) co_return status_response(ids.status());
+        registered = std::find(ids->begin(), ids->end(), (*parts)[1]) != ids->end();
+      }
+      if (!registered) {
+        co_return Response::error(404, fmt::format("Broker {} is not active", (*parts)[1]));
+      }
+      Response r;
+      r.status = 307;
+      r.headers["Location"] = fmt::format("http://{}{}", (*parts)[1], req.target);
+      co_return r;
+    }
+    auto list = [&namespaces]() -> Task<std::vector<std::string>> {
+      co_return namespaces.owned_bundles();
+    };
+    auto owned = co_await run_on<std::vector<std::string>>(namespaces.executor(), std::move(list));
     Json out = Json::object();
-    for (const std::string& bundle : broker_.namespaces().owned_bundles()) {
+    for (const std::string& bundle : *owned) {
       out[bundle] = {{"broker_assignment", "shared"}, {"is_controlled", false}, {"is_active", true}};
     }
     co_return ok_json(out);
@@ -737,9 +833,17 @@ Task<std::optional<Response>> namespace_broker_operation(Broker& broker, const R
   if (req.method != (clear ? "POST" : "PUT")) co_return Response::error(405, "Method Not Allowed");
   auto range = BundleRange::parse(parts[2]);
   if (!range) co_return Response::error(412, fmt::format("Invalid bundle range {}", parts[2]));
-  auto exists = co_await broker.namespace_exists(ns);
-  if (!exists.ok()) co_return status_response(exists.status());
-  if (!*exists) co_return Response::error(404, "Namespace does not exist");
+  auto ranges = co_await bundles_of(broker, ns);
+  if (!ranges.ok()) {
+    if (ranges.status().is(Errc::kNotFound)) {
+      co_return Response::error(404, "Namespace does not exist");
+    }
+    co_return status_response(ranges.status());
+  }
+  if (std::find(ranges->begin(), ranges->end(), *range) == ranges->end()) {
+    co_return Response::error(
+        412, fmt::format("{} is not a bundle of namespace {}", range->name(), ns));
+  }
   auto owner = co_await namespaces.owner_of(ns, *range);
   if (!owner.ok()) co_return status_response(owner.status());
   if (!owner->has_value()) {

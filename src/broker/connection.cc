@@ -443,7 +443,8 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
       self->send_error(req.request_id(), wire::InvalidTopicName, name.status().message());
       co_return;
     }
-    auto topic = co_await self->broker_.get_topic(*name, true);
+    const bool create = co_await self->broker_.may_auto_create(*name);
+    auto topic = co_await self->broker_.get_topic(*name, create);
     if (!topic.ok()) {
       const auto failure = to_server_failure(topic.status());
       self->send_error(req.request_id(), failure.error, failure.message);
@@ -534,10 +535,14 @@ bool Connection::handle_send(protocol::Frame& frame) {
   struct Send {
     uint64_t producer_id, sequence_id, highest;
     int messages;
+    bool chunk_before_last;  // a chunk of a large message, not its last one
   };
+  const auto& md = frame.metadata;
+  const bool chunk_before_last = md.has_num_chunks_from_msg() && md.num_chunks_from_msg() > 1 &&
+                                 md.chunk_id() + 1 < md.num_chunks_from_msg();
   const Send s{send.producer_id(), send.sequence_id(),
                send.has_highest_sequence_id() ? send.highest_sequence_id() : 0,
-               std::max(1, send.num_messages())};
+               std::max(1, send.num_messages()), chunk_before_last};
   ++pending_sends_;
   // Deduplication and the append run on the topic's loop; the receipt (or error) comes back
   // to this loop, in order, where it is written and the send counted as done.
@@ -581,7 +586,10 @@ bool Connection::handle_send(protocol::Frame& frame) {
     };
     const auto seq = static_cast<int64_t>(s.sequence_id);
     const int64_t top = std::max(seq, static_cast<int64_t>(s.highest));
-    if (topic->deduplication_enabled()) {
+    // The chunks of one message share its sequence id: only the last one is deduplicated
+    // and recorded (as Pulsar does).
+    const bool dedup = topic->deduplication_enabled() && !s.chunk_before_last;
+    if (dedup) {
       switch (topic->check_duplicate(producer->name(), seq, top)) {
         case PersistentTopic::Duplicate::kYes:
           finish(std::nullopt, std::nullopt);
@@ -596,7 +604,7 @@ bool Connection::handle_send(protocol::Frame& frame) {
       }
     }
     topic->publish(producer, std::move(entry), s.messages,
-                   [topic, producer, top, finish](Result<Position> p) {
+                   [topic, producer, top, finish, dedup](Result<Position> p) {
                      if (!p.ok()) {
                        const bool topic_closed =
                            p.status().code() == make_error_code(mledger::Error::kClosed);
@@ -605,7 +613,7 @@ bool Connection::handle_send(protocol::Frame& frame) {
                                                 : to_server_failure(p.status()));
                        return;
                      }
-                     topic->persisted(producer->name(), top, *p);
+                     if (dedup) topic->persisted(producer->name(), top, *p);
                      finish(*p, std::nullopt);
                    });
   });
@@ -638,7 +646,9 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
         co_return;
       }
     }
-    const bool create = !req.has_force_topic_creation() || req.force_topic_creation();
+    const bool forced = !req.has_force_topic_creation() || req.force_topic_creation();
+    bool create = false;
+    if (forced) create = co_await self->broker_.may_auto_create(*name);
     auto topic = co_await self->broker_.get_topic(*name, create);
     if (!topic.ok()) {
       const auto failure = to_server_failure(topic.status());

@@ -438,6 +438,7 @@ Task<void> Subscription::dispatch_loop() {
   auto self = shared_from_this();
   const int batch_size = topic_.broker().config().managed_ledger_factory.read_batch_size;
   int failures = 0;
+  bool cancelled = false;  // restart_dispatch() ended a wait: look again from scratch
   while (!consumers_.empty()) {
     const int64_t permits = available_permits();
     if (permits <= 0) break;
@@ -464,7 +465,10 @@ Task<void> Subscription::dispatch_loop() {
           }
           break;
         }
-        if (read.status().is(Errc::kCancelled)) break;
+        if (read.status().is(Errc::kCancelled)) {
+          cancelled = true;
+          break;
+        }
         log_.warn("read failed: {}", read.status().to_string());
         asio::steady_timer backoff(topic_.executor(),
                                    std::chrono::milliseconds(std::min(5000, 100 << failures)));
@@ -523,8 +527,11 @@ Task<void> Subscription::dispatch_loop() {
     }
   }
   dispatching_ = false;
+  // After a cancelled wait (a consumer left, a rewind, redeliveries), a loop must run again
+  // even with nothing to read yet: it waits for new entries (restart_dispatch's own
+  // trigger() came while this loop still ran and did nothing).
   if (available_permits() > 0 && !consumers_.empty() &&
-      (!to_redeliver_.empty() || cursor_->has_more_entries())) {
+      (cancelled || !to_redeliver_.empty() || cursor_->has_more_entries())) {
     trigger();
   }
 }
@@ -914,7 +921,10 @@ Task<void> PersistentTopic::expire_messages() {
 
 Task<int> PersistentTopic::expire_messages(int64_t seconds, std::string only) {
   auto self = shared_from_this();
-  const auto cutoff = static_cast<uint64_t>(std::max<int64_t>(0, now_ms() - seconds * 1000));
+  // Published before now - seconds (nothing at all when that is before the epoch).
+  const int64_t now = now_ms();
+  const auto cutoff =
+      static_cast<uint64_t>(seconds >= now / 1000 ? 0 : now - seconds * 1000);
   auto older = [cutoff](const mledger::Entry& e) { return published_before(e, cutoff); };
   int moved = 0;
   auto subs = subscriptions_;

@@ -10,6 +10,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <fmt/format.h>
+
+#include <cctype>
 #include <nlohmann/json.hpp>
 
 #include "common/metrics.h"
@@ -30,7 +32,8 @@ Response Response::json(int status, std::string body) {
 
 Response Response::error(int status, std::string_view reason) {
   nlohmann::json j = {{"reason", std::string(reason)}};
-  return json(status, j.dump());
+  // A reason may quote a name from the URL: bytes that are not UTF-8 are replaced.
+  return json(status, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 std::optional<std::string> url_decode(std::string_view s) {
@@ -270,6 +273,19 @@ void add_metrics_route(HttpServer& server) {
     r.body = metrics::default_registry().expose();
     co_return r;
   });
+}
+
+std::string url_encode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
 }
 
 std::optional<std::vector<std::string>> path_segments(std::string_view path,

@@ -75,6 +75,8 @@ void add_metrics_route(HttpServer& server);
 
 // Percent-decoding of a URL component ('+' stays '+'); nullopt on a malformed escape.
 std::optional<std::string> url_decode(std::string_view s);
+// Percent-encoding of a URL component: every byte but [A-Za-z0-9-._~] becomes %XX.
+std::string url_encode(std::string_view s);
 
 // The decoded '/'-separated components of `path` after `prefix` (a trailing '/' ignored):
 // "/admin/v2/tenants/a%2Fb/x" after "/admin/v2/tenants/" -> {"a/b", "x"}. nullopt on a

@@ -775,3 +775,57 @@ TEST_F(BrokerTest, RedeliverUnacknowledgedAndTopicsOfNamespace) {
 
 }  // namespace
 }  // namespace magnetar::broker
+
+namespace magnetar::broker {
+namespace {
+
+// A consumer leaving an idle Shared subscription must not stall dispatch to the others:
+// the dispatch loop's wait for new entries is restarted, not dropped.
+TEST_F(BrokerTest, AConsumerLeavingAnIdleSubscriptionDoesNotStallTheOthers) {
+  const std::string topic = "persistent://public/default/idle-leave";
+  for (auto type : {wire::CommandSubscribe::Shared, wire::CommandSubscribe::Failover}) {
+    const std::string sub = wire::CommandSubscribe::SubType_Name(type);
+    auto a = client();
+    auto b = client();
+    ASSERT_TRUE(a->subscribe(topic, sub, type, 1).ok());
+    ASSERT_TRUE(b->subscribe(topic, sub, type, 2).ok());
+    ASSERT_TRUE(a->flow(1, 100).ok());
+    ASSERT_TRUE(b->flow(2, 100).ok());
+    std::this_thread::sleep_for(100ms);  // both dispatch loops wait for entries
+    ASSERT_TRUE(b->close_consumer(2).ok());
+    auto p = client();
+    produce(*p, topic, 3);
+    for (int i = 0; i < 3; ++i) {
+      auto m = a->receive_message(5s);
+      ASSERT_TRUE(m.ok()) << sub << " message " << i << ": " << m.status().to_string();
+      ASSERT_TRUE(a->ack(1, {id_of(m->id)}).ok());
+    }
+  }
+}
+
+// The chunks of one large message share its sequence id: with deduplication on, every chunk
+// is stored, and only a resent last chunk counts as a duplicate.
+TEST_F(BrokerTest, DeduplicationStoresEveryChunkAndDedupsOnTheLastOne) {
+  broker_->stop();
+  start_broker([](BrokerConfig& cfg) { cfg.broker_deduplication_enabled = true; });
+  const std::string topic = "persistent://public/default/chunks";
+  auto c = client();
+  ASSERT_TRUE(c->create_producer(topic, 1, "chunker").ok());
+  wire::MessageMetadata chunk;
+  chunk.set_uuid("chunker-0");
+  chunk.set_num_chunks_from_msg(3);
+  chunk.set_total_chunk_msg_size(30);
+  for (int i = 0; i < 3; ++i) {
+    chunk.set_chunk_id(i);
+    auto r = c->send_message(1, 0, "0123456789", &chunk);
+    ASSERT_TRUE(r.ok()) << "chunk " << i << ": " << r.status().to_string();
+    EXPECT_NE(r->message_id().ledgerid(), UINT64_MAX) << "chunk " << i << " taken as a duplicate";
+  }
+  chunk.set_chunk_id(2);
+  auto again = c->send_message(1, 0, "0123456789", &chunk);
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ(again->message_id().ledgerid(), UINT64_MAX) << "the resent last chunk was stored";
+}
+
+}  // namespace
+}  // namespace magnetar::broker
