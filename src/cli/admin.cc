@@ -1,3 +1,4 @@
+#include "cli/command_line.h"
 #include "cli/admin.h"
 
 #include <fmt/format.h>
@@ -182,23 +183,7 @@ int run_admin(std::vector<std::string> args, std::ostream& out, std::ostream& er
   add_topic_commands(app, table);
   add_broker_commands(app, table);
 
-  std::vector<std::string> reversed = rewrite_single_dash_options(std::move(args));
-  std::reverse(reversed.begin(), reversed.end());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    out << app.help();
-    return 0;
-  } catch (const CLI::CallForAllHelp&) {
-    out << app.help("", CLI::AppFormatMode::All);
-    return 0;
-  } catch (const CLI::CallForVersion& e) {
-    out << e.what() << "\n";
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    err << e.what() << "\n\n" << app.help();
-    return 1;
-  }
+  if (auto done = parse_command_line(app, rewrite_single_dash_options(std::move(args)), out, err)) return *done;
 
   const Action* action = table.find(selected_leaf(app));
   if (action == nullptr) {  // not reachable: every group requires a subcommand

@@ -1,3 +1,4 @@
+#include "cli/command_line.h"
 #include "cli/client_tool.h"
 
 #include <fmt/format.h>
@@ -316,23 +317,7 @@ int run_client(std::vector<std::string> args, std::ostream& out, std::ostream& e
   read->add_flag("--hex", r.hex, "Print the content as a hex dump");
   read->add_flag("--hide-content", r.hide_content, "Do not print the content");
 
-  std::vector<std::string> reversed = rewrite_client_options(std::move(args));
-  std::reverse(reversed.begin(), reversed.end());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    out << app.help();
-    return 0;
-  } catch (const CLI::CallForAllHelp&) {
-    out << app.help("", CLI::AppFormatMode::All);
-    return 0;
-  } catch (const CLI::CallForVersion& e) {
-    out << e.what() << "\n";
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    err << e.what() << "\n\n" << app.help();
-    return 1;
-  }
+  if (auto done = parse_command_line(app, rewrite_client_options(std::move(args)), out, err)) return *done;
 
   auto url = resolve_service_url(g.url, g.conf);
   if (!url.ok()) {

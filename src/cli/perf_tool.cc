@@ -1,3 +1,4 @@
+#include "cli/command_line.h"
 #include "cli/perf_tool.h"
 
 #include <CLI/CLI.hpp>
@@ -106,23 +107,7 @@ int run_perf(std::vector<std::string> args, std::ostream& out, std::ostream& err
   read->add_option("--num-messages", r.num_messages, "Messages to read, 0 no limit (0)");
   read->add_option("-r,--rate", r.rate, "Messages per second to read, 0 no limit (0)");
 
-  std::vector<std::string> reversed = rewrite_perf_options(std::move(args));
-  std::reverse(reversed.begin(), reversed.end());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    out << app.help();
-    return 0;
-  } catch (const CLI::CallForAllHelp&) {
-    out << app.help("", CLI::AppFormatMode::All);
-    return 0;
-  } catch (const CLI::CallForVersion& e) {
-    out << e.what() << "\n";
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    err << e.what() << "\n\n" << app.help();
-    return 1;
-  }
+  if (auto done = parse_command_line(app, rewrite_perf_options(std::move(args)), out, err)) return *done;
   if (produce->parsed()) return run_perf_produce(pc, p, out, err);
   if (consume->parsed()) return run_perf_consume(cc, c, out, err);
   if (read->parsed()) return run_perf_read(rc, r, out, err);
