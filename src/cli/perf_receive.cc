@@ -70,6 +70,40 @@ int report_receiving(PerfRun& run, std::string_view command, std::string_view ve
   return run.finish(command, verb, seconds, shared.counters, shared.latency);
 }
 
+// One thread per receiver taking messages with `next` (then `after`, e.g. an ack) until
+// the limit, Ctrl+C or a failure; the periodic and final reports of `command`.
+template <typename Receiver, typename Next, typename After>
+int receive_all(PerfRun& run, std::vector<Receiver>& receivers, int64_t limit, double rate,
+                std::string_view command, std::string_view verb, std::string_view who,
+                Next next, After after) {
+  ReceiveShared shared;
+  shared.limit = limit;
+  TokenBucket limiter(rate, std::max(1.0, rate / 100));
+  std::vector<std::thread> workers;
+  const auto start = PerfClock::now();
+  shared.running = static_cast<int>(receivers.size());
+  for (auto& receiver : receivers) {
+    workers.emplace_back([&shared, &limiter, &receiver, &run, &next, &after, who] {
+      while (!shared.halt && !stop_requested()) {
+        auto m = next(receiver);
+        if (!m.ok()) {
+          if (m.status().is(Errc::kTimeout)) continue;
+          run.print(fmt::format("{} stopped: {}", who, m.status().to_string()));
+          break;
+        }
+        limiter.acquire();
+        if (!shared.take(*m)) break;
+        after(receiver, *m);
+      }
+      shared.running.fetch_sub(1);
+    });
+  }
+  const int code = report_receiving(run, command, verb, verb, shared, workers, start);
+  for (auto& r : receivers) (void)r.close();
+  run.close();
+  return code;
+}
+
 }  // namespace
 
 int run_perf_consume(const CommonOptions& common, const ConsumePerfOptions& o, std::ostream& out,
@@ -111,32 +145,10 @@ int run_perf_consume(const CommonOptions& common, const ConsumePerfOptions& o, s
   }
   run.print(fmt::format("Start receiving from {} consumers on {} topics", consumers.size(),
                         run.topics().size()));
-  ReceiveShared shared;
-  shared.limit = o.num_messages;
-  TokenBucket limiter(o.rate, std::max(1.0, o.rate / 100));
-  std::vector<std::thread> workers;
-  const auto start = PerfClock::now();
-  shared.running = static_cast<int>(consumers.size());
-  for (auto& consumer : consumers) {
-    workers.emplace_back([&shared, &limiter, &consumer, &run] {
-      while (!shared.halt && !stop_requested()) {
-        auto m = consumer.receive(kPerfPoll * 10);
-        if (!m.ok()) {
-          if (m.status().is(Errc::kTimeout)) continue;
-          run.print("Consumer stopped: " + m.status().to_string());
-          break;
-        }
-        limiter.acquire();
-        if (!shared.take(*m)) break;
-        (void)consumer.acknowledge(*m);
-      }
-      shared.running.fetch_sub(1);
-    });
-  }
-  const int code = report_receiving(run, "consume", "received", "received", shared, workers, start);
-  for (auto& c : consumers) (void)c.close();
-  run.close();
-  return code;
+  return receive_all(
+      run, consumers, o.num_messages, o.rate, "consume", "received", "Consumer",
+      [](client::Consumer& c) { return c.receive(kPerfPoll * 10); },
+      [](client::Consumer& c, const client::Message& m) { (void)c.acknowledge(m); });
 }
 
 int run_perf_read(const CommonOptions& common, const ReadPerfOptions& o, std::ostream& out,
@@ -166,31 +178,10 @@ int run_perf_read(const CommonOptions& common, const ReadPerfOptions& o, std::os
   }
   run.print(fmt::format("Start reading from {} readers on {} topics", readers.size(),
                         run.topics().size()));
-  ReceiveShared shared;
-  shared.limit = o.num_messages;
-  TokenBucket limiter(o.rate, std::max(1.0, o.rate / 100));
-  std::vector<std::thread> workers;
-  const auto start = PerfClock::now();
-  shared.running = static_cast<int>(readers.size());
-  for (auto& reader : readers) {
-    workers.emplace_back([&shared, &limiter, &reader, &run] {
-      while (!shared.halt && !stop_requested()) {
-        auto m = reader.read_next(kPerfPoll * 10);
-        if (!m.ok()) {
-          if (m.status().is(Errc::kTimeout)) continue;
-          run.print("Reader stopped: " + m.status().to_string());
-          break;
-        }
-        limiter.acquire();
-        if (!shared.take(*m)) break;
-      }
-      shared.running.fetch_sub(1);
-    });
-  }
-  const int code = report_receiving(run, "read", "read", "read", shared, workers, start);
-  for (auto& r : readers) (void)r.close();
-  run.close();
-  return code;
+  return receive_all(
+      run, readers, o.num_messages, o.rate, "read", "read", "Reader",
+      [](client::Reader& r) { return r.read_next(kPerfPoll * 10); },
+      [](client::Reader&, const client::Message&) {});
 }
 
 }  // namespace magnetar::cli
