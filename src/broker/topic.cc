@@ -400,7 +400,7 @@ void Subscription::restart_dispatch() {
 }
 
 void Subscription::trigger() {
-  if (dispatching_ || consumers_.empty() || available_permits() <= 0) return;
+  if (closed_ || dispatching_ || consumers_.empty() || available_permits() <= 0) return;
   dispatching_ = true;
   auto self = shared_from_this();
   auto topic = topic_.shared_from_this();  // alive until the loop ends
@@ -628,12 +628,19 @@ Task<std::optional<ServerFailure>> Subscription::reset(Position read_from) {
   co_return std::nullopt;
 }
 
+void Subscription::close() {
+  closed_ = true;  // no dispatch loop starts again (one waiting ends with the cursor)
+  disconnect_all();
+}
+
 void Subscription::disconnect_all() {
   auto consumers = consumers_;
   for (const auto& c : consumers) {
     if (auto cnx = c->connection()) cnx->close_consumer(c->id_);
     remove_consumer(c->id_, c->connection().get());
   }
+  // Consumers whose connection is already gone are not matched by remove_consumer.
+  consumers_.clear();
 }
 
 nlohmann::json Subscription::stats() const {
@@ -900,7 +907,7 @@ Task<std::optional<ServerFailure>> PersistentTopic::unsubscribe(const std::strin
     co_return ServerFailure{wire::UnknownError,
                             "Unconnected or shared consumer attempting to unsubscribe"};
   }
-  sub->disconnect_all();
+  sub->close();
   sub->remove_metrics();
   subscriptions_.erase(name);
   if (sub->durable()) {
@@ -1006,7 +1013,7 @@ Task<void> PersistentTopic::close() {
   // (A copy: disconnecting a reader's last consumer removes its subscription.)
   auto subscriptions = subscriptions_;
   for (const auto& [name, sub] : subscriptions) {
-    sub->disconnect_all();
+    sub->close();
     sub->remove_metrics();
   }
   remove_topic_metrics(broker_.config().cluster_name, name_.namespace_name(), name_.to_string());

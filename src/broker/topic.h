@@ -123,8 +123,11 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
   void trigger();
   // As trigger(), also ending a wait for new entries (after a rewind or redeliveries).
   void restart_dispatch();
-  // Disconnects every consumer (CLOSE_CONSUMER) and stops dispatch.
+  // Disconnects every consumer (CLOSE_CONSUMER); they may come back (after a seek).
   void disconnect_all();
+  // disconnect_all() for good: the subscription is going away (topic closed, unsubscribed),
+  // no dispatch starts again.
+  void close();
   nlohmann::json stats() const;
   void refresh_metrics();
   void remove_metrics();
@@ -153,6 +156,7 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
   log::Logger log_;
   std::vector<std::shared_ptr<Consumer>> consumers_;
   bool dispatching_ = false;
+  bool closed_ = false;  // disconnect_all() ran: the subscription is going away
   size_t round_robin_ = 0;
   std::set<Position> to_redeliver_;            // Shared: sent again before new entries
   std::map<Position, uint32_t> redeliveries_;  // redelivery counts
