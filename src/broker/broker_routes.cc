@@ -144,6 +144,8 @@ class Routes {
   Task<Response> lookup(const Request& req);
   Task<Response> persistent(const Request& req);
   Task<Response> brokers(const Request& req);
+  // GET /admin/v2/brokers and /admin/v2/brokers/{cluster}: the registered brokers' ids.
+  Task<Response> active_brokers();
 
  private:
   Task<Response> topic_op(protocol::TopicName name, std::vector<std::string> rest,
@@ -667,6 +669,16 @@ Task<Response> Routes::topic_op(protocol::TopicName name, std::vector<std::strin
   co_return co_await with_topic(name, fn);
 }
 
+Task<Response> Routes::active_brokers() {
+  if (load_ == nullptr) {
+    const auto& url = broker_.namespaces().self().http_url;
+    co_return ok_json(Json::array({url.substr(url.find("://") + 3)}));
+  }
+  auto ids = co_await load_->brokers();
+  if (!ids.ok()) co_return status_response(ids.status());
+  co_return ok_json(Json(*ids));
+}
+
 Task<Response> Routes::brokers(const Request& req) {
   auto parts = http::path_segments(req.path, kBrokersPrefix);
   if (!parts || parts->empty()) co_return Response::error(404, "Not Found");
@@ -694,13 +706,7 @@ Task<Response> Routes::brokers(const Request& req) {
     if (first != broker_.config().cluster_name) {
       co_return Response::error(404, fmt::format("Cluster {} does not exist", first));
     }
-    if (load_ == nullptr) {
-      const auto& url = broker_.namespaces().self().http_url;
-      co_return ok_json(Json::array({url.substr(url.find("://") + 3)}));
-    }
-    auto ids = co_await load_->brokers();
-    if (!ids.ok()) co_return status_response(ids.status());
-    co_return ok_json(Json(*ids));
+    co_return co_await active_brokers();
   }
   if (parts->size() == 3 && (*parts)[2] == "ownedNamespaces") {
     if (first != broker_.config().cluster_name) {
@@ -876,6 +882,8 @@ void add_broker_routes(http::HttpServer& web, Broker& broker, LoadManager* load)
     web.route_prefix(method, std::string(kPersistentPrefix),
                      [routes](const Request& req) { return routes->persistent(req); });
   }
+  web.route("GET", "/admin/v2/brokers",
+            [routes](const Request&) { return routes->active_brokers(); });
   web.route_prefix("GET", std::string(kBrokersPrefix),
                    [routes](const Request& req) { return routes->brokers(req); });
 }

@@ -967,6 +967,10 @@ TEST_F(BrokerRoutesTest, ListsTheActiveBrokersOfTheCluster) {
   Reply r = get("/admin/v2/brokers/test");
   ASSERT_EQ(r.status, 200) << r;
   EXPECT_EQ(r.json(), Json::array({fmt::format("127.0.0.1:{}", server_->web_port())}));
+  // Without a cluster: this cluster's brokers too.
+  Reply all = get("/admin/v2/brokers");
+  ASSERT_EQ(all.status, 200) << all;
+  EXPECT_EQ(all.json(), r.json());
   Reply unknown = get("/admin/v2/brokers/other");
   EXPECT_ERROR(unknown, 404);
   EXPECT_EQ(unknown.reason(), "Cluster other does not exist");
