@@ -11,6 +11,7 @@
 #include "broker/broker.h"
 #include "broker/connection.h"
 #include "mledger/errors.h"
+#include "protocol/hash.h"
 #include "protocol/frame.h"
 
 namespace magnetar::broker {
@@ -56,47 +57,6 @@ EntryInfo entry_info(const Buffer& data) {
   return info;
 }
 
-// Murmur3 (32-bit, seed 0), the hash Pulsar uses for Key_Shared.
-uint32_t murmur3_32(std::string_view key) {
-  const auto* data = reinterpret_cast<const uint8_t*>(key.data());
-  const size_t n = key.size();
-  uint32_t h = 0;
-  const uint32_t c1 = 0xcc9e2d51, c2 = 0x1b873593;
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    uint32_t k = static_cast<uint32_t>(data[i]) | static_cast<uint32_t>(data[i + 1]) << 8 |
-                 static_cast<uint32_t>(data[i + 2]) << 16 |
-                 static_cast<uint32_t>(data[i + 3]) << 24;
-    k *= c1;
-    k = (k << 15) | (k >> 17);
-    k *= c2;
-    h ^= k;
-    h = (h << 13) | (h >> 19);
-    h = h * 5 + 0xe6546b64;
-  }
-  uint32_t k = 0;
-  switch (n & 3) {
-    case 3:
-      k ^= static_cast<uint32_t>(data[i + 2]) << 16;
-      [[fallthrough]];
-    case 2:
-      k ^= static_cast<uint32_t>(data[i + 1]) << 8;
-      [[fallthrough]];
-    case 1:
-      k ^= data[i];
-      k *= c1;
-      k = (k << 15) | (k >> 17);
-      k *= c2;
-      h ^= k;
-  }
-  h ^= static_cast<uint32_t>(n);
-  h ^= h >> 16;
-  h *= 0x85ebca6b;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35;
-  h ^= h >> 16;
-  return h;
-}
 
 Position to_position(const wire::MessageIdData& id) {
   return Position{static_cast<int64_t>(id.ledgerid()), static_cast<int64_t>(id.entryid())};
@@ -490,7 +450,7 @@ Task<void> Subscription::dispatch_loop() {
         target = active_consumer();
         if (target && target->permits_ <= 0) target = nullptr;
       } else if (type_ == wire::CommandSubscribe::Key_Shared) {
-        target = consumer_for_slot(murmur3_32(info.key) % 65536);
+        target = consumer_for_slot(protocol::murmur3_32(info.key) % 65536);
         if (target && !can_receive(*target)) target = nullptr;
       } else {
         // Shared: round robin among the highest-priority consumers with permits.

@@ -1,8 +1,7 @@
 #include "magnetar/errors.h"
 
-#include <fmt/format.h>
 
-#include "proto/pulsar_api.pb.h"
+#include "protocol/server_errors.h"
 
 namespace magnetar::client {
 namespace {
@@ -70,51 +69,6 @@ class ClientCategory final : public std::error_category {
   }
 };
 
-class ServerCategory final : public std::error_category {
- public:
-  const char* name() const noexcept override { return "pulsar"; }
-  std::string message(int c) const override {
-    if (!wire::ServerError_IsValid(c)) return fmt::format("ServerError({})", c);
-    return wire::ServerError_Name(static_cast<wire::ServerError>(c));
-  }
-  std::error_condition default_error_condition(int c) const noexcept override {
-    switch (static_cast<ServerError>(c)) {
-      case ServerError::kAuthenticationError:
-        return make_error_condition(Errc::kUnauthenticated);
-      case ServerError::kAuthorizationError:
-        return make_error_condition(Errc::kPermissionDenied);
-      case ServerError::kConsumerBusy:
-      case ServerError::kProducerBusy:
-        return make_error_condition(Errc::kAlreadyExists);
-      case ServerError::kMetadataError:
-      case ServerError::kServiceNotReady:
-      case ServerError::kTooManyRequests:
-      case ServerError::kPersistenceError:
-      case ServerError::kProducerBlockedQuotaExceededError:
-        return make_error_condition(Errc::kUnavailable);
-      case ServerError::kTopicNotFound:
-      case ServerError::kSubscriptionNotFound:
-      case ServerError::kConsumerNotFound:
-        return make_error_condition(Errc::kNotFound);
-      case ServerError::kTopicTerminatedError:
-      case ServerError::kProducerFenced:
-        return make_error_condition(Errc::kFenced);
-      case ServerError::kProducerBlockedQuotaExceededException:
-        return make_error_condition(Errc::kResourceExhausted);
-      case ServerError::kChecksumError:
-        return make_error_condition(Errc::kCorruption);
-      case ServerError::kUnsupportedVersionError:
-      case ServerError::kNotAllowedError:
-        return make_error_condition(Errc::kNotSupported);
-      case ServerError::kInvalidTopicName:
-      case ServerError::kIncompatibleSchema:
-      case ServerError::kConsumerAssignError:
-        return make_error_condition(Errc::kInvalidArgument);
-      default:
-        return make_error_condition(Errc::kInternal);
-    }
-  }
-};
 
 }  // namespace
 
@@ -122,9 +76,9 @@ const std::error_category& client_category() noexcept {
   static const ClientCategory category;
   return category;
 }
+// Pulsar's ServerError numbers: the one category every side of ours shares.
 const std::error_category& server_error_category() noexcept {
-  static const ServerCategory category;
-  return category;
+  return protocol::server_error_category();
 }
 std::error_code make_error_code(ClientError e) noexcept {
   return {static_cast<int>(e), client_category()};

@@ -27,60 +27,6 @@ constexpr size_t kMaxIov = 64;
 // What the broker accepts at most (uncompressed_size is untrusted input).
 constexpr uint32_t kMaxUncompressedSize = 64 * 1024 * 1024;
 
-class ServerErrorCategory final : public std::error_category {
- public:
-  const char* name() const noexcept override { return "pulsar"; }
-
-  std::string message(int c) const override {
-    if (!wire::ServerError_IsValid(c)) return fmt::format("ServerError({})", c);
-    return wire::ServerError_Name(static_cast<wire::ServerError>(c));
-  }
-
-  std::error_condition default_error_condition(int c) const noexcept override {
-    switch (static_cast<wire::ServerError>(c)) {
-      case wire::AuthenticationError:
-        return make_error_condition(Errc::kUnauthenticated);
-      case wire::AuthorizationError:
-        return make_error_condition(Errc::kPermissionDenied);
-      case wire::ConsumerBusy:
-      case wire::ProducerBusy:
-        return make_error_condition(Errc::kAlreadyExists);
-      case wire::MetadataError:
-      case wire::ServiceNotReady:
-      case wire::TooManyRequests:
-      case wire::ConsumerAssignError:
-        return make_error_condition(Errc::kUnavailable);
-      case wire::PersistenceError:
-        return make_error_condition(Errc::kIoError);
-      case wire::ProducerBlockedQuotaExceededError:
-      case wire::ProducerBlockedQuotaExceededException:
-        return make_error_condition(Errc::kResourceExhausted);
-      case wire::ChecksumError:
-        return make_error_condition(Errc::kCorruption);
-      case wire::UnsupportedVersionError:
-      case wire::NotAllowedError:
-        return make_error_condition(Errc::kNotSupported);
-      case wire::TopicNotFound:
-      case wire::SubscriptionNotFound:
-      case wire::ConsumerNotFound:
-      case wire::TransactionCoordinatorNotFound:
-      case wire::TransactionNotFound:
-        return make_error_condition(Errc::kNotFound);
-      case wire::InvalidTopicName:
-      case wire::IncompatibleSchema:
-      case wire::InvalidTxnStatus:
-        return make_error_condition(Errc::kInvalidArgument);
-      case wire::TopicTerminatedError:
-      case wire::ProducerFenced:
-        return make_error_condition(Errc::kFenced);
-      case wire::TransactionConflict:
-        return make_error_condition(Errc::kBadVersion);
-      case wire::UnknownError:
-        break;
-    }
-    return make_error_condition(Errc::kInternal);
-  }
-};
 
 std::string type_name(Type type) {
   return wire::BaseCommand::Type_IsValid(type) ? wire::BaseCommand::Type_Name(type)
@@ -179,21 +125,6 @@ Status poll_until(int fd, short events, std::chrono::steady_clock::time_point de
 
 // ---------------------------------------------------------------------------------------------
 // Errors
-
-const std::error_category& server_error_category() noexcept {
-  static const ServerErrorCategory category;
-  return category;
-}
-
-Status server_error_status(wire::ServerError error, std::string_view text) {
-  return Status(std::error_code(static_cast<int>(error), server_error_category()),
-                fmt::format("{}: {}", server_error_category().message(error), text));
-}
-
-std::optional<wire::ServerError> server_error_of(const Status& status) {
-  if (status.ok() || status.code().category() != server_error_category()) return std::nullopt;
-  return static_cast<wire::ServerError>(status.code().value());
-}
 
 Result<std::vector<protocol::SingleMessage>> ReceivedMessage::unpack() const {
   return protocol::unpack_messages(metadata, payload, kMaxUncompressedSize);

@@ -45,18 +45,16 @@
 #include "proto/pulsar_api.pb.h"
 #include "protocol/batch.h"
 #include "protocol/frame.h"
+#include "protocol/server_errors.h"
 
 namespace magnetar::testing {
 
 // ---------------------------------------------------------------------------------------------
-// Broker errors as Status values
+// Broker errors as Status values (protocol/server_errors.h)
 
-// Category "pulsar": code = the wire::ServerError value, message() = its name.
-const std::error_category& server_error_category() noexcept;
-// Status{error, "<ServerError name>: <text>"}.
-Status server_error_status(wire::ServerError error, std::string_view text);
-// The ServerError carried by `status`, or nullopt when it is not a broker error.
-std::optional<wire::ServerError> server_error_of(const Status& status);
+using protocol::server_error_category;
+using protocol::server_error_of;
+using protocol::server_error_status;
 
 // ---------------------------------------------------------------------------------------------
 

@@ -137,7 +137,9 @@ TEST(StandaloneCrashTest, EveryReceiptedMessageIsDeliveredAfterASigkill) {
     auto m = after->receive_message(3s);
     if (!m.ok()) break;
     delivered.insert(seq_of(*m));
-    if (++received % 500 == 0) ASSERT_TRUE(after->flow(2, 500).ok());
+    if (++received % 500 == 0) {
+      ASSERT_TRUE(after->flow(2, 500).ok());
+    }
   }
   std::lock_guard lock(mu);
   int64_t lost = 0;
