@@ -1,6 +1,5 @@
 #include "magnetar/errors.h"
 
-
 #include "protocol/server_errors.h"
 
 namespace magnetar::client {
