@@ -1014,6 +1014,12 @@ int64_t ManagedLedger::estimated_backlog_size() const {
 Task<Status> ManagedLedger::close() {
   auto self = shared_from_this();
   if (state_ == State::kClosed) co_return Status::OK();
+  if (closing_) {
+    // A close is under way (the topic's and the factory's, say): wait for it, not a second
+    // round of cursor and ledger closes racing the first.
+    co_await wait_closed();
+    co_return Status::OK();
+  }
   closing_ = true;  // from here on adds fail: the current ledger is going away
   const bool was_fenced = state_ == State::kFenced;
   Status result;
