@@ -131,6 +131,11 @@ void Broker::stop() {
           for (auto& [name, topic] : topics) co_await topic->close();
           l->topics.clear();
           (void)co_await l->factory->close();
+          // Bookie requests still in flight (a dispatch read, say) fail now, while the loop
+          // runs: their coroutines finish instead of waiting forever on a stopped loop
+          // (holding the ledger that holds them).
+          co_await l->bk->client().close();
+          for (int i = 0; i < 3; ++i) co_await asio::post(l->io.get_executor(), asio::use_awaitable);
         },
         [&](std::exception_ptr) { done.set_value(); });
     if (l->thread.joinable()) done.get_future().wait();
