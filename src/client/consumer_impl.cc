@@ -112,7 +112,8 @@ ConsumerImpl::ConsumerImpl(std::shared_ptr<ClientImpl> client, Config config)
                .with("consumer_id", consumer_id_)),
       backoff_(backoff_options(client_->options())),
       start_id_(config_.start_id),
-      start_inclusive_(config_.start_inclusive) {}
+      start_inclusive_(config_.start_inclusive),
+      ack_timer_(client_->executor(loop_)) {}
 
 ConsumerImpl::~ConsumerImpl() = default;
 
@@ -261,6 +262,7 @@ Task<Status> ConsumerImpl::connect_once(Deadline deadline) {
   seeking_ = false;
   available_permits_ = 0;
   send_flow(static_cast<uint32_t>(std::max(1, o.receiver_queue_size)));
+  flush_acks();
   log_.info("subscribed on {}", cnx->physical_address());
   state_event_.notify_all();
   co_return Status::OK();
@@ -517,14 +519,58 @@ void ConsumerImpl::send_flow(uint32_t permits) {
 }
 
 void ConsumerImpl::send_ack(const Entry& entry, bool cumulative) {
-  if (!cnx_ || state_ != State::kReady) return;  // redelivered later, then filtered and re-acked
-  wire::BaseCommand cmd;
-  cmd.set_type(wire::BaseCommand::ACK);
-  auto* a = cmd.mutable_ack();
-  a->set_consumer_id(consumer_id_);
-  a->set_ack_type(cumulative ? wire::CommandAck::Cumulative : wire::CommandAck::Individual);
-  set_id(a->add_message_id(), entry.first, entry.second);
-  cnx_->send_command(cmd);
+  if (cumulative) {
+    if (!pending_cumulative_ || *pending_cumulative_ < entry) pending_cumulative_ = entry;
+  } else {
+    pending_acks_.push_back(entry);
+    if (pending_acks_.size() > kMaxRemembered) {
+      // Disconnected for long: the oldest are redelivered later, then filtered and re-acked.
+      pending_acks_.erase(pending_acks_.begin(),
+                          pending_acks_.begin() + static_cast<std::ptrdiff_t>(kMaxRemembered / 2));
+    }
+  }
+  const auto& o = config_.options;
+  if (o.ack_grouping_time.count() <= 0 ||
+      pending_acks_.size() >= static_cast<size_t>(std::max(1, o.ack_grouping_max_size))) {
+    flush_acks();
+    return;
+  }
+  if (ack_flush_scheduled_) return;
+  ack_flush_scheduled_ = true;
+  auto self = shared_from_this();
+  ack_timer_.expires_after(o.ack_grouping_time);
+  ack_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (!self || ec) return;  // cancelled: closed (after a last flush)
+    self->ack_flush_scheduled_ = false;
+    self->flush_acks();
+  });
+}
+
+void ConsumerImpl::flush_acks() {
+  // Not connected: kept, and sent once subscribed again (what the broker redelivers
+  // meanwhile is filtered as already acknowledged).
+  if (!cnx_ || state_ != State::kReady) return;
+  if (pending_cumulative_) {
+    wire::BaseCommand cmd;
+    cmd.set_type(wire::BaseCommand::ACK);
+    auto* a = cmd.mutable_ack();
+    a->set_consumer_id(consumer_id_);
+    a->set_ack_type(wire::CommandAck::Cumulative);
+    set_id(a->add_message_id(), pending_cumulative_->first, pending_cumulative_->second);
+    cnx_->send_command(cmd);
+    pending_cumulative_.reset();
+  }
+  if (!pending_acks_.empty()) {
+    wire::BaseCommand cmd;
+    cmd.set_type(wire::BaseCommand::ACK);
+    auto* a = cmd.mutable_ack();
+    a->set_consumer_id(consumer_id_);
+    a->set_ack_type(wire::CommandAck::Individual);
+    for (const auto& e : pending_acks_) set_id(a->add_message_id(), e.first, e.second);
+    cnx_->send_command(cmd);
+    pending_acks_.clear();
+  }
 }
 
 void ConsumerImpl::remember_acked(const Entry& entry) {
@@ -607,6 +653,7 @@ void ConsumerImpl::redeliver_unacknowledged() {
 
 void ConsumerImpl::redeliver(const std::vector<Entry>& entries) {
   if (entries.empty() || !cnx_ || state_ != State::kReady) return;
+  flush_acks();
   if (!shared_type(config_.options.type)) {
     redeliver_all();
     return;
@@ -628,6 +675,7 @@ void ConsumerImpl::redeliver(const std::vector<Entry>& entries) {
 
 void ConsumerImpl::redeliver_all() {
   if (!cnx_ || state_ != State::kReady) return;
+  flush_acks();  // so that the broker does not rewind over them
   unacked_.clear();
   nacked_.clear();
   wire::BaseCommand cmd;
@@ -729,6 +777,8 @@ Task<Status> ConsumerImpl::close_on_loop(bool unsubscribe) {
     auto cnx = cnx_;
     wire::BaseCommand cmd;
     cmd.set_type(wire::BaseCommand::UNSUBSCRIBE);
+    pending_acks_.clear();  // the subscription goes with them
+    pending_cumulative_.reset();
     const uint64_t id = client_->next_request_id();
     cmd.mutable_unsubscribe()->set_consumer_id(consumer_id_);
     cmd.mutable_unsubscribe()->set_request_id(id);
@@ -742,6 +792,7 @@ Task<Status> ConsumerImpl::close_on_loop(bool unsubscribe) {
     }
     cnx->remove_consumer(consumer_id_);
   } else if (cnx_ && state_ == State::kReady && cnx_->ready()) {
+    flush_acks();
     auto cnx = cnx_;
     state_ = State::kClosing;
     closed_ = true;
@@ -758,6 +809,7 @@ Task<Status> ConsumerImpl::close_on_loop(bool unsubscribe) {
   closed_ = true;
   connected_ = false;
   cnx_.reset();
+  ack_timer_.cancel();
   if (!create_status_) create_status_ = Status(ClientError::kAlreadyClosed, "consumer closed");
   queue_->remove_from(this);
   if (owns_queue_) queue_->close();
@@ -779,6 +831,7 @@ Task<Status> ConsumerImpl::seek_on_loop(std::optional<MessageId> id, uint64_t pu
   if (!cnx_ || state_ != State::kReady) {
     co_return Status(ClientError::kDisconnected, "not connected: cannot seek now");
   }
+  flush_acks();  // acknowledgements made before the seek belong to the old position
   auto cnx = cnx_;
   wire::BaseCommand cmd;
   cmd.set_type(wire::BaseCommand::SEEK);
@@ -799,6 +852,8 @@ Task<Status> ConsumerImpl::seek_on_loop(std::optional<MessageId> id, uint64_t pu
   queue_->remove_from(this);
   ++epoch_;
   seeking_ = true;
+  pending_acks_.clear();
+  pending_cumulative_.reset();
   cumulative_acked_.reset();
   acked_entries_.clear();
   batch_acks_.clear();

@@ -132,7 +132,10 @@ class ConsumerImpl final : public ConsumerBase,
   bool skip(const MessageId& id, uint64_t publish_time) const;
   bool already_acked(const MessageId& id) const;
   void do_ack(const MessageId& id, bool cumulative);
+  // Queues an acknowledgement; sent by flush_acks() (at once, when the group is full, or
+  // ack_grouping_time later).
   void send_ack(const Entry& entry, bool cumulative);
+  void flush_acks();
   void remember_acked(const Entry& entry);
   void send_flow(uint32_t permits);
   void add_permits(int n);
@@ -178,6 +181,11 @@ class ConsumerImpl final : public ConsumerBase,
   std::optional<Entry> cumulative_acked_;
   std::set<Entry> acked_entries_;                  // bounded: the newest kMaxRemembered
   std::map<Entry, std::vector<bool>> batch_acks_;  // entry -> index acknowledged
+  // Acknowledgements waiting to be sent (kept across a reconnection).
+  std::vector<Entry> pending_acks_;
+  std::optional<Entry> pending_cumulative_;
+  bool ack_flush_scheduled_ = false;
+  asio::steady_timer ack_timer_;  // armed while a group waits; cancelled on close
   std::map<Entry, Clock::time_point> unacked_;     // ack timeout deadlines
   std::map<Entry, Clock::time_point> nacked_;      // negative-ack redelivery times
   std::shared_ptr<ProducerImpl> dlq_producer_;

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -57,6 +58,10 @@ class FakeBroker {
   int port() const { return port_; }
   void send(const wire::BaseCommand& cmd) {
     Buffer b = protocol::encode_command(cmd);
+    (void)!::write(fd_, b.data(), b.size());
+  }
+  void send(const BufferChain& frame) {
+    Buffer b = frame.flatten();
     (void)!::write(fd_, b.data(), b.size());
   }
   // Closes the current connection (the client sees the broker go away).
@@ -310,6 +315,123 @@ TEST_F(ClientTest, KeepAlivePingsAndPongs) {
   auto start = std::chrono::steady_clock::now();
   EXPECT_TRUE(p.send(Message("still here")).ok());
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+}
+
+// A subscribing broker that sends `messages` messages on the first FLOW and records the
+// ACK commands it receives (ids per command).
+struct AckRecorder {
+  std::mutex mu;
+  std::vector<std::pair<wire::CommandAck::AckType, size_t>> acks;  // (type, ids)
+  std::vector<int64_t> acked_entries;
+
+  FakeBroker::Handler handler(int messages) {
+    return [this, messages](FakeBroker& b, int, const protocol::Frame& f) {
+      switch (f.command.type()) {
+        case wire::BaseCommand::PARTITIONED_METADATA:
+          return answer_partitions(b, f);
+        case wire::BaseCommand::LOOKUP: {
+          auto r = make(wire::BaseCommand::LOOKUP_RESPONSE);
+          r.mutable_lookuptopicresponse()->set_request_id(f.command.lookuptopic().request_id());
+          r.mutable_lookuptopicresponse()->set_response(
+              wire::CommandLookupTopicResponse::Connect);
+          r.mutable_lookuptopicresponse()->set_brokerserviceurl(b.url());
+          b.send(r);
+          return;
+        }
+        case wire::BaseCommand::SUBSCRIBE:
+        case wire::BaseCommand::CLOSE_CONSUMER: {
+          auto r = make(wire::BaseCommand::SUCCESS);
+          r.mutable_success()->set_request_id(f.command.type() == wire::BaseCommand::SUBSCRIBE
+                                                  ? f.command.subscribe().request_id()
+                                                  : f.command.close_consumer().request_id());
+          b.send(r);
+          return;
+        }
+        case wire::BaseCommand::FLOW: {
+          if (sent_) return;
+          sent_ = true;
+          for (int i = 0; i < messages; ++i) {
+            auto m = make(wire::BaseCommand::MESSAGE);
+            m.mutable_message()->set_consumer_id(f.command.flow().consumer_id());
+            m.mutable_message()->mutable_message_id()->set_ledgerid(7);
+            m.mutable_message()->mutable_message_id()->set_entryid(static_cast<uint64_t>(i));
+            wire::MessageMetadata md;
+            md.set_producer_name("fake");
+            md.set_sequence_id(static_cast<uint64_t>(i));
+            md.set_publish_time(1);
+            BufferChain payload(Buffer::copy_of("m" + std::to_string(i)));
+            b.send(protocol::encode_payload_command(m, md, payload));
+          }
+          return;
+        }
+        case wire::BaseCommand::ACK: {
+          std::lock_guard lock(mu);
+          const auto& a = f.command.ack();
+          acks.emplace_back(a.ack_type(), static_cast<size_t>(a.message_id_size()));
+          for (const auto& id : a.message_id()) {
+            acked_entries.push_back(static_cast<int64_t>(id.entryid()));
+          }
+          return;
+        }
+        default:
+          return;
+      }
+    };
+  }
+  size_t ids() {
+    std::lock_guard lock(mu);
+    return acked_entries.size();
+  }
+
+ private:
+  bool sent_ = false;  // touched by the fake broker's thread only
+};
+
+// Grouped acknowledgements: 50 individual acks travel in a few ACK commands carrying every
+// id; a group is sent as soon as it is full; what is still grouped is sent before close.
+TEST_F(ClientTest, AcknowledgementsAreGroupedByTimeAndSize) {
+  for (const auto& [time, max_size] : std::vector<std::pair<std::chrono::milliseconds, int>>{
+           {200ms, 1000}, {60'000ms, 20}, {0ms, 1000}}) {
+    SCOPED_TRACE(::testing::Message() << "group time " << time.count() << " ms, size " << max_size);
+    AckRecorder recorder;
+    FakeBroker fake(recorder.handler(50));
+    auto c = Client::create(fake.url(), quick());
+    ASSERT_TRUE(c.ok());
+    ConsumerOptions co;
+    co.ack_grouping_time = time;
+    co.ack_grouping_max_size = max_size;
+    auto consumer = c->subscribe(topic(), "grouped", co);
+    ASSERT_TRUE(consumer.ok()) << consumer.status().to_string();
+    for (int i = 0; i < 50; ++i) {
+      auto m = consumer->receive(5s);
+      ASSERT_TRUE(m.ok()) << i << ": " << m.status().to_string();
+      ASSERT_TRUE(consumer->acknowledge(*m).ok());
+    }
+    if (time.count() == 0) {
+      for (int i = 0; i < 200 && recorder.ids() < 50; ++i) std::this_thread::sleep_for(10ms);
+      std::lock_guard lock(recorder.mu);
+      EXPECT_EQ(recorder.acks.size(), 50u) << "no grouping: one ACK per message";
+    } else if (max_size == 20) {
+      // Two full groups go at once; the last 10 wait (a minute) until close.
+      for (int i = 0; i < 200 && recorder.ids() < 40; ++i) std::this_thread::sleep_for(10ms);
+      std::this_thread::sleep_for(100ms);
+      EXPECT_EQ(recorder.ids(), 40u);
+      ASSERT_TRUE(consumer->close().ok());
+      EXPECT_EQ(recorder.ids(), 50u) << "the rest is sent before CLOSE_CONSUMER";
+      std::lock_guard lock(recorder.mu);
+      EXPECT_EQ(recorder.acks.size(), 3u);
+    } else {
+      for (int i = 0; i < 300 && recorder.ids() < 50; ++i) std::this_thread::sleep_for(10ms);
+      std::lock_guard lock(recorder.mu);
+      EXPECT_LE(recorder.acks.size(), 3u) << "grouped within 200 ms";
+    }
+    std::lock_guard lock(recorder.mu);
+    std::vector<int64_t> sorted = recorder.acked_entries;
+    std::sort(sorted.begin(), sorted.end());
+    ASSERT_EQ(sorted.size(), 50u);
+    for (int64_t i = 0; i < 50; ++i) EXPECT_EQ(sorted[static_cast<size_t>(i)], i);
+    for (const auto& [type, n] : recorder.acks) EXPECT_EQ(type, wire::CommandAck::Individual);
+  }
 }
 
 }  // namespace

@@ -59,6 +59,11 @@ struct ConsumerOptions {
   bool read_compacted = false;
   // Pattern consumers: how often the namespace is checked for new matching topics.
   std::chrono::milliseconds pattern_auto_discovery_period{60'000};
+  // Acknowledgements are grouped: sent together at most this long after the first one
+  // (0: each is sent at once), or as soon as this many individual ones are waiting.
+  // Grouped acks not yet sent are sent before close, seek and redelivery requests.
+  std::chrono::milliseconds ack_grouping_time{100};
+  int ack_grouping_max_size = 1000;
 };
 
 class ConsumerBase;  // internal
