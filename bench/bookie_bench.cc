@@ -5,11 +5,15 @@
 //  - BM_LedgerAdd: E=3, Qw=3, Qa=2 over three bookies through the ledger client.
 // Journal and ledger directories go under $MAGNETAR_BENCH_DIR (default /tmp): put it on the
 // disk being measured, and run fio there in the same session for comparison.
+// $MAGNETAR_BENCH_LATENCY_DUMP=PREFIX writes each paced add as "start_ms latency_ms" to
+// PREFIX-<size>.txt: stalls show up as clusters of slow adds (when, how long, how often).
 
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -36,12 +40,17 @@ using bench::LocalBookie;
 
 std::map<int64_t, double> g_max_rate;  // entry size -> adds/s measured at full pipelining
 
+struct AddLatency {
+  double start_ms;  // since the run began
+  double latency_ms;
+};
+
 // Issues `count` adds of `size` bytes to one bookie with at most `inflight` outstanding;
-// when `pace` > 0, starts one add every 1/pace seconds. Returns each add's latency (ms).
-std::vector<double> run_adds(magnetar::testing::EventLoop& loop, ledger::BookieClient& client,
+// when `pace` > 0, starts one add every 1/pace seconds. Returns each add's latency.
+std::vector<AddLatency> run_adds(magnetar::testing::EventLoop& loop, ledger::BookieClient& client,
                              const std::string& bookie, int64_t ledger, int64_t first, int count,
                              size_t size, int inflight, double pace) {
-  std::vector<double> latencies;
+  std::vector<AddLatency> latencies;
   latencies.reserve(static_cast<size_t>(count));
   int started = 0, finished = 0, outstanding = 0;
   const std::string payload(size, 'b');
@@ -68,7 +77,8 @@ std::vector<double> run_adds(magnetar::testing::EventLoop& loop, ledger::BookieC
         auto result = co_await client.add(bookie, std::move(r), std::move(packaged));
         if (!result.ok() || result->status != bookie_wire::OK) std::abort();
         latencies.push_back(
-            std::chrono::duration<double, std::milli>(Clock::now() - sent_at).count());
+            {std::chrono::duration<double, std::milli>(sent_at - t0).count(),
+             std::chrono::duration<double, std::milli>(Clock::now() - sent_at).count()});
         ++finished;
         --outstanding;
       };
@@ -94,7 +104,7 @@ void BM_BookieAdd(benchmark::State& state) {
   const int inflight = static_cast<int>(state.range(1));
   auto dir = bench_dir();
   std::filesystem::remove_all(dir);
-  LocalBookie b(dir, nullptr);
+  auto b = std::make_unique<LocalBookie>(dir, nullptr);
   magnetar::testing::EventLoop loop;
   ledger::BookieClient client(loop.executor());
   int64_t next = 0, total = 0;
@@ -102,7 +112,7 @@ void BM_BookieAdd(benchmark::State& state) {
   double seconds = 0;
   for (auto _ : state) {
     auto t = Clock::now();
-    run_adds(loop, client, b.id(), 1, next, batch, size, inflight, 0);
+    run_adds(loop, client, b->id(), 1, next, batch, size, inflight, 0);
     seconds += std::chrono::duration<double>(Clock::now() - t).count();
     next += batch;
     total += batch;
@@ -114,6 +124,7 @@ void BM_BookieAdd(benchmark::State& state) {
     co_await client.close();
     co_return true;
   }());
+  b.reset();  // its final flush writes into `dir`
   std::filesystem::remove_all(dir);
 }
 BENCHMARK(BM_BookieAdd)
@@ -131,17 +142,24 @@ void BM_BookieAddLatency(benchmark::State& state) {
                     : 1000;
   auto dir = bench_dir();
   std::filesystem::remove_all(dir);
-  LocalBookie b(dir, nullptr);
+  auto b = std::make_unique<LocalBookie>(dir, nullptr);
   magnetar::testing::EventLoop loop;
   ledger::BookieClient client(loop.executor());
   std::vector<double> all;
   int64_t next = 0;
   const int count = std::max(2000, static_cast<int>(rate * 3));  // ~3 s per iteration
+  const char* dump = std::getenv("MAGNETAR_BENCH_LATENCY_DUMP");
+  std::FILE* out =
+      dump != nullptr ? std::fopen(fmt::format("{}-{}.txt", dump, size).c_str(), "w") : nullptr;
   for (auto _ : state) {
-    auto lat = run_adds(loop, client, b.id(), 1, next, count, size, 1 << 20, rate);
+    auto lat = run_adds(loop, client, b->id(), 1, next, count, size, 1 << 20, rate);
     next += count;
-    all.insert(all.end(), lat.begin(), lat.end());
+    for (const auto& l : lat) {
+      all.push_back(l.latency_ms);
+      if (out != nullptr) std::fprintf(out, "%.3f %.3f\n", l.start_ms, l.latency_ms);
+    }
   }
+  if (out != nullptr) std::fclose(out);
   state.counters["rate_per_s"] = rate;
   state.counters["p50_ms"] = percentile(all, 0.50);
   state.counters["p99_ms"] = percentile(all, 0.99);
@@ -151,6 +169,7 @@ void BM_BookieAddLatency(benchmark::State& state) {
     co_await client.close();
     co_return true;
   }());
+  b.reset();
   std::filesystem::remove_all(dir);
 }
 BENCHMARK(BM_BookieAddLatency)
