@@ -5,6 +5,7 @@
 //  - BM_LedgerAdd: E=3, Qw=3, Qa=2 over three bookies through the ledger client.
 // Journal and ledger directories go under $MAGNETAR_BENCH_DIR (default /tmp): put it on the
 // disk being measured, and run fio there in the same session for comparison.
+// $MAGNETAR_BENCH_RATE=N paces the latency runs at N adds/s instead of half the measured rate.
 // $MAGNETAR_BENCH_LATENCY_DUMP=PREFIX writes each paced add as "start_ms latency_ms" to
 // PREFIX-<size>.txt: stalls show up as clusters of slow adds (when, how long, how often).
 
@@ -140,6 +141,7 @@ void BM_BookieAddLatency(benchmark::State& state) {
   double rate = g_max_rate.count(static_cast<int64_t>(size))
                     ? g_max_rate[static_cast<int64_t>(size)] / 2
                     : 1000;
+  if (const char* fixed = std::getenv("MAGNETAR_BENCH_RATE")) rate = std::atof(fixed);
   auto dir = bench_dir();
   std::filesystem::remove_all(dir);
   auto b = std::make_unique<LocalBookie>(dir, nullptr);

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -72,20 +73,41 @@ class PosixWritableFile final : public WritableFile {
     return Status::OK();
   }
 
+  Status zero_fill(uint64_t end) override {
+    static const std::vector<uint8_t> zeros(1 << 20, 0);
+    const uint64_t start = std::max(size_, zeroed_);
+    for (uint64_t at = start; at < end;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(zeros.size(), end - at));
+      ssize_t w = ::pwrite(fd_, zeros.data(), n, static_cast<off_t>(at));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return io_error("write to", path_, errno);
+      }
+      at += static_cast<uint64_t>(w);
+      zeroed_ = at;
+    }
+    return end > start ? writeback(start, end - start, false) : Status::OK();
+  }
+
   uint64_t size() const override { return size_; }
 
   Status close() override {
     if (fd_ < 0) return Status::OK();
+    Status trimmed;
+    if (zeroed_ > size_ && ::ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
+      trimmed = io_error("truncate", path_, errno);
+    }
     int rc = ::close(fd_);
     fd_ = -1;
     if (rc != 0) return io_error("close", path_, errno);
-    return Status::OK();
+    return trimmed;
   }
 
  private:
   std::string path_;
   int fd_;
   uint64_t size_;
+  uint64_t zeroed_ = 0;  // [size_, zeroed_) holds zeros written by zero_fill
 };
 
 class PosixRandomAccessFile final : public RandomAccessFile {
@@ -219,6 +241,11 @@ class FaultyWritableFile final : public WritableFile {
   Status writeback(uint64_t offset, uint64_t length, bool wait) override {
     if (env_.fail_writes) return io_error("writeback of", path_, EIO);
     return base_->writeback(offset, length, wait);
+  }
+  Status zero_fill(uint64_t end) override {
+    if (env_.disk_full) return io_error("write to", path_, ENOSPC);
+    if (env_.fail_writes) return io_error("write to", path_, EIO);
+    return base_->zero_fill(end);
   }
   uint64_t size() const override { return base_->size(); }
   Status close() override { return base_->close(); }

@@ -35,6 +35,16 @@ class WritableFile {
     (void)offset, (void)length, (void)wait;
     return Status::OK();
   }
+  // Writes zeros from the end of what was appended (or zeroed) so far up to `end`, without
+  // moving the append position, and starts their write-back. Later appends then overwrite
+  // blocks that are already allocated, written and inside the file's size, so an fdatasync
+  // after them flushes data only: no extent conversion or size change for the file system to
+  // commit (ext4 would otherwise commit its journal on every fdatasync of a growing file).
+  // close() trims the zeros that were never overwritten. A no-op where unsupported.
+  virtual Status zero_fill(uint64_t end) {
+    (void)end;
+    return Status::OK();
+  }
   virtual uint64_t size() const = 0;
   virtual Status close() = 0;
 };

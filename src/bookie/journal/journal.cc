@@ -11,9 +11,11 @@
 //
 //   <dir>/lastMark := file_id:u64 offset:u64 crc32c(the 16 bytes before):u32     (20 bytes)
 //
-// A record never spans files. The file's size (not its preallocated extent) ends it; a record
-// whose length is impossible, which is cut short, or whose CRC does not match is a torn tail:
-// a crash mid-write leaves one, and nothing after it in that file was ever acknowledged.
+// A record never spans files. The file's size (not its preallocated extent) or the first
+// all-zero record prefix ends it: the writer keeps zeros written a few MiB ahead of the data
+// (closing a file trims those never overwritten). A record whose length is impossible, which
+// is cut short, or whose CRC does not match is a torn tail: a crash mid-write leaves one, and
+// nothing after it in that file was ever acknowledged.
 //
 // Threads. Appenders push onto queue_ (under mu_). The writer thread owns the current file's
 // append handle and the group buffer; it hands each written group to the sync thread as a
@@ -56,6 +58,8 @@ constexpr size_t kBodyFixedSize = 17;    // type + ledger_id + entry_id
 constexpr size_t kMaxPayload = UINT32_MAX - kBodyFixedSize;
 constexpr size_t kMarkSize = 20;
 constexpr size_t kReadChunk = 1 << 20;
+// Zeros are kept written this far ahead of the data, refilled when half is used.
+constexpr uint64_t kZeroAhead = 4 << 20;
 // With sync_data=false, written data is fdatasync'd at least this often
 // (journalPageCacheFlushIntervalMSec).
 constexpr auto kLazySyncInterval = std::chrono::seconds(1);
@@ -254,11 +258,16 @@ Status replay_file(Env& env, const std::string& dir, uint64_t id, uint64_t start
   }
 
   uint64_t pos = std::max(start, kHeaderSize);
+  bool zeros = false;  // the data ended where the zero-filled space begins
   while (pos + kRecordPrefixSize <= size) {
     MAGNETAR_ASSIGN_OR_RETURN(Buffer prefix, reader.get(pos, kRecordPrefixSize));
     if (prefix.size() < kRecordPrefixSize) break;
     uint32_t length = load_be32(prefix.data());
     uint32_t crc = load_be32(prefix.data() + 4);
+    if (length == 0 && crc == 0) {
+      zeros = true;
+      break;
+    }
     if (length < kBodyFixedSize || length > size - pos - kRecordPrefixSize) break;
     MAGNETAR_ASSIGN_OR_RETURN(Buffer body, reader.get(pos + kRecordPrefixSize, length));
     if (body.size() < length || crc32c::value(body.data(), length) != crc) break;
@@ -276,7 +285,9 @@ Status replay_file(Env& env, const std::string& dir, uint64_t id, uint64_t start
     record.payload = Buffer::copy_of(body.data() + kBodyFixedSize, length - kBodyFixedSize);
     MAGNETAR_TRY(fn(record, JournalPosition{id, pos}));
   }
-  if (pos < size) {
+  if (zeros) {
+    log.debug("journal file {}: data ends at offset {}; zero-filled space follows", path, pos);
+  } else if (pos < size) {
     log.info("journal file {}: torn tail of {} bytes at offset {} ignored", path, size - pos, pos);
   }
   return Status::OK();
@@ -363,6 +374,7 @@ struct Journal::Impl {
   std::string file_path_;
   uint64_t file_id_ = 0;
   uint64_t preallocated_ = 0;
+  uint64_t zeroed_ = 0;  // zeros written up to here (ahead of the data)
   std::string buf_;                // encoded records of the open group
   std::vector<Completion> group_;  // their callbacks, positions set
   Clock::time_point group_start_;  // enqueue time of the group's oldest record
@@ -405,6 +417,8 @@ struct Journal::Impl {
     MAGNETAR_TRY(f->append(header.data(), header.size()));
     uint64_t prealloc = std::min(options.prealloc_size, options.max_file_size);
     if (prealloc > kHeaderSize) MAGNETAR_TRY(f->preallocate(prealloc));
+    const uint64_t zeroed = std::min(kHeaderSize + kZeroAhead, options.max_file_size);
+    MAGNETAR_TRY(f->zero_fill(zeroed));
     MAGNETAR_TRY(f->sync());
     MAGNETAR_TRY(env.sync_dir(current_dir(options.dir)));
     MAGNETAR_ASSIGN_OR_RETURN(auto sync_handle, env.reopen_writable_file(path));
@@ -412,18 +426,28 @@ struct Journal::Impl {
     file_path_ = path;
     file_id_ = id;
     preallocated_ = std::max<uint64_t>(prealloc, kHeaderSize);
+    zeroed_ = std::max(zeroed, kHeaderSize);
     log.info("journal file {} started", path);
     return sync_handle;
   }
 
-  // Reserves disk space past `end` in prealloc_size chunks, never far beyond max_file_size.
+  // Reserves disk space past `end` in prealloc_size chunks, never far beyond max_file_size,
+  // and keeps zeros written ahead of the data (see WritableFile::zero_fill): groups are
+  // then written over allocated blocks inside the file's size, and each fdatasync flushes
+  // data only.
   Status ensure_preallocated(uint64_t end) {
-    if (end <= preallocated_ || options.prealloc_size == 0) return Status::OK();
-    uint64_t chunk = options.prealloc_size;
-    uint64_t target = (end / chunk + 1) * chunk;
-    target = std::max(end, std::min(target, options.max_file_size));
-    MAGNETAR_TRY(file_->preallocate(target));
-    preallocated_ = target;
+    if (end > preallocated_ && options.prealloc_size > 0) {
+      uint64_t chunk = options.prealloc_size;
+      uint64_t target = (end / chunk + 1) * chunk;
+      target = std::max(end, std::min(target, options.max_file_size));
+      MAGNETAR_TRY(file_->preallocate(target));
+      preallocated_ = target;
+    }
+    if (zeroed_ < std::min(end + kZeroAhead / 2, options.max_file_size)) {
+      const uint64_t target = std::min(end + kZeroAhead, options.max_file_size);
+      MAGNETAR_TRY(file_->zero_fill(target));
+      zeroed_ = target;
+    }
     return Status::OK();
   }
 

@@ -111,6 +111,7 @@ class SyncTrackingEnv final : public Env {
       return Status::OK();
     }
     Status preallocate(uint64_t size) override { return base_->preallocate(size); }
+    Status zero_fill(uint64_t end) override { return base_->zero_fill(end); }
     uint64_t size() const override { return base_->size(); }
     Status close() override { return base_->close(); }
 
@@ -352,6 +353,40 @@ TEST_F(JournalTest, TruncatedTailEndsReplayWithoutTheTornRecord) {
   auto records = replay();
   ASSERT_EQ(records.size(), 9u);
   EXPECT_EQ(records.back().record.entry_id, 8);
+}
+
+// The writer keeps zeros written ahead of its data (so fdatasync has no file size change to
+// commit); a crash leaves them behind the last record, and replay ends there. A clean close
+// trims them.
+TEST_F(JournalTest, ZerosWrittenAheadEndReplayAndAreTrimmedOnClose) {
+  uint64_t data_end = 0;
+  {
+    auto j = open(posix_env());
+    ASSERT_TRUE(j);
+    auto acks = append_and_wait(*j, 1, 0, 10);
+    for (const auto& [st, pos] : acks) ASSERT_TRUE(st.ok());
+    data_end = acks.back().second.offset;
+    auto files = journal_files();
+    ASSERT_EQ(files.size(), 1u);
+    EXPECT_GE(fs::file_size(files[0]), data_end + (1u << 20)) << "zeros ahead of the data";
+  }
+  auto files = journal_files();
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(fs::file_size(files[0]), data_end) << "trimmed by the clean close";
+  // As after a crash: the zeros are still there.
+  fs::resize_file(files[0], data_end + (4u << 20));
+  auto records = replay();
+  ASSERT_EQ(records.size(), 10u);
+  EXPECT_EQ(records.back().record.payload, payload_for(1, 9, 100));
+  // A new run appends to a new file and both replay.
+  {
+    auto j = open(posix_env());
+    ASSERT_TRUE(j);
+    for (const auto& [st, pos] : append_and_wait(*j, 1, 10, 5)) ASSERT_TRUE(st.ok());
+  }
+  records = replay();
+  ASSERT_EQ(records.size(), 15u);
+  EXPECT_EQ(records.back().record.entry_id, 14);
 }
 
 TEST_F(JournalTest, GarbageAfterTheLastRecordEndsReplayCleanly) {
