@@ -2,6 +2,8 @@
 //  - BM_BookieAdd: one bookie, adds at full pipelining (`inflight` outstanding).
 //  - BM_BookieAddLatency: one bookie, adds paced at half the rate BM_BookieAdd measured
 //    for the same size; reports p50/p99/p99.9 latency (ms).
+//  - BM_DiskGroupCommitFloor: the same paced arrivals written and fdatasync'd by one thread
+//    straight to a file: the disk's floor for BM_BookieAddLatency's percentiles.
 //  - BM_LedgerAdd: E=3, Qw=3, Qa=2 over three bookies through the ledger client.
 // Journal and ledger directories go under $MAGNETAR_BENCH_DIR (default /tmp): put it on the
 // disk being measured, and run fio there in the same session for comparison.
@@ -18,7 +20,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <thread>
 
+#include "common/env.h"
 #include "ledger/bookie_client.h"
 #include "ledger/bookkeeper.h"
 #include "local_bookie.h"
@@ -175,6 +179,69 @@ void BM_BookieAddLatency(benchmark::State& state) {
   std::filesystem::remove_all(dir);
 }
 BENCHMARK(BM_BookieAddLatency)
+    ->ArgNames({"size"})
+    ->Arg(100)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
+
+// The disk's own floor for the latency rows: records arrive at the same pace, and a single
+// thread writes everything that has arrived with one write() over zero-filled space, then
+// fdatasyncs — ideal group commit with no network, no threads, no bookie. A record's latency
+// is from its arrival to the end of the fdatasync that covered it.
+void BM_DiskGroupCommitFloor(benchmark::State& state) {
+  const size_t size = static_cast<size_t>(state.range(0));
+  double rate = g_max_rate.count(static_cast<int64_t>(size))
+                    ? g_max_rate[static_cast<int64_t>(size)] / 2
+                    : 1000;
+  if (const char* fixed = std::getenv("MAGNETAR_BENCH_RATE")) rate = std::atof(fixed);
+  auto dir = bench_dir();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "floor.dat").string();
+  auto file = posix_env().new_writable_file(path).value();
+  const int count = std::max(2000, static_cast<int>(rate * 3));
+  if (!file->zero_fill(static_cast<uint64_t>(count) * size + (1 << 20)).ok() ||
+      !file->sync().ok()) {
+    state.SkipWithError("cannot prepare the file");
+    return;
+  }
+  const std::string record(size, 'f');
+  std::string group;
+  std::vector<double> all;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    auto arrival = [&](int i) {
+      return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(i / rate));
+    };
+    int written = 0;
+    while (written < count) {
+      const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+      const int arrived = std::min(count, static_cast<int>(elapsed * rate) + 1);
+      if (arrived <= written) {
+        std::this_thread::sleep_until(arrival(arrived));
+        continue;
+      }
+      group.clear();
+      for (int i = written; i < arrived; ++i) group += record;
+      if (!file->append(group.data(), group.size()).ok() || !file->sync().ok()) std::abort();
+      const auto done = Clock::now();
+      for (int i = written; i < arrived; ++i) {
+        all.push_back(std::chrono::duration<double, std::milli>(done - arrival(i)).count());
+      }
+      written = arrived;
+    }
+  }
+  state.counters["rate_per_s"] = rate;
+  state.counters["p50_ms"] = percentile(all, 0.50);
+  state.counters["p99_ms"] = percentile(all, 0.99);
+  state.counters["p999_ms"] = percentile(all, 0.999);
+  state.counters["max_ms"] = *std::max_element(all.begin(), all.end());
+  (void)file->close();
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_DiskGroupCommitFloor)
     ->ArgNames({"size"})
     ->Arg(100)
     ->Arg(1024)
