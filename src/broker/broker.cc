@@ -14,6 +14,8 @@
 #include "http/http_server.h"
 #include "ledger/bookkeeper.h"
 #include "mledger/managed_ledger.h"
+#include "net/stream.h"
+#include "net/tls.h"
 
 namespace magnetar::broker {
 
@@ -30,6 +32,22 @@ std::string partitioned_path(const protocol::TopicName& name) {
 
 Status broker_error(Errc code, std::string message) {
   return Status(code, std::move(message));
+}
+
+// Opens, binds and listens; errors name the address and port.
+Status listen_on(asio::ip::tcp::acceptor& acceptor, const asio::ip::address& address,
+                 const std::string& bind_address, int port) {
+  boost::system::error_code ec;
+  asio::ip::tcp::endpoint endpoint(address, static_cast<uint16_t>(port));
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status(Errc::kUnavailable,
+                  fmt::format("cannot listen on {}:{}: {}", bind_address, port, ec.message()));
+  }
+  return Status::OK();
 }
 
 }  // namespace
@@ -59,29 +77,47 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
     return Status(Errc::kInvalidArgument,
                   fmt::format("bindAddress '{}': {}", b->config_.bind_address, ec.message()));
   }
-  asio::ip::tcp::endpoint endpoint(address, static_cast<uint16_t>(b->config_.broker_service_port));
-  b->acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(b->loops_.front()->io);
-  b->acceptor_->open(endpoint.protocol(), ec);
-  if (!ec) b->acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) b->acceptor_->bind(endpoint, ec);
-  if (!ec) b->acceptor_->listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return Status(Errc::kUnavailable,
-                  fmt::format("cannot listen on {}:{}: {}", b->config_.bind_address,
-                              b->config_.broker_service_port, ec.message()));
+  // TLS files are checked before any port is bound: a bad one stops the start.
+  if (b->config_.broker_service_port_tls) {
+    auto tls = net::TlsContext::create(net::TlsRole::kServer, b->config_.tls_options());
+    if (!tls.ok()) {
+      return Status(tls.status().code(),
+                    fmt::format("TLS for brokerServicePortTls: {}", tls.status().message()));
+    }
+    b->tls_ = *tls;
   }
+  b->acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(b->loops_.front()->io);
+  MAGNETAR_TRY(
+      listen_on(*b->acceptor_, address, b->config_.bind_address, b->config_.broker_service_port));
   b->port_ = b->acceptor_->local_endpoint().port();
   b->config_.broker_service_port = b->port_;
+  if (b->tls_) {
+    b->tls_acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(b->loops_.front()->io);
+    MAGNETAR_TRY(listen_on(*b->tls_acceptor_, address, b->config_.bind_address,
+                           *b->config_.broker_service_port_tls));
+    b->tls_port_ = b->tls_acceptor_->local_endpoint().port();
+    b->config_.broker_service_port_tls = b->tls_port_;
+  }
   b->schemas_ = std::make_unique<SchemaRegistry>(*b->stores_.cluster);
   BrokerUrls self;
   self.broker_url = b->config_.service_url();
+  self.broker_url_tls = b->config_.service_url_tls();
   self.http_url = b->config_.web_service_url();
+  self.http_url_tls = b->config_.web_service_url_tls();
   b->namespaces_ = std::make_unique<NamespaceService>(*b, std::move(self), nullptr);
   b->namespaces_->start();
   b->connections_gauge_ = active_connections_gauge(b->config_.cluster_name);
   Broker* raw = b.get();
+  asio::ip::tcp::acceptor* plain = b->acceptor_.get();
   asio::co_spawn(
-      b->loops_.front()->io, [raw]() { return raw->accept_loop(); }, asio::detached);
+      b->loops_.front()->io, [raw, plain]() { return raw->accept_loop(plain, false); },
+      asio::detached);
+  if (b->tls_acceptor_) {
+    asio::ip::tcp::acceptor* tls = b->tls_acceptor_.get();
+    asio::co_spawn(
+        b->loops_.front()->io, [raw, tls]() { return raw->accept_loop(tls, true); },
+        asio::detached);
+  }
   for (auto& loop : b->loops_) {
     Loop* l = loop.get();
     asio::co_spawn(
@@ -93,6 +129,13 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   }
   b->log_.info("serving the Pulsar protocol on {}:{} (advertised as {}) with {} event loops",
                b->config_.bind_address, b->port_, b->config_.service_url(), loops);
+  if (b->tls_) {
+    b->log_.info("serving the Pulsar protocol over TLS on {}:{} (advertised as {}){}",
+                 b->config_.bind_address, b->tls_port_, b->config_.service_url_tls(),
+                 b->config_.tls_require_trusted_client_cert_on_connect
+                     ? ", client certificates required"
+                     : "");
+  }
   return b;
 }
 
@@ -103,14 +146,20 @@ Broker::~Broker() {
 void Broker::stop() {
   if (stopped_.exchange(true)) return;
   // 1. No new connections; every connection closes on its own loop.
-  {
+  auto close_acceptors = [this] {
+    boost::system::error_code ec;
+    if (acceptor_) acceptor_->close(ec);
+    if (tls_acceptor_) tls_acceptor_->close(ec);
+  };
+  if (loops_.front()->thread.joinable()) {
     std::promise<void> closed;
     asio::post(loops_.front()->io, [&] {
-      boost::system::error_code ec;
-      if (acceptor_) acceptor_->close(ec);
+      close_acceptors();
       closed.set_value();
     });
     closed.get_future().wait();
+  } else {
+    close_acceptors();  // start() failed before the loops ran
   }
   std::vector<std::shared_ptr<Connection>> connections;
   {
@@ -152,25 +201,53 @@ void Broker::stop() {
   log_.info("stopped");
 }
 
-Task<void> Broker::accept_loop() {
+Task<void> Broker::accept_loop(asio::ip::tcp::acceptor* acceptor, bool tls) {
   while (!stopped_) {
     // Connections are spread over the loops.
     Loop& loop = *loops_[next_loop_++ % loops_.size()];
     boost::system::error_code ec;
-    asio::ip::tcp::socket socket = co_await acceptor_->async_accept(
+    asio::ip::tcp::socket socket = co_await acceptor->async_accept(
         loop.io.get_executor(), asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       if (stopped_ || ec == asio::error::operation_aborted) co_return;
       log_.warn("accept failed: {}", ec.message());
       continue;
     }
-    auto cnx = std::make_shared<Connection>(*this, std::move(socket));
-    {
-      std::lock_guard lock(connections_mu_);
-      connections_[cnx.get()] = cnx;
+    if (tls) {
+      // The handshake runs on the connection's loop, so a slow or hostile client holds up
+      // neither this loop nor the other connections.
+      auto handshake = [this, socket = std::move(socket)]() mutable {
+        return handshake_then_serve(std::move(socket));
+      };
+      asio::co_spawn(loop.io, std::move(handshake), asio::detached);
+      continue;
     }
-    asio::post(loop.io, [cnx] { cnx->start(); });
+    auto cnx = std::make_shared<Connection>(*this, net::tcp_stream(std::move(socket)));
+    asio::post(loop.io, [this, cnx] { serve(cnx); });
   }
+}
+
+void Broker::serve(std::shared_ptr<Connection> cnx) {
+  {
+    // stop() sets stopped_ before it takes the lock to close every connection: either it
+    // sees this one, or this one sees stopped_ (and goes away unstarted).
+    std::lock_guard lock(connections_mu_);
+    if (stopped_) return;
+    connections_[cnx.get()] = cnx;
+  }
+  cnx->start();
+}
+
+Task<void> Broker::handshake_then_serve(asio::ip::tcp::socket socket) {
+  std::unique_ptr<net::Stream> stream = net::tls_stream(std::move(socket), tls_);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(config_.tls_handshake_timeout_millis);
+  Status st = co_await stream->handshake("", deadline);
+  if (!st.ok()) {
+    log_.warn("dropping TLS client {}: {}", stream->remote(), st.message());
+    co_return;
+  }
+  serve(std::make_shared<Connection>(*this, std::move(stream)));
 }
 
 void Broker::forget_connection(Connection* cnx) {

@@ -1,5 +1,6 @@
 #pragma once
-// The broker: the Pulsar binary protocol on brokerServicePort, topics on managed ledgers,
+// The broker: the Pulsar binary protocol on brokerServicePort (and over TLS on
+// brokerServicePortTls when set), topics on managed ledgers,
 // topic lookup (in standalone, and until namespace ownership is built, every topic is
 // served here: lookups answer Connect to this broker), partitioned-topic metadata, stats.
 //
@@ -34,6 +35,9 @@ class Gauge;
 namespace magnetar::mledger {
 class ManagedLedgerFactory;
 }
+namespace magnetar::net {
+class TlsContext;
+}
 
 namespace magnetar::broker {
 
@@ -51,7 +55,8 @@ struct TopicLoad {
 
 class Broker {
  public:
-  // Binds the listener and starts the event loop threads. Errors: the port is taken.
+  // Binds the listeners and starts the event loop threads. Errors: a port is taken; with
+  // brokerServicePortTls, a TLS file missing or invalid (the message names it).
   static Result<std::unique_ptr<Broker>> start(BrokerConfig config,
                                                metadata::MetadataStores stores);
   ~Broker();
@@ -61,6 +66,8 @@ class Broker {
   // Closes connections and topics, stops the loops (idempotent; from any other thread).
   void stop();
   int port() const { return port_; }
+  // The TLS port, or 0 without brokerServicePortTls.
+  int tls_port() const { return tls_port_; }
   const BrokerConfig& config() const { return config_; }
   // The first loop (listener, metadata-only work).
   Executor executor() { return loops_.front()->io.get_executor(); }
@@ -115,7 +122,11 @@ class Broker {
   Loop& loop_for(const std::string& topic) const;
   Task<Result<std::shared_ptr<PersistentTopic>>> load_topic(Loop* loop, protocol::TopicName name,
                                                             bool create);
-  Task<void> accept_loop();
+  Task<void> accept_loop(asio::ip::tcp::acceptor* acceptor, bool tls);
+  // Registers and starts a connection (on its loop).
+  void serve(std::shared_ptr<Connection> cnx);
+  // The TLS handshake of an accepted socket (on its loop, bounded), then serve().
+  Task<void> handshake_then_serve(asio::ip::tcp::socket socket);
   Task<void> maintenance_loop(Loop* loop);
 
   BrokerConfig config_;
@@ -123,10 +134,13 @@ class Broker {
   log::Logger log_;
   std::vector<std::unique_ptr<Loop>> loops_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
+  std::unique_ptr<asio::ip::tcp::acceptor> tls_acceptor_;  // with brokerServicePortTls
+  std::shared_ptr<net::TlsContext> tls_;
   std::unique_ptr<SchemaRegistry> schemas_;
   std::unique_ptr<NamespaceService> namespaces_;
   std::shared_ptr<metrics::Gauge> connections_gauge_;
   int port_ = 0;
+  int tls_port_ = 0;
   std::atomic<bool> stopped_{false};
   std::atomic<uint64_t> producer_counter_{0};
   std::atomic<uint64_t> next_loop_{0};

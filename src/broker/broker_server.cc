@@ -10,6 +10,7 @@
 #include "broker/load_manager.h"
 #include "broker/namespace_service.h"
 #include "http/http_server.h"
+#include "net/tls.h"
 
 namespace magnetar::broker {
 
@@ -37,10 +38,22 @@ Result<std::unique_ptr<BrokerServer>> BrokerServer::start(BrokerConfig config,
   http::ServerOptions web_options;
   web_options.address = config.bind_address;
   web_options.port = config.web_service_port;
+  if (config.web_service_port_tls) {
+    auto tls = net::TlsContext::create(net::TlsRole::kServer, config.tls_options());
+    if (!tls.ok()) {
+      return Status(tls.status().code(),
+                    fmt::format("TLS for webServicePortTls: {}", tls.status().message()));
+    }
+    web_options.tls = *tls;
+    web_options.tls_port = *config.web_service_port_tls;
+    web_options.tls_handshake_timeout =
+        std::chrono::milliseconds(config.tls_handshake_timeout_millis);
+  }
   auto web = http::HttpServer::start(web_options, log);
   if (!web.ok()) return web.status();
   s->web_ = std::move(*web);
   config.web_service_port = s->web_->port();
+  if (config.web_service_port_tls) config.web_service_port_tls = s->web_->tls_port();
   auto broker = Broker::start(config, stores);
   if (!broker.ok()) {
     s->web_->stop();
@@ -91,6 +104,8 @@ BrokerServer::~BrokerServer() { stop(); }
 
 int BrokerServer::port() const { return broker_->port(); }
 int BrokerServer::web_port() const { return web_->port(); }
+int BrokerServer::tls_port() const { return broker_->tls_port(); }
+int BrokerServer::web_tls_port() const { return web_->tls_port(); }
 
 void BrokerServer::stop() {
   if (stopped_) return;

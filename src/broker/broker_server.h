@@ -7,6 +7,9 @@
 // Start order: the web port is bound first (its URL goes into the broker's ownership and
 // registration records), then the broker, then the routes, then registration. Stop order is
 // the reverse, releasing every bundle first so other brokers can take them at once.
+//
+// With webServicePortTls the web routes are served over HTTPS too; TLS files are checked
+// before anything listens, and a bad one fails start() with a message naming it.
 
 #include <memory>
 
@@ -37,6 +40,9 @@ class BrokerServer {
   Broker& broker() { return *broker_; }
   int port() const;
   int web_port() const;
+  // The TLS ports, or 0 without brokerServicePortTls / webServicePortTls.
+  int tls_port() const;
+  int web_tls_port() const;
   LoadManager* load_manager() { return load_.get(); }
 
  private:

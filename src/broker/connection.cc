@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <boost/asio/read.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/write.hpp>
 #include <chrono>
 
 #include "broker/broker.h"
@@ -38,20 +36,19 @@ Position to_position(const wire::MessageIdData& id) {
 
 }  // namespace
 
-Connection::Connection(Broker& broker, asio::ip::tcp::socket socket)
+Connection::Connection(Broker& broker, std::unique_ptr<net::Stream> stream)
     : broker_(broker),
-      socket_(std::move(socket)),
+      stream_(std::move(stream)),
+      executor_(stream_->executor()),
+      remote_(stream_->remote()),
       log_(log::Logger("broker.cnx")),
       decoder_(protocol::DecoderOptions{
           static_cast<uint32_t>(broker.config().max_message_size) + 10 * 1024, true}),
-      write_wakeup_(socket_.get_executor()),
-      read_wakeup_(socket_.get_executor()),
-      keep_alive_(socket_.get_executor()) {
-  boost::system::error_code ec;
-  auto ep = socket_.remote_endpoint(ec);
-  remote_ = ec ? "unknown" : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+      write_wakeup_(executor_),
+      read_wakeup_(executor_),
+      keep_alive_(executor_) {
   log_ = log_.with("remote", remote_);
-  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  if (stream_->tls()) log_ = log_.with("tls", "true");
 }
 
 Connection::~Connection() = default;
@@ -61,11 +58,11 @@ void Connection::start() {
   loop_thread_ = std::this_thread::get_id();
   last_received_ms_ = now_ms();
   asio::co_spawn(
-      socket_.get_executor(), [self]() { return self->read_loop(); }, asio::detached);
+      executor_, [self]() { return self->read_loop(); }, asio::detached);
   asio::co_spawn(
-      socket_.get_executor(), [self]() { return self->write_loop(); }, asio::detached);
+      executor_, [self]() { return self->write_loop(); }, asio::detached);
   asio::co_spawn(
-      socket_.get_executor(), [self]() { return self->keep_alive_loop(); }, asio::detached);
+      executor_, [self]() { return self->keep_alive_loop(); }, asio::detached);
 }
 
 void Connection::write(BufferChain frame) {
@@ -82,14 +79,12 @@ void Connection::write_command(const wire::BaseCommand& cmd) {
 
 void Connection::close() {
   if (!in_loop()) {
-    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->close(); });
+    asio::post(executor_, [self = shared_from_this()] { self->close(); });
     return;
   }
   if (closed_) return;
   closed_ = true;
-  boost::system::error_code ec;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-  socket_.close(ec);
+  stream_->close();
   write_wakeup_.cancel();
   read_wakeup_.cancel();
   keep_alive_.cancel();
@@ -134,9 +129,9 @@ Task<void> Connection::write_loop() {
       }
     }
     boost::system::error_code ec;
-    co_await asio::async_write(socket_, buffers, asio::redirect_error(asio::use_awaitable, ec));
+    co_await stream_->write(buffers, ec);
     if (ec) {
-      log_.debug("write failed: {}", ec.message());
+      log_.debug("write failed: {}", net::describe_error(ec));
       close();
       co_return;
     }
@@ -156,12 +151,11 @@ Task<void> Connection::read_loop() {
     if (closed_) break;
     Buffer buffer = Buffer::allocate(64 * 1024);
     boost::system::error_code ec;
-    const size_t n =
-        co_await socket_.async_read_some(asio::buffer(buffer.mutable_data(), buffer.size()),
-                                         asio::redirect_error(asio::use_awaitable, ec));
+    const asio::mutable_buffer into(buffer.mutable_data(), buffer.size());
+    const size_t n = co_await stream_->read_some(into, ec);
     if (ec) {
       if (ec != asio::error::eof && ec != asio::error::operation_aborted) {
-        log_.debug("read failed: {}", ec.message());
+        log_.debug("read failed: {}", net::describe_error(ec));
       }
       break;
     }

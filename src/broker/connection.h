@@ -8,8 +8,10 @@
 // connection) and stop while more than maxPendingPublishRequestsPerConnection sends wait for
 // storage (back-pressure instead of unbounded buffering). Writes are queued and sent with
 // gathered writes; MESSAGE frames reference stored entries without copying them.
+//
+// The bytes go over a net::Stream: plain TCP from brokerServicePort, or TLS from
+// brokerServicePortTls once the broker has completed the handshake; nothing here differs.
 
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
 #include <map>
@@ -20,6 +22,7 @@
 #include "common/asio.h"
 #include "common/buffer.h"
 #include "common/logging.h"
+#include "net/stream.h"
 #include "protocol/frame.h"
 
 namespace magnetar::broker {
@@ -32,7 +35,7 @@ class Consumer;
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(Broker& broker, asio::ip::tcp::socket socket);
+  Connection(Broker& broker, std::unique_ptr<net::Stream> stream);
   ~Connection();
 
   void start();
@@ -45,6 +48,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   int protocol_version() const { return protocol_version_; }
   bool wants_broker_entry_metadata() const { return broker_entry_metadata_; }
   const std::string& remote() const { return remote_; }
+  bool tls() const { return stream_->tls(); }
 
   // Sends CLOSE_PRODUCER / CLOSE_CONSUMER (the client reconnects) and forgets the object.
   void close_producer(uint64_t producer_id);
@@ -97,18 +101,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (in_loop()) {
       f();
     } else {
-      asio::post(socket_.get_executor(), std::forward<F>(f));
+      asio::post(executor_, std::forward<F>(f));
     }
   }
   // Runs a coroutine lambda on this connection's executor. The lambda object itself is
   // handed over (never an already-invoked temporary), so its captures outlive the coroutine.
   template <typename F>
   void spawn(F&& coroutine) {
-    asio::co_spawn(socket_.get_executor(), std::forward<F>(coroutine), asio::detached);
+    asio::co_spawn(executor_, std::forward<F>(coroutine), asio::detached);
   }
 
   Broker& broker_;
-  asio::ip::tcp::socket socket_;
+  std::unique_ptr<net::Stream> stream_;
+  Executor executor_;            // the stream's: this connection's loop
   std::thread::id loop_thread_;  // set by start(), on the connection's loop
   std::string remote_;
   log::Logger log_;

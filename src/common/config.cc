@@ -189,6 +189,22 @@ ConfigSchema::Key& ConfigSchema::bind(std::string key, int64_t* target, std::str
   return k;
 }
 
+ConfigSchema::Key& ConfigSchema::bind(std::string key, std::optional<int32_t>* target,
+                                      std::string doc) {
+  Key& k = add(std::move(key), "int", std::move(doc));
+  const Key* kp = &k;
+  k.assign_ = [target, kp](std::string_view v) -> Status {
+    int32_t value = 0;
+    auto store = numeric_assigner(&value, parse_int<int32_t>, &kp->has_range_, &kp->lo_, &kp->hi_);
+    MAGNETAR_TRY(store(v));
+    *target = value;
+    return Status::OK();
+  };
+  k.current_ = [target] { return *target ? std::to_string(**target) : std::string(); };
+  k.default_text_ = k.current_();
+  return k;
+}
+
 ConfigSchema::Key& ConfigSchema::bind(std::string key, double* target, std::string doc) {
   Key& k = add(std::move(key), "double", std::move(doc));
   k.assign_ = numeric_assigner(target, parse_double, &k.has_range_, &k.lo_, &k.hi_);

@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +78,9 @@ class ConfigSchema {
   Key& bind(std::string key, bool* target, std::string doc);
   Key& bind(std::string key, int32_t* target, std::string doc);
   Key& bind(std::string key, int64_t* target, std::string doc);
+  // An integer that may be unset (Pulsar's Optional<Integer>, e.g. brokerServicePortTls):
+  // unset by default, shown empty in templates.
+  Key& bind(std::string key, std::optional<int32_t>* target, std::string doc);
   Key& bind(std::string key, double* target, std::string doc);
   Key& bind(std::string key, std::string* target, std::string doc);
   // Comma-separated in text form; blanks around items are trimmed, empty items dropped.

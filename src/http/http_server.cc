@@ -7,14 +7,18 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <fmt/format.h>
 
 #include <cctype>
 #include <nlohmann/json.hpp>
 
 #include "common/metrics.h"
+#include "net/stream.h"
+#include "net/tls.h"
 
 namespace magnetar::http {
 
@@ -62,7 +66,7 @@ std::optional<std::string> url_decode(std::string_view s) {
 class HttpServer::Impl {
  public:
   Impl(ServerOptions options, log::Logger log)
-      : options_(std::move(options)), log_(std::move(log)), acceptor_(io_) {}
+      : options_(std::move(options)), log_(std::move(log)), acceptor_(io_), tls_acceptor_(io_) {}
 
   Status listen() {
     boost::system::error_code ec;
@@ -71,18 +75,14 @@ class HttpServer::Impl {
       return Status(Errc::kInvalidArgument,
                     fmt::format("'{}' is not an IP address", options_.address));
     }
-    tcp::endpoint endpoint(address, static_cast<uint16_t>(options_.port));
-    acceptor_.open(endpoint.protocol(), ec);
-    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
-    if (!ec) acceptor_.bind(endpoint, ec);
-    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) {
-      return Status(Errc::kUnavailable, fmt::format("cannot listen for HTTP on {}:{}: {}",
-                                                    options_.address, options_.port,
-                                                    ec.message()));
-    }
+    MAGNETAR_TRY(listen_on(acceptor_, address, options_.port, "HTTP"));
     port_ = acceptor_.local_endpoint().port();
-    asio::co_spawn(io_, accept_loop(), asio::detached);
+    if (options_.tls) {
+      MAGNETAR_TRY(listen_on(tls_acceptor_, address, options_.tls_port, "HTTPS"));
+      tls_port_ = tls_acceptor_.local_endpoint().port();
+      asio::co_spawn(io_, accept_loop(tls_acceptor_, true), asio::detached);
+    }
+    asio::co_spawn(io_, accept_loop(acceptor_, false), asio::detached);
     thread_ = std::thread([this] { io_.run(); });
     return Status::OK();
   }
@@ -92,6 +92,7 @@ class HttpServer::Impl {
     asio::post(io_, [this] {
       boost::system::error_code ec;
       acceptor_.close(ec);
+      tls_acceptor_.close(ec);
     });
     io_.stop();
     if (thread_.joinable()) thread_.join();
@@ -110,8 +111,24 @@ class HttpServer::Impl {
   }
 
   int port() const { return port_; }
+  int tls_port() const { return tls_port_; }
 
  private:
+  Status listen_on(tcp::acceptor& acceptor, const asio::ip::address& address, int port,
+                   std::string_view what) {
+    boost::system::error_code ec;
+    tcp::endpoint endpoint(address, static_cast<uint16_t>(port));
+    acceptor.open(endpoint.protocol(), ec);
+    if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor.bind(endpoint, ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return Status(Errc::kUnavailable, fmt::format("cannot listen for {} on {}:{}: {}", what,
+                                                    options_.address, port, ec.message()));
+    }
+    return Status::OK();
+  }
+
   struct Route {
     std::string method;
     std::string path;
@@ -134,16 +151,20 @@ class HttpServer::Impl {
     return Response::error(404, "Not Found");
   }
 
-  Task<void> accept_loop() {
+  Task<void> accept_loop(tcp::acceptor& acceptor, bool tls) {
     while (true) {
       boost::system::error_code ec;
       tcp::socket socket(io_);
-      co_await acceptor_.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
+      co_await acceptor.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
       if (ec) {
-        if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
+        if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
         continue;
       }
-      asio::co_spawn(io_, session(std::move(socket)), asio::detached);
+      if (tls) {
+        asio::co_spawn(io_, tls_session(std::move(socket)), asio::detached);
+      } else {
+        asio::co_spawn(io_, session(std::move(socket)), asio::detached);
+      }
     }
   }
 
@@ -179,10 +200,41 @@ class HttpServer::Impl {
 
   Task<void> session(tcp::socket socket) {
     beast::tcp_stream stream(std::move(socket));
+    co_await serve(stream);
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  }
+
+  Task<void> tls_session(tcp::socket socket) {
+    beast::ssl_stream<beast::tcp_stream> stream(beast::tcp_stream(std::move(socket)),
+                                                options_.tls->native());
+    auto& lowest = beast::get_lowest_layer(stream);
+    boost::system::error_code ec;
+    const auto remote = lowest.socket().remote_endpoint(ec);
+    lowest.expires_after(options_.tls_handshake_timeout);
+    co_await stream.async_handshake(asio::ssl::stream_base::server,
+                                    asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      log_.warn("dropping HTTPS client {}:{}: TLS handshake failed: {}",
+                remote.address().to_string(), remote.port(),
+                ec == beast::error::timeout ? std::string("timed out") : net::describe_error(ec));
+      co_return;
+    }
+    co_await serve(stream);
+    // close_notify, briefly: the client may be gone already.
+    lowest.expires_after(std::chrono::seconds(1));
+    co_await stream.async_shutdown(asio::redirect_error(asio::use_awaitable, ec));
+    boost::system::error_code ignored;
+    lowest.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  }
+
+  // Requests of one connection until it closes, idles out or fails (plain or TLS).
+  template <typename Stream>
+  Task<void> serve(Stream& stream) {
     beast::flat_buffer buffer;
     while (true) {
       boost::system::error_code ec;
-      stream.expires_after(options_.idle_timeout);
+      beast::get_lowest_layer(stream).expires_after(options_.idle_timeout);
       bhttp::request_parser<bhttp::string_body> parser;
       parser.body_limit(options_.max_body_bytes);
       co_await bhttp::async_read(stream, buffer, parser,
@@ -193,7 +245,8 @@ class HttpServer::Impl {
       if (ec == bhttp::error::body_limit) {
         response = Response::error(413, "request body too large");
       } else if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout ||
-                 ec == asio::error::eof || ec == asio::error::connection_reset) {
+                 ec == asio::error::eof || ec == asio::error::connection_reset ||
+                 ec == asio::ssl::error::stream_truncated) {
         break;
       } else if (ec) {
         response = Response::error(400, fmt::format("malformed HTTP request: {}", ec.message()));
@@ -226,17 +279,17 @@ class HttpServer::Impl {
       co_await bhttp::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
       if (ec || !keep_alive) break;
     }
-    boost::system::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
   }
 
   ServerOptions options_;
   log::Logger log_;
   asio::io_context io_{1};
   tcp::acceptor acceptor_;
+  tcp::acceptor tls_acceptor_;  // open only with options_.tls
   std::thread thread_;
   std::atomic<bool> stopped_{false};
   int port_ = 0;
+  int tls_port_ = 0;
   std::mutex mu_;
   std::map<std::pair<std::string, std::string>, Handler> exact_;
   std::vector<Route> prefixes_;
@@ -244,6 +297,7 @@ class HttpServer::Impl {
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
   port_ = impl_->port();
+  tls_port_ = impl_->tls_port();
 }
 
 HttpServer::~HttpServer() { stop(); }

@@ -5,6 +5,9 @@
 // Handlers are registered by method and exact path or path prefix, and run on the server's
 // event loop as coroutines; they must not block. Keep-alive is supported; request bodies are
 // bounded (`max_body_bytes`) and every connection has an idle deadline.
+//
+// With a TLS context, a second listener serves the same routes over HTTPS (the broker's
+// webServicePortTls); its handshake is bounded by `tls_handshake_timeout`.
 
 #include <functional>
 #include <map>
@@ -17,6 +20,10 @@
 #include "common/asio.h"
 #include "common/logging.h"
 #include "common/status.h"
+
+namespace magnetar::net {
+class TlsContext;
+}
 
 namespace magnetar::http {
 
@@ -47,6 +54,10 @@ struct ServerOptions {
   int port = 8080;  // 0 picks a free port
   size_t max_body_bytes = 8 * 1024 * 1024;
   std::chrono::seconds idle_timeout{60};
+  // HTTPS on `tls_port` (0 picks a free port) when set: a server context (net/tls.h).
+  std::shared_ptr<net::TlsContext> tls;
+  int tls_port = 0;
+  std::chrono::milliseconds tls_handshake_timeout{10'000};
 };
 
 class HttpServer {
@@ -61,6 +72,8 @@ class HttpServer {
   void route_prefix(std::string method, std::string prefix, Handler handler);
 
   int port() const { return port_; }
+  // The HTTPS port, or 0 without TLS.
+  int tls_port() const { return tls_port_; }
   void stop();
 
  private:
@@ -68,6 +81,7 @@ class HttpServer {
   explicit HttpServer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
   int port_ = 0;
+  int tls_port_ = 0;
 };
 
 // Serves GET /metrics from the process-wide metrics registry (Prometheus text format 0.0.4).

@@ -48,6 +48,14 @@ int run_broker(const ServerArgs& args) {
               "  web service URL: http://%s:%d\n",
               config.advertised_address.c_str(), port, config.advertised_address.c_str(),
               web_port);
+  if (const int tls = (*server)->tls_port(); tls != 0) {
+    log.info("TLS service URL pulsar+ssl://{}:{}", config.advertised_address, tls);
+    std::printf("  TLS service URL: pulsar+ssl://%s:%d\n", config.advertised_address.c_str(), tls);
+  }
+  if (const int tls = (*server)->web_tls_port(); tls != 0) {
+    log.info("TLS web service URL https://{}:{}", config.advertised_address, tls);
+    std::printf("  TLS web URL:     https://%s:%d\n", config.advertised_address.c_str(), tls);
+  }
   std::fflush(stdout);
   const int signal = wait_for_shutdown_signal();
   log.info("signal {} received: stopping", signal);

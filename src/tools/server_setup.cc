@@ -73,8 +73,10 @@ static Task<Status> ensure_node(metadata::MetadataStore& store, std::string path
 
 Task<Status> bootstrap_cluster(metadata::MetadataStore& configuration,
                                const broker::BrokerConfig& c) {
-  const nlohmann::json cluster = {{"serviceUrl", c.web_service_url()},
-                                  {"brokerServiceUrl", c.service_url()}};
+  nlohmann::json cluster = {{"serviceUrl", c.web_service_url()},
+                            {"brokerServiceUrl", c.service_url()}};
+  if (c.web_service_port_tls) cluster["serviceUrlTls"] = c.web_service_url_tls();
+  if (c.broker_service_port_tls) cluster["brokerServiceUrlTls"] = c.service_url_tls();
   Status st =
       co_await ensure_node(configuration, "/admin/clusters/" + c.cluster_name, cluster.dump());
   if (!st.ok()) co_return st;

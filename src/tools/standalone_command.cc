@@ -77,6 +77,14 @@ int run_standalone(const StandaloneArgs& args) {
       "Magnetar standalone is running.\n  service URL:     pulsar://%s:%d\n"
       "  web service URL: http://%s:%d\n",
       config.advertised_address.c_str(), port, config.advertised_address.c_str(), web_port);
+  if (const int tls = (*server)->tls_port(); tls != 0) {
+    log.info("TLS service URL pulsar+ssl://{}:{}", config.advertised_address, tls);
+    std::printf("  TLS service URL: pulsar+ssl://%s:%d\n", config.advertised_address.c_str(), tls);
+  }
+  if (const int tls = (*server)->web_tls_port(); tls != 0) {
+    log.info("TLS web service URL https://{}:{}", config.advertised_address, tls);
+    std::printf("  TLS web URL:     https://%s:%d\n", config.advertised_address.c_str(), tls);
+  }
   std::fflush(stdout);
 
   const int signal = wait_for_shutdown_signal();

@@ -159,5 +159,24 @@ TEST_F(ConfigTest, TemplateListsEveryKeyWithDefault) {
   EXPECT_TRUE(again.load_text(t, "template").ok());
 }
 
+// Pulsar's Optional<Integer> keys (brokerServicePortTls): unset until given a value.
+TEST(ConfigOptionalTest, OptionalIntegerIsUnsetUntilGiven) {
+  std::optional<int32_t> tls_port;
+  ConfigSchema schema("broker");
+  schema.bind("brokerServicePortTls", &tls_port, "TLS port").range(0, 65535);
+  EXPECT_NE(schema.render_template().find("\nbrokerServicePortTls=\n"), std::string::npos)
+      << schema.render_template();
+  ASSERT_TRUE(schema.load_text("brokerServicePortTls=\n", "broker.conf").ok());
+  EXPECT_FALSE(tls_port.has_value());  // empty keeps the default: unset
+  Status bad = schema.load_text("brokerServicePortTls=70000\n", "broker.conf");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_FALSE(tls_port.has_value());
+  EXPECT_FALSE(schema.load_text("brokerServicePortTls=tls\n", "broker.conf").ok());
+  ASSERT_TRUE(schema.load_text("brokerServicePortTls=6651\n", "broker.conf").ok());
+  ASSERT_TRUE(tls_port.has_value());
+  EXPECT_EQ(*tls_port, 6651);
+  EXPECT_NE(schema.describe_effective().find("brokerServicePortTls=6651"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace magnetar
