@@ -53,4 +53,20 @@ Result<std::string> resolve_service_url(const std::string& flag_url, const std::
   return url;
 }
 
+Result<std::string> resolve_metadata_store_url(const std::string& flag_url,
+                                               const std::string& conf) {
+  if (!flag_url.empty()) return flag_url;
+  if (!conf.empty()) {
+    auto props = read_properties(conf);
+    if (!props.ok()) return props.status();
+    if (auto it = props->find("metadataStoreUrl"); it != props->end() && !it->second.empty()) {
+      return it->second;
+    }
+    return Status(Errc::kInvalidArgument, fmt::format("{} sets no metadataStoreUrl", conf));
+  }
+  return Status(Errc::kInvalidArgument,
+                "No metadata store: give --metadata-store-url (-mu), e.g. "
+                "zk:127.0.0.1:2181/magnetar, or --conf with a file that sets metadataStoreUrl");
+}
+
 }  // namespace magnetar::cli

@@ -265,8 +265,8 @@ int run_client(std::vector<std::string> args, std::ostream& out, std::ostream& e
   app.set_version_flag("-v,--version", std::string("magnetar-client ") + kVersion);
   GlobalOptions g;
   app.add_option("--url", g.url,
-                 "Broker service URL (default pulsar://localhost:6650, or brokerServiceUrl from "
-                 "the client configuration)");
+                 "Service URL: pulsar://host:port, or http://host:port for HTTP lookup (default "
+                 "pulsar://localhost:6650, or brokerServiceUrl from the client configuration)");
   app.add_option("--conf", g.conf,
                  "client.conf to read brokerServiceUrl from (default: $PULSAR_CLIENT_CONF)");
   app.add_option("--auth-plugin", g.auth_plugin, "Accepted; authentication is not supported yet");

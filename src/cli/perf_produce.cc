@@ -7,7 +7,6 @@
 #include <cmath>
 #include <condition_variable>
 #include <mutex>
-#include <random>
 #include <thread>
 
 #include "cli/message_format.h"
@@ -72,10 +71,7 @@ int run_perf_produce(const CommonOptions& common, const ProducePerfOptions& o, s
   }
   run.print(fmt::format("Created {} producers", producers.size()));
 
-  std::string payload(static_cast<size_t>(o.size), '\0');
-  std::mt19937 random(0x5eed);
-  std::uniform_int_distribution<int> letter('a', 'z');
-  for (char& c : payload) c = static_cast<char>(letter(random));
+  const std::string payload = perf_payload(o.size);
 
   auto shared = std::make_shared<ProduceShared>();
   shared->outstanding.assign(producers.size(), 0);
@@ -129,25 +125,10 @@ int run_perf_produce(const CommonOptions& common, const ProducePerfOptions& o, s
     sender_done = true;
   });
 
-  int64_t last_messages = 0;
-  int64_t last_bytes = 0;
-  int64_t last_failures = 0;
+  IntervalLine line("produced", true);
   run.report_until_done(
       start, [&] { return sender_done.load(); },
-      [&](double seconds) {
-        const int64_t m = shared->counters.messages.load();
-        const int64_t b = shared->counters.bytes.load();
-        const int64_t f = shared->counters.failures.load();
-        const Histogram h = shared->latency.take_interval();
-        std::string line =
-            fmt::format("Throughput produced: {} --- failure {:.1f} msg/s --- {}",
-                        throughput_text(m - last_messages, b - last_bytes, seconds),
-                        static_cast<double>(f - last_failures) / seconds, latency_text(h, false));
-        last_messages = m;
-        last_bytes = b;
-        last_failures = f;
-        return line;
-      });
+      [&](double seconds) { return line.next(shared->counters, shared->latency, seconds); });
   {
     std::lock_guard lock(shared->mu);
     halt = true;

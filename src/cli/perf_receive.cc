@@ -49,21 +49,10 @@ struct ReceiveShared {
 int report_receiving(PerfRun& run, std::string_view command, std::string_view verb,
                      std::string_view label, ReceiveShared& shared,
                      std::vector<std::thread>& workers, PerfClock::time_point start) {
-  int64_t last_messages = 0;
-  int64_t last_bytes = 0;
+  IntervalLine line(std::string(label), false);
   run.report_until_done(
       start, [&] { return shared.done(); },
-      [&](double seconds) {
-        const int64_t m = shared.counters.messages.load();
-        const int64_t b = shared.counters.bytes.load();
-        const Histogram h = shared.latency.take_interval();
-        std::string line = fmt::format("Throughput {}: {} --- {}", label,
-                                       throughput_text(m - last_messages, b - last_bytes, seconds),
-                                       latency_text(h, false));
-        last_messages = m;
-        last_bytes = b;
-        return line;
-      });
+      [&](double seconds) { return line.next(shared.counters, shared.latency, seconds); });
   shared.halt = true;
   for (auto& w : workers) w.join();
   const double seconds = seconds_between(start, PerfClock::now());

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <ostream>
+#include <random>
 #include <thread>
 
 #include "cli/client_conf.h"
@@ -14,6 +15,14 @@ namespace magnetar::cli {
 
 double seconds_between(PerfClock::time_point a, PerfClock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
+}
+
+std::string perf_payload(int size) {
+  std::string payload(static_cast<size_t>(std::max(size, 0)), '\0');
+  std::mt19937 random(0x5eed);
+  std::uniform_int_distribution<int> letter('a', 'z');
+  for (char& c : payload) c = static_cast<char>(letter(random));
+  return payload;
 }
 
 void sleep_until_or_halt(PerfClock::time_point until, const std::atomic<bool>& halt) {
@@ -29,11 +38,16 @@ std::vector<std::string> PerfRun::topics() const {
   return out;
 }
 
-bool PerfRun::connect() {
+bool PerfRun::check_options() {
   if (o_.stats_interval_s <= 0) {
     err_ << "--stats-interval-seconds must be positive\n";
     return false;
   }
+  return true;
+}
+
+bool PerfRun::connect() {
+  if (!check_options()) return false;
   auto url = resolve_service_url(o_.service_url, o_.conf);
   if (!url.ok()) {
     err_ << url.status().message() << "\n";
@@ -81,17 +95,19 @@ void PerfRun::report_until_done(PerfClock::time_point start, const std::function
 }
 
 int PerfRun::finish(std::string_view command, std::string_view verb, double seconds,
-                    const PerfCounters& c, IntervalRecorder& latency) {
+                    const PerfCounters& c, IntervalRecorder& latency, const PerfUnits& units,
+                    const nlohmann::ordered_json& subject) {
   const int64_t messages = c.messages.load();
   const int64_t bytes = c.bytes.load();
   const Histogram total = latency.total();
   print(fmt::format("Aggregated throughput stats --- {} records {} --- {}", messages, verb,
-                    throughput_text(messages, bytes, seconds)));
+                    throughput_text(messages, bytes, seconds, units)));
   print("Aggregated latency stats --- " + latency_text(total, true));
   if (!o_.json.empty()) {
     std::ofstream file(o_.json, std::ios::trunc);
-    file << summary_json(command, topics(), seconds, messages, c.failures.load(), bytes, total)
-                .dump(2)
+    const nlohmann::ordered_json about =
+        subject.is_null() ? nlohmann::ordered_json{{"topics", topics()}} : subject;
+    file << summary_json(command, about, seconds, messages, c.failures.load(), bytes, total).dump(2)
          << "\n";
     if (!file) {
       err_ << "Cannot write the JSON summary to " << o_.json << "\n";

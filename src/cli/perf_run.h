@@ -1,7 +1,7 @@
 #pragma once
-// Internals of magnetar-perf shared by its commands (perf_tool.cc parses, perf_produce.cc
-// and perf_receive.cc run): the option values and PerfRun, which owns the client, the
-// output, the reporting loop and the summary of one run.
+// Internals of magnetar-perf shared by its commands (perf_tool.cc parses; perf_produce.cc,
+// perf_receive.cc and perf_bookie.cc run): the option values and PerfRun, which owns the
+// client, the output, the reporting loop and the summary of one run.
 
 #include <atomic>
 #include <chrono>
@@ -23,6 +23,8 @@ using PerfClock = std::chrono::steady_clock;
 // How often the reporting loop checks for the end of the run, and workers for a stop.
 inline constexpr std::chrono::milliseconds kPerfPoll{20};
 
+// The options of every command; the bookie command uses only the last four (duration, stats
+// interval, JSON).
 struct CommonOptions {
   std::vector<std::string> topics;
   std::string service_url;
@@ -65,7 +67,25 @@ struct ReadPerfOptions {
   double rate = 0;
 };
 
+// `magnetar-perf bookie`: ledgers written through the ledger client (perf_bookie.cc).
+struct BookiePerfOptions {
+  std::string metadata_store_url;  // -mu; else metadataStoreUrl from `conf`
+  std::string conf;                // a bookie.conf / broker.conf (key=value)
+  int ensemble_size = 1;
+  int write_quorum = 1;
+  int ack_quorum = 1;
+  int size = 1024;
+  int max_outstanding = 1000;  // adds in flight over all ledgers, 0 no limit
+  double rate = 0;             // adds per second over all ledgers, 0 no limit
+  int num_ledgers = 1;
+  bool keep_ledgers = false;
+  double timeout_s = 30;  // bound of the set-up and of the tear-down
+};
+
 double seconds_between(PerfClock::time_point a, PerfClock::time_point b);
+// `size` pseudo-random lower-case letters (the same every run), the payload of every message
+// or entry a run writes.
+std::string perf_payload(int size);
 // Sleeps until `until` in short steps, giving up early when `halt` is set.
 void sleep_until_or_halt(PerfClock::time_point until, const std::atomic<bool>& halt);
 
@@ -78,7 +98,9 @@ class PerfRun {
 
   // The topics to use: with --num-topic N > 1 and one topic T, T-0 ... T-(N-1).
   std::vector<std::string> topics() const;
-  // Validates the common options and creates the client; prints why not and returns false.
+  // Validates the common options; prints why not and returns false.
+  bool check_options();
+  // check_options(), then creates the client; prints why not and returns false.
   bool connect();
   // Precondition: connect() succeeded.
   client::Client& client() { return *client_; }
@@ -91,9 +113,11 @@ class PerfRun {
   void report_until_done(PerfClock::time_point start, const std::function<bool()>& finished,
                          const std::function<std::string(double)>& line);
 
-  // The aggregated lines and the JSON file; returns the exit code.
+  // The aggregated lines and the JSON file (summary_json with `subject`, by default
+  // {"topics": topics()}); returns the exit code.
   int finish(std::string_view command, std::string_view verb, double seconds, const PerfCounters& c,
-             IntervalRecorder& latency);
+             IntervalRecorder& latency, const PerfUnits& units = kMessageUnits,
+             const nlohmann::ordered_json& subject = nullptr);
 
   void close();
 
@@ -111,5 +135,7 @@ int run_perf_consume(const CommonOptions& common, const ConsumePerfOptions& o, s
                      std::ostream& err);
 int run_perf_read(const CommonOptions& common, const ReadPerfOptions& o, std::ostream& out,
                   std::ostream& err);
+int run_perf_bookie(const CommonOptions& common, const BookiePerfOptions& o, std::ostream& out,
+                    std::ostream& err);
 
 }  // namespace magnetar::cli

@@ -2,12 +2,22 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace magnetar::cli {
 
 namespace {
 
 double ms(int64_t micros) {
   return static_cast<double>(micros) / 1000.0;
+}
+
+double megabits(int64_t bytes) {
+  return static_cast<double>(bytes) * 8 / 1024 / 1024;
+}
+
+double megabytes(int64_t bytes) {
+  return static_cast<double>(bytes) / 1e6;
 }
 
 }  // namespace
@@ -23,26 +33,53 @@ std::string latency_text(const Histogram& h, bool with_99_999) {
   return out;
 }
 
-std::string throughput_text(int64_t messages, int64_t bytes, double seconds) {
+std::string throughput_text(int64_t ops, int64_t bytes, double seconds, const PerfUnits& units) {
   if (seconds <= 0) seconds = 1e-9;
-  return fmt::format("{:.1f} msg/s --- {:.1f} Mbit/s", static_cast<double>(messages) / seconds,
-                     static_cast<double>(bytes) * 8 / 1024 / 1024 / seconds);
+  const double rate = static_cast<double>(ops) / seconds;
+  if (units.megabytes) {
+    return fmt::format("{:.1f} {} --- {:.2f} MB/s", rate, units.per_second,
+                       megabytes(bytes) / seconds);
+  }
+  return fmt::format("{:.1f} {} --- {:.1f} Mbit/s", rate, units.per_second,
+                     megabits(bytes) / seconds);
 }
 
-nlohmann::ordered_json summary_json(std::string_view command,
-                                    const std::vector<std::string>& topics, double seconds,
-                                    int64_t messages, int64_t failures, int64_t bytes,
-                                    const Histogram& h) {
+std::string IntervalLine::next(const PerfCounters& c, IntervalRecorder& latency, double seconds) {
+  const int64_t ops = c.messages.load();
+  const int64_t bytes = c.bytes.load();
+  const int64_t failures = c.failures.load();
+  const Histogram h = latency.take_interval();
+  std::string line =
+      fmt::format("Throughput {}: {}", label_,
+                  throughput_text(ops - last_ops_, bytes - last_bytes_, seconds, units_));
+  if (with_failures_) {
+    line += fmt::format(" --- failure {:.1f} {}",
+                        static_cast<double>(failures - last_failures_) / std::max(seconds, 1e-9),
+                        units_.per_second);
+  }
+  line += " --- " + latency_text(h, false);
+  last_ops_ = ops;
+  last_bytes_ = bytes;
+  last_failures_ = failures;
+  return line;
+}
+
+nlohmann::ordered_json summary_json(std::string_view command, const nlohmann::ordered_json& subject,
+                                    double seconds, int64_t messages, int64_t failures,
+                                    int64_t bytes, const Histogram& h) {
   const double s = seconds > 0 ? seconds : 1e-9;
   nlohmann::ordered_json j;
   j["command"] = command;
-  j["topics"] = topics;
+  if (subject.is_object()) {
+    for (const auto& [key, value] : subject.items()) j[key] = value;
+  }
   j["duration_seconds"] = seconds;
   j["messages"] = messages;
   j["failures"] = failures;
   j["bytes"] = bytes;
   j["throughput_msg_per_sec"] = static_cast<double>(messages) / s;
-  j["throughput_mbit_per_sec"] = static_cast<double>(bytes) * 8 / 1024 / 1024 / s;
+  j["throughput_mbit_per_sec"] = megabits(bytes) / s;
+  j["throughput_mb_per_sec"] = megabytes(bytes) / s;
   j["latency_ms"] = {{"mean", h.mean() / 1000.0},           {"p50", ms(h.percentile(50))},
                      {"p95", ms(h.percentile(95))},         {"p99", ms(h.percentile(99))},
                      {"p99_9", ms(h.percentile(99.9))},     {"p99_99", ms(h.percentile(99.99))},

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cli/histogram.h"
@@ -56,15 +57,48 @@ struct PerfCounters {
 // 99.99pct: 6.609 - Max: 6.609" from microseconds; `with_99_999` adds "99.999pct" before Max.
 std::string latency_text(const Histogram& h, bool with_99_999);
 
-// `messages` and `bytes` over `seconds` as "X msg/s --- Y Mbit/s" (both with one decimal).
-std::string throughput_text(int64_t messages, int64_t bytes, double seconds);
+// What one operation of a command is called and how its bytes are shown: pulsar-perf's
+// "msg/s" and Mbit/s (2^20 bits), or the bookie command's "adds/s" and MB/s (10^6 bytes, as
+// BookKeeper's tools and `magnetar bookkeeper simpletest` print them).
+struct PerfUnits {
+  std::string_view per_second = "msg/s";
+  bool megabytes = false;
+};
+inline constexpr PerfUnits kMessageUnits{};
+inline constexpr PerfUnits kAddUnits{"adds/s", true};
 
-// The final summary: {"command", "topics", "duration_seconds", "messages", "failures",
-// "bytes", "throughput_msg_per_sec", "throughput_mbit_per_sec", "latency_ms": {"mean",
-// "p50", "p95", "p99", "p99_9", "p99_99", "p99_999", "max"}}.
-nlohmann::ordered_json summary_json(std::string_view command,
-                                    const std::vector<std::string>& topics, double seconds,
-                                    int64_t messages, int64_t failures, int64_t bytes,
-                                    const Histogram& latency_micros);
+// `ops` and `bytes` over `seconds` as "X msg/s --- Y Mbit/s" (both with one decimal), or
+// "X adds/s --- Y MB/s" with kAddUnits (MB/s with two).
+std::string throughput_text(int64_t ops, int64_t bytes, double seconds,
+                            const PerfUnits& units = kMessageUnits);
+
+// The periodic stats line of a run, for what was counted since the previous line:
+// "Throughput <label>: X msg/s --- Y Mbit/s[ --- failure Z msg/s] --- Latency: ...".
+// Used by the reporting thread only.
+class IntervalLine {
+ public:
+  IntervalLine(std::string label, bool with_failures, PerfUnits units = kMessageUnits)
+      : label_(std::move(label)), with_failures_(with_failures), units_(units) {}
+
+  // Takes the latency interval out of `latency`.
+  std::string next(const PerfCounters& c, IntervalRecorder& latency, double seconds);
+
+ private:
+  const std::string label_;
+  const bool with_failures_;
+  const PerfUnits units_;
+  int64_t last_ops_ = 0;
+  int64_t last_bytes_ = 0;
+  int64_t last_failures_ = 0;
+};
+
+// The final summary: {"command", <the members of `subject`, e.g. "topics">,
+// "duration_seconds", "messages", "failures", "bytes", "throughput_msg_per_sec",
+// "throughput_mbit_per_sec", "throughput_mb_per_sec", "latency_ms": {"mean", "p50", "p95",
+// "p99", "p99_9", "p99_99", "p99_999", "max"}}. "messages" counts the command's operations
+// (messages sent or received, entries added).
+nlohmann::ordered_json summary_json(std::string_view command, const nlohmann::ordered_json& subject,
+                                    double seconds, int64_t messages, int64_t failures,
+                                    int64_t bytes, const Histogram& latency_micros);
 
 }  // namespace magnetar::cli

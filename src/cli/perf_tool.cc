@@ -14,12 +14,20 @@ namespace magnetar::cli {
 
 namespace {
 
-// Options every command takes.
+// Options of every run: how long, how often a stats line, where the JSON summary goes.
+void add_run_options(CLI::App* cmd, CommonOptions& o) {
+  cmd->add_option("--test-duration", o.duration_s, "Seconds to run, 0 for ever (-time; 0)");
+  cmd->add_option("--stats-interval-seconds", o.stats_interval_s,
+                  "Seconds between stats lines (10)");
+  cmd->add_option("--json", o.json, "Write the final summary to this file as JSON");
+}
+
+// Options every client command (produce, consume, read) takes.
 void add_common_options(CLI::App* cmd, CommonOptions& o) {
   cmd->add_option("topics", o.topics, "Topic names")->required();
   cmd->add_option("-u,--service-url", o.service_url,
-                  "Broker service URL (default pulsar://localhost:6650, or brokerServiceUrl "
-                  "from the client configuration)");
+                  "Broker service URL: pulsar://host:port or http://host:port (default "
+                  "pulsar://localhost:6650, or brokerServiceUrl from the client configuration)");
   cmd->add_option("--conf-file,--conf", o.conf,
                   "client.conf to read brokerServiceUrl from (-cf; default: "
                   "$PULSAR_CLIENT_CONF)");
@@ -27,10 +35,7 @@ void add_common_options(CLI::App* cmd, CommonOptions& o) {
   cmd->add_option("--auth-params", o.auth_params, "Accepted; authentication is not supported yet");
   cmd->add_option("-t,--num-topic,--num-topics", o.num_topics,
                   "With one topic T and N > 1: use topics T-0 ... T-(N-1) (1)");
-  cmd->add_option("--test-duration", o.duration_s, "Seconds to run, 0 for ever (-time; 0)");
-  cmd->add_option("--stats-interval-seconds", o.stats_interval_s,
-                  "Seconds between stats lines (10)");
-  cmd->add_option("--json", o.json, "Write the final summary to this file as JSON");
+  add_run_options(cmd, o);
 }
 
 }  // namespace
@@ -41,6 +46,12 @@ std::vector<std::string> rewrite_perf_options(std::vector<std::string> args) {
       {"-bb", "--batch-max-bytes"},   {"-db", "--disable-batching"},
       {"-ss", "--subscription-type"}, {"-sp", "--subscription-position"},
       {"-cf", "--conf-file"},
+      // bookie: -mu, and BookKeeper's `bookkeeper-benchmark writes` flags (its -zookeeper
+      // takes host:port[/chroot], a metadata store URL of ours too).
+      {"-mu", "--metadata-store-url"},        {"-zookeeper", "--metadata-store-url"},
+      {"-ensemble", "--ensemble-size"},       {"-quorum", "--write-quorum"},
+      {"-ackQuorum", "--ack-quorum"},         {"-entrysize", "--size"},
+      {"-throttle", "--max-outstanding"},
   };
   for (std::string& arg : args) {
     if (arg == "--") break;
@@ -107,10 +118,37 @@ int run_perf(std::vector<std::string> args, std::ostream& out, std::ostream& err
   read->add_option("--num-messages", r.num_messages, "Messages to read, 0 no limit (0)");
   read->add_option("-r,--rate", r.rate, "Messages per second to read, 0 no limit (0)");
 
+  CommonOptions bc;
+  BookiePerfOptions b;
+  CLI::App* bookie = app.add_subcommand(
+      "bookie",
+      "Write ledgers through the ledger client at a rate, measure add latency (BookKeeper's "
+      "bookkeeper-benchmark writes)");
+  add_run_options(bookie, bc);
+  bookie->add_option("--metadata-store-url", b.metadata_store_url,
+                     "Metadata store of the bookies, e.g. zk:127.0.0.1:2181/magnetar (-mu, "
+                     "-zookeeper)");
+  bookie->add_option("--conf-file,--conf", b.conf,
+                     "A bookie.conf or broker.conf to read metadataStoreUrl from (-cf)");
+  bookie->add_option("-e,--ensemble-size", b.ensemble_size, "Ensemble size E (-ensemble; 1)");
+  bookie->add_option("-w,--write-quorum", b.write_quorum, "Write quorum Qw (-quorum; 1)");
+  bookie->add_option("-a,--ack-quorum", b.ack_quorum, "Ack quorum Qa (-ackQuorum; 1)");
+  bookie->add_option("-s,--size", b.size, "Entry size in bytes (-entrysize; 1024)");
+  bookie->add_option("-o,--max-outstanding", b.max_outstanding,
+                     "Most adds in flight over all ledgers, 0 no limit (-throttle; 1000)");
+  bookie->add_option("-r,--rate", b.rate, "Adds per second over all ledgers, 0 no limit (0)");
+  bookie->add_option("-n,--num-ledgers", b.num_ledgers, "Ledgers written in parallel (1)");
+  bookie->add_flag("--keep-ledgers", b.keep_ledgers,
+                   "Close the ledgers at the end instead of deleting them");
+  bookie->add_option("--timeout", b.timeout_s,
+                     "Seconds allowed for connecting and creating the ledgers, and again for "
+                     "finishing the adds in flight and closing and deleting them (30)");
+
   if (auto done = parse_command_line(app, rewrite_perf_options(std::move(args)), out, err)) return *done;
   if (produce->parsed()) return run_perf_produce(pc, p, out, err);
   if (consume->parsed()) return run_perf_consume(cc, c, out, err);
   if (read->parsed()) return run_perf_read(rc, r, out, err);
+  if (bookie->parsed()) return run_perf_bookie(bc, b, out, err);
   err << app.help();
   return 1;
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "client/lookup_service.h"
 #include "common/backoff.h"
 #include "protocol/topic_name.h"
 
@@ -9,12 +10,26 @@ namespace magnetar::client {
 
 Result<std::shared_ptr<ClientImpl>> ClientImpl::create(const std::string& service_url,
                                                        const ClientOptions& options) {
-  // "pulsar://h1:p1,h2:p2" -> {"pulsar://h1:p1", "pulsar://h2:p2"}
-  constexpr std::string_view kScheme = "pulsar://";
+  if (options.io_threads < 1 || options.operation_timeout.count() <= 0) {
+    return Status(ClientError::kInvalidConfiguration,
+                  "io_threads and operation_timeout must be positive");
+  }
+  if (is_http_service_url(service_url)) {
+    // HTTP lookup; producers and consumers then connect to the brokerUrl it answers.
+    auto http = make_http_lookup(service_url, options);
+    if (!http.ok()) return http.status();
+    std::shared_ptr<ClientImpl> c(new ClientImpl({}, options));
+    c->lookup_ = std::move(http).value();
+    return c;
+  }
+  // "pulsar://h1:p1,h2:p2" -> {"pulsar://h1:p1", "pulsar://h2:p2"}; the same for
+  // pulsar+ssl:// (TLS: every connection of the client then uses it).
+  const bool use_tls = service_url.rfind("pulsar+ssl://", 0) == 0;
+  const std::string_view kScheme = use_tls ? "pulsar+ssl://" : "pulsar://";
   if (service_url.rfind(kScheme, 0) != 0) {
     return Status(ClientError::kInvalidConfiguration,
-                  fmt::format("service URL '{}' must start with pulsar:// (TLS and HTTP lookup "
-                              "are not supported)",
+                  fmt::format("service URL '{}' must start with pulsar://, pulsar+ssl:// or "
+                              "http://",
                               service_url));
   }
   std::vector<std::string> urls;
@@ -24,17 +39,21 @@ Result<std::shared_ptr<ClientImpl>> ClientImpl::create(const std::string& servic
   while (start <= hosts.size()) {
     size_t comma = hosts.find(',', start);
     if (comma == std::string_view::npos) comma = hosts.size();
-    std::string url = fmt::format("pulsar://{}", hosts.substr(start, comma - start));
+    std::string url = fmt::format("{}{}", kScheme, hosts.substr(start, comma - start));
     auto parsed = parse_broker_url(url);
     if (!parsed.ok()) return parsed.status();
     urls.push_back(std::move(url));
     start = comma + 1;
   }
-  if (options.io_threads < 1 || options.operation_timeout.count() <= 0) {
-    return Status(ClientError::kInvalidConfiguration,
-                  "io_threads and operation_timeout must be positive");
+  std::shared_ptr<net::TlsContext> tls;
+  if (use_tls) {
+    auto made = make_tls_context(options);  // reads the files now: errors show at once
+    if (!made.ok()) return made.status();
+    tls = *made;
   }
   std::shared_ptr<ClientImpl> c(new ClientImpl(std::move(urls), options));
+  c->tls_ = std::move(tls);
+  c->lookup_ = make_binary_lookup(*c);
   return c;
 }
 
@@ -97,7 +116,7 @@ Task<Result<std::shared_ptr<ClientConnection>>> ClientImpl::get_connection(int l
     cnx = it->second;
   } else {
     cnx = std::make_shared<ClientConnection>(loops_[static_cast<size_t>(loop)]->io, logical,
-                                             physical, options_);
+                                             physical, options_, tls_);
     pool[key] = cnx;
   }
   Status st = co_await cnx->connect(deadline);
@@ -110,59 +129,21 @@ Task<Result<std::shared_ptr<ClientConnection>>> ClientImpl::get_connection(int l
 
 Task<Result<std::shared_ptr<ClientConnection>>> ClientImpl::service_connection(int loop,
                                                                                Deadline deadline) {
+  if (service_urls_.empty()) {  // an http:// client: lookups go over HTTP
+    co_return Status(ClientError::kInvalidConfiguration, "no pulsar:// service URL");
+  }
   const std::string url = service_urls_[next_url_.fetch_add(1) % service_urls_.size()];
   co_return co_await get_connection(loop, url, url, deadline);
 }
 
 Task<Result<BrokerAddress>> ClientImpl::lookup(int loop, std::string topic, Deadline deadline) {
   auto self = shared_from_this();
-  auto first = co_await service_connection(loop, deadline);
-  if (!first.ok()) co_return first.status();
-  std::shared_ptr<ClientConnection> cnx = *first;
-  bool authoritative = false;
-  for (int redirects = 0;; ++redirects) {
-    wire::BaseCommand cmd;
-    cmd.set_type(wire::BaseCommand::LOOKUP);
-    const uint64_t id = next_request_id();
-    auto* l = cmd.mutable_lookuptopic();
-    l->set_topic(topic);
-    l->set_request_id(id);
-    l->set_authoritative(authoritative);
-    auto r = co_await cnx->request(cmd, id, deadline);
-    if (!r.ok()) co_return r.status();
-    const auto& resp = r->lookuptopicresponse();
-    if (resp.brokerserviceurl().empty()) {
-      co_return Status(ClientError::kProtocolError,
-                       fmt::format("lookup of {} named no broker", topic));
-    }
-    if (resp.response() == wire::CommandLookupTopicResponse::Connect) {
-      co_return BrokerAddress{resp.brokerserviceurl(), resp.brokerserviceurl()};
-    }
-    // Redirect: ask the named broker, with the authoritative flag it gave.
-    if (redirects + 1 >= options_.max_lookup_redirects) {
-      co_return Status(ClientError::kTooManyLookupRedirects,
-                       fmt::format("lookup of {} redirected {} times", topic, redirects + 1));
-    }
-    authoritative = resp.authoritative();
-    auto next =
-        co_await get_connection(loop, resp.brokerserviceurl(), resp.brokerserviceurl(), deadline);
-    if (!next.ok()) co_return next.status();
-    cnx = *next;
-  }
+  co_return co_await lookup_->lookup(loop, std::move(topic), deadline);
 }
 
 Task<Result<int>> ClientImpl::partitioned_metadata(int loop, std::string topic, Deadline deadline) {
   auto self = shared_from_this();
-  auto cnx = co_await service_connection(loop, deadline);
-  if (!cnx.ok()) co_return cnx.status();
-  wire::BaseCommand cmd;
-  cmd.set_type(wire::BaseCommand::PARTITIONED_METADATA);
-  const uint64_t id = next_request_id();
-  cmd.mutable_partitionmetadata()->set_topic(topic);
-  cmd.mutable_partitionmetadata()->set_request_id(id);
-  auto r = co_await (*cnx)->request(cmd, id, deadline);
-  if (!r.ok()) co_return r.status();
-  co_return static_cast<int>(r->partitionmetadataresponse().partitions());
+  co_return co_await lookup_->partitioned_metadata(loop, std::move(topic), deadline);
 }
 
 Task<Result<int>> ClientImpl::partitions_with_retry(int loop, std::string topic,
@@ -173,14 +154,17 @@ Task<Result<int>> ClientImpl::partitions_with_retry(int loop, std::string topic,
   bo.max = std::max(options_.max_backoff, options_.initial_backoff);
   Backoff backoff(bo);
   Event never;
+  Status last;  // the most telling failure: a timeout (an attempt cut short by the deadline)
+                // does not hide what the earlier attempts said (a refused TLS certificate)
   for (;;) {
     auto r = co_await partitioned_metadata(loop, topic, deadline);
     if (r.ok() || !r.status().retriable() || closed_) co_return r;
+    if (last.ok() || !r.status().is(Errc::kTimeout)) last = r.status();
     const auto delay = backoff.next();
     if (Clock::now() + delay >= deadline) {
       co_return Status(ClientError::kTimeout,
                        fmt::format("could not look up {} within the operation timeout: {}", topic,
-                                   r.status().to_string()));
+                                   last.to_string()));
     }
     co_await sleep_until(never, Clock::now() + delay);
   }
@@ -189,19 +173,7 @@ Task<Result<int>> ClientImpl::partitions_with_retry(int loop, std::string topic,
 Task<Result<std::vector<std::string>>> ClientImpl::topics_of_namespace(int loop, std::string ns,
                                                                        Deadline deadline) {
   auto self = shared_from_this();
-  auto cnx = co_await service_connection(loop, deadline);
-  if (!cnx.ok()) co_return cnx.status();
-  wire::BaseCommand cmd;
-  cmd.set_type(wire::BaseCommand::GET_TOPICS_OF_NAMESPACE);
-  const uint64_t id = next_request_id();
-  cmd.mutable_gettopicsofnamespace()->set_namespace_(ns);
-  cmd.mutable_gettopicsofnamespace()->set_request_id(id);
-  cmd.mutable_gettopicsofnamespace()->set_mode(wire::CommandGetTopicsOfNamespace::PERSISTENT);
-  auto r = co_await (*cnx)->request(cmd, id, deadline);
-  if (!r.ok()) co_return r.status();
-  std::vector<std::string> out(r->gettopicsofnamespaceresponse().topics().begin(),
-                               r->gettopicsofnamespaceresponse().topics().end());
-  co_return out;
+  co_return co_await lookup_->topics_of_namespace(loop, std::move(ns), deadline);
 }
 
 void ClientImpl::track(std::weak_ptr<Closeable> c) {

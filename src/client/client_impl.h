@@ -26,6 +26,8 @@
 
 namespace magnetar::client {
 
+class LookupService;
+
 // Something the client closes when it closes (producers, consumers).
 class Closeable {
  public:
@@ -66,7 +68,9 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
                                                                  Deadline deadline);
   // A connection to one of the service URL's hosts (rotating among them).
   Task<Result<std::shared_ptr<ClientConnection>>> service_connection(int loop, Deadline deadline);
-  // Binary LOOKUP, following redirects (at most max_lookup_redirects).
+  // Through the lookup service of the service URL's scheme (binary or HTTP:
+  // lookup_service.h): the broker serving `topic`, following redirects (at most
+  // max_lookup_redirects).
   Task<Result<BrokerAddress>> lookup(int loop, std::string topic, Deadline deadline);
   // Partition count (0: not partitioned).
   Task<Result<int>> partitioned_metadata(int loop, std::string topic, Deadline deadline);
@@ -74,6 +78,9 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   Task<Result<int>> partitions_with_retry(int loop, std::string topic, Deadline deadline);
   Task<Result<std::vector<std::string>>> topics_of_namespace(int loop, std::string ns,
                                                              Deadline deadline);
+
+  // True for pulsar+ssl:// (connections and lookup answers use TLS).
+  bool uses_tls() const { return tls_ != nullptr; }
 
   // --- From any thread ---
   void track(std::weak_ptr<Closeable> c);
@@ -96,6 +103,9 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
 
   const std::vector<std::string> service_urls_;
   const ClientOptions options_;
+  std::shared_ptr<net::TlsContext> tls_;  // set by create() for pulsar+ssl://; else null
+  // Binary, or HTTP for http:// (set by create()).
+  std::unique_ptr<LookupService> lookup_;
   log::Logger log_;
   std::vector<std::unique_ptr<Loop>> loops_;
   std::unique_ptr<Loop> listener_;

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <boost/asio/connect.hpp>
-#include <boost/asio/write.hpp>
 
 #include "common/version.h"
+#include "net/tls.h"
 
 namespace magnetar::client {
 
@@ -23,22 +23,43 @@ wire::BaseCommand make_command(wire::BaseCommand::Type type) {
 
 Result<HostPort> parse_broker_url(const std::string& url) {
   constexpr std::string_view kScheme = "pulsar://";
+  constexpr std::string_view kTlsScheme = "pulsar+ssl://";
   std::string_view rest = url;
-  if (rest.substr(0, kScheme.size()) != kScheme) {
+  bool tls = false;
+  if (rest.substr(0, kScheme.size()) == kScheme) {
+    rest.remove_prefix(kScheme.size());
+  } else if (rest.substr(0, kTlsScheme.size()) == kTlsScheme) {
+    rest.remove_prefix(kTlsScheme.size());
+    tls = true;
+  } else {
     return Status(ClientError::kInvalidConfiguration,
-                  fmt::format("'{}' is not a pulsar:// URL (TLS is not supported)", url));
+                  fmt::format("'{}' is not a pulsar:// or pulsar+ssl:// URL", url));
   }
-  rest.remove_prefix(kScheme.size());
   while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
   const auto colon = rest.rfind(':');
   if (colon == std::string_view::npos || colon == 0 || colon + 1 == rest.size()) {
     return Status(ClientError::kInvalidConfiguration, fmt::format("'{}' has no host:port", url));
   }
-  HostPort hp{std::string(rest.substr(0, colon)), std::string(rest.substr(colon + 1))};
+  HostPort hp{std::string(rest.substr(0, colon)), std::string(rest.substr(colon + 1)), tls};
   if (hp.host.size() > 2 && hp.host.front() == '[' && hp.host.back() == ']') {
     hp.host = hp.host.substr(1, hp.host.size() - 2);
   }
   return hp;
+}
+
+Result<std::shared_ptr<net::TlsContext>> make_tls_context(const ClientOptions& options) {
+  net::TlsOptions t;
+  t.trust_certs_file = options.tls_trust_certs_file_path;
+  t.allow_insecure = options.tls_allow_insecure_connection;
+  t.validate_hostname = options.tls_validate_hostname;
+  t.certificate_file = options.tls_certificate_file_path;
+  t.private_key_file = options.tls_private_key_file_path;
+  auto made = net::TlsContext::create(net::TlsRole::kClient, t);
+  if (!made.ok()) {
+    return Status(ClientError::kInvalidConfiguration,
+                  fmt::format("TLS options: {}", made.status().message()));
+  }
+  return *made;
 }
 
 Status server_error_status(int error, const std::string& text) {
@@ -49,11 +70,14 @@ Status server_error_status(int error, const std::string& text) {
 }
 
 ClientConnection::ClientConnection(asio::io_context& io, std::string logical, std::string physical,
-                                   const ClientOptions& options)
+                                   const ClientOptions& options,
+                                   std::shared_ptr<net::TlsContext> tls)
     : logical_(std::move(logical)),
       physical_(std::move(physical)),
       options_(options),
       log_(log::Logger("client.cnx").with("broker", physical_)),
+      tls_(std::move(tls)),
+      executor_(io.get_executor()),
       socket_(io),
       write_wakeup_(io),
       keep_alive_timer_(io) {}
@@ -105,7 +129,11 @@ Task<Status> ClientConnection::wait_ready(Deadline deadline) {
 Task<Status> ClientConnection::do_connect(Deadline deadline) {
   auto hp = parse_broker_url(physical_);
   if (!hp.ok()) co_return hp.status();
-  auto ex = socket_.get_executor();
+  if (hp->tls && !tls_) {
+    co_return Status(ClientError::kInvalidConfiguration,
+                     fmt::format("{} needs TLS: use a pulsar+ssl:// service URL", physical_));
+  }
+  auto ex = executor_;
   auto resolver = std::make_shared<asio::ip::tcp::resolver>(ex);
   auto timed_out = std::make_shared<bool>(false);
   auto guard = std::make_shared<asio::steady_timer>(ex);
@@ -118,6 +146,7 @@ Task<Status> ClientConnection::do_connect(Deadline deadline) {
     if (auto self = weak.lock()) {
       boost::system::error_code ignored;
       self->socket_.close(ignored);
+      if (self->stream_) self->stream_->close();
       if (self->handshake_) self->handshake_->timer.cancel();
     }
   });
@@ -135,7 +164,27 @@ Task<Status> ClientConnection::do_connect(Deadline deadline) {
     co_return Status(ClientError::kConnectError,
                      fmt::format("cannot connect to {}: {}", physical_, ec.message()));
   }
-  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  if (hp->tls) {
+    stream_ = net::tls_stream(std::move(socket_), tls_);
+  } else {
+    stream_ = net::tcp_stream(std::move(socket_));
+  }
+  // TLS: bounded by the same deadline (and close() ends it too); plain TCP: nothing to do.
+  Status handshaken = co_await stream_->handshake(hp->host, deadline);
+  if (!handshaken.ok()) {
+    guard->cancel();
+    if (*timed_out || handshaken.is(Errc::kTimeout)) {
+      co_return Status(ClientError::kTimeout,
+                       fmt::format("timed out in the TLS handshake with {}", physical_));
+    }
+    co_return Status(ClientError::kConnectError,
+                     fmt::format("cannot connect to {}: {}", physical_, handshaken.message()));
+  }
+  if (state_ == State::kClosed) {  // closed while connecting
+    guard->cancel();
+    stream_->close();
+    co_return connect_status_;
+  }
   auto self = shared_from_this();
   asio::co_spawn(
       ex, [self]() { return self->read_loop(); }, asio::detached);
@@ -173,8 +222,8 @@ void ClientConnection::close(const Status& reason) {
   state_ = State::kClosed;
   connect_status_ = reason.ok() ? Status(ClientError::kDisconnected, "connection closed") : reason;
   boost::system::error_code ec;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
+  if (stream_) stream_->close();
   write_wakeup_.cancel();
   keep_alive_timer_.cancel();
   out_.clear();
@@ -235,9 +284,10 @@ Task<void> ClientConnection::write_loop() {
       }
     }
     boost::system::error_code ec;
-    co_await asio::async_write(socket_, buffers, asio::redirect_error(asio::use_awaitable, ec));
+    co_await stream_->write(buffers, ec);
     if (ec) {
-      close(Status(ClientError::kDisconnected, fmt::format("write failed: {}", ec.message())));
+      close(Status(ClientError::kDisconnected,
+                   fmt::format("write failed: {}", net::describe_error(ec))));
       co_return;
     }
   }
@@ -248,12 +298,15 @@ Task<void> ClientConnection::read_loop() {
   while (state_ != State::kClosed) {
     Buffer buffer = Buffer::allocate(64 * 1024);
     boost::system::error_code ec;
-    const size_t n =
-        co_await socket_.async_read_some(asio::buffer(buffer.mutable_data(), buffer.size()),
-                                         asio::redirect_error(asio::use_awaitable, ec));
+    const asio::mutable_buffer into(buffer.mutable_data(), buffer.size());
+    const size_t n = co_await stream_->read_some(into, ec);
     if (ec) {
-      close(Status(ClientError::kDisconnected,
-                   ec == asio::error::eof ? std::string("closed by the broker") : ec.message()));
+      // A broker that refuses our certificate says so after the TLS 1.3 handshake: an alert
+      // read here ("tlsv13 alert certificate required").
+      std::string why =
+          ec == asio::error::eof ? std::string("closed by the broker") : net::describe_error(ec);
+      if (net::is_tls_error(ec)) why = fmt::format("TLS error from {}: {}", physical_, why);
+      close(Status(ClientError::kDisconnected, why));
       co_return;
     }
     received_since_ping_ = true;
@@ -292,7 +345,7 @@ Task<void> ClientConnection::keep_alive_loop() {
 
 std::shared_ptr<ClientConnection::Pending> ClientConnection::pending_for(uint64_t request_id) {
   auto& p = pending_[request_id];
-  if (!p) p = std::make_shared<Pending>(socket_.get_executor());
+  if (!p) p = std::make_shared<Pending>(executor_);
   return p;
 }
 

@@ -1,8 +1,10 @@
 #pragma once
-// One TCP connection to a broker speaking the Pulsar binary protocol, shared by every
-// producer, consumer and lookup of one event loop that talks to that broker.
+// One connection to a broker speaking the Pulsar binary protocol, shared by every
+// producer, consumer and lookup of one event loop that talks to that broker. Plain TCP for a
+// pulsar:// address, TLS for pulsar+ssl:// (net::Stream: the code below is the same).
 //
-// Lifecycle: connect() resolves, connects and does the CONNECT handshake (protocol v21);
+// Lifecycle: connect() resolves, connects, does the TLS handshake when the address is
+// pulsar+ssl://, then the CONNECT handshake (protocol v21);
 // the connection then reads frames until the socket fails, the broker closes it, a frame
 // does not decode, or a keep-alive PING goes unanswered for a whole interval. close() fails
 // every outstanding request with kDisconnected and tells every registered producer and
@@ -27,8 +29,13 @@
 #include "common/buffer.h"
 #include "common/logging.h"
 #include "magnetar/client.h"
+#include "net/stream.h"
 #include "proto/pulsar_api.pb.h"
 #include "protocol/frame.h"
+
+namespace magnetar::net {
+class TlsContext;
+}
 
 namespace magnetar::client {
 
@@ -44,12 +51,17 @@ class ConnectionListener {
   virtual void on_disconnected(ClientConnection& cnx) = 0;
 };
 
-// Parses "pulsar://host:port".
+// Parses "pulsar://host:port" and "pulsar+ssl://host:port".
 struct HostPort {
   std::string host;
   std::string port;
+  bool tls = false;  // pulsar+ssl://
 };
 Result<HostPort> parse_broker_url(const std::string& url);
+
+// The client side TLS context of `options` (tls_* fields), shared by a client's connections.
+// Errors (kInvalidConfiguration) name the option and file.
+Result<std::shared_ptr<net::TlsContext>> make_tls_context(const ClientOptions& options);
 
 // A broker's ERROR / SEND_ERROR / failed response as a Status.
 Status server_error_status(int error, const std::string& text);
@@ -57,9 +69,9 @@ Status server_error_status(int error, const std::string& text);
 class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
  public:
   // `logical`: the broker URL the lookup named; `physical`: where to connect (the same unless
-  // going through a proxy).
+  // going through a proxy). `tls`: needed when `physical` is pulsar+ssl://.
   ClientConnection(asio::io_context& io, std::string logical, std::string physical,
-                   const ClientOptions& options);
+                   const ClientOptions& options, std::shared_ptr<net::TlsContext> tls = nullptr);
   ~ClientConnection();
 
   // Connects and handshakes. Bounded by `deadline` and the connection timeout. Other
@@ -90,7 +102,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   int max_message_size() const { return max_message_size_; }
   int protocol_version() const { return protocol_version_; }
   const std::string& server_version() const { return server_version_; }
-  Executor executor() { return socket_.get_executor(); }
+  Executor executor() { return executor_; }
 
  private:
   enum class State { kIdle, kConnecting, kReady, kClosed };
@@ -114,7 +126,10 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   const std::string physical_;
   const ClientOptions options_;
   log::Logger log_;
-  asio::ip::tcp::socket socket_;
+  const std::shared_ptr<net::TlsContext> tls_;
+  Executor executor_;                    // this connection's loop
+  asio::ip::tcp::socket socket_;         // while connecting; then moved into stream_
+  std::unique_ptr<net::Stream> stream_;  // once connected (and the TLS handshake done)
   State state_ = State::kIdle;
   Status connect_status_;
   Event ready_event_;

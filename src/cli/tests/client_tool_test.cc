@@ -74,6 +74,18 @@ TEST_F(ClientToolTest, ProducedMessagesAreConsumedWithKeyPropertiesAndContent) {
   EXPECT_FALSE(c.receive(300ms).ok());
 }
 
+TEST_F(ClientToolTest, AnHttpServiceUrlLooksUpOverHttp) {
+  const std::string web = serve_http();
+  auto produced = run_bare({"--url", web, "produce", topic(), "-m", "a,b,c"});
+  ASSERT_EQ(produced.code, 0) << produced.err;
+  EXPECT_EQ(produced.out, "3 messages successfully produced\n");
+  auto consumed =
+      run_bare({"--url", web, "consume", topic(), "-s", "sub", "-p", "Earliest", "-n", "3"});
+  ASSERT_EQ(consumed.code, 0) << consumed.err;
+  EXPECT_EQ(occurrences(consumed.out, "----- got message -----\n"), 3);
+  EXPECT_NE(consumed.out.find("3 messages successfully consumed\n"), std::string::npos);
+}
+
 TEST_F(ClientToolTest, ReadFromEarliestPrintsEveryMessageInOrder) {
   ASSERT_EQ(run({"produce", topic(), "-m", "one,two,three"}).code, 0);
   auto read = run({"read", topic(), "-m", "earliest", "-n", "3"});

@@ -117,6 +117,20 @@ TEST_F(PerfToolTest, ConsumeAndReadCountWhatWasProduced) {
   EXPECT_EQ(summary()["messages"], 100);
 }
 
+TEST_F(PerfToolTest, ProduceAndConsumeThroughAnHttpServiceUrl) {
+  const std::string web = serve_http();
+  auto produced = run({"produce", topic(), "-u", web, "-r", "0", "-m", "50", "-s", "32",
+                       "--json", json_path_.string()});
+  ASSERT_EQ(produced.code, 0) << produced.err;
+  EXPECT_EQ(summary()["messages"], 50);
+  auto consumed = run({"consume", topic(), "-u", web, "-sp", "Earliest", "-m", "50", "-time",
+                       "20"});
+  ASSERT_EQ(consumed.code, 0) << consumed.err;
+  EXPECT_NE(consumed.out.find("Aggregated throughput stats --- 50 records received --- "),
+            std::string::npos)
+      << consumed.out;
+}
+
 TEST_F(PerfToolTest, BadValuesExitOne) {
   EXPECT_EQ(run({"produce", topic(), "-u", url(), "-z", "gzip"}).code, 1);
   EXPECT_EQ(run({"consume", topic(), "-u", url(), "-ss", "Broadcast"}).code, 1);

@@ -1,6 +1,7 @@
 #pragma once
 // A broker and a bookie in this process over a memory: metadata store (as the broker tests
-// build them), and helpers for driving the client library against it.
+// build them), optionally the broker's HTTP routes on a web port (serve_http), and helpers
+// for driving the client library against it.
 
 #include <gtest/gtest.h>
 
@@ -10,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "broker/admin_resources.h"
 #include "broker/broker.h"
+#include "broker/broker_routes.h"
+#include "http/http_server.h"
 #include "ledger/tests/ledger_test_support.h"
 #include "magnetar/client.h"
 
@@ -34,6 +38,7 @@ class ClientTest : public ::testing::Test {
   }
   ~ClientTest() override {
     if (client_) (void)client_->close();
+    if (web_) web_->stop();
     if (broker_) broker_->stop();
   }
 
@@ -54,6 +59,24 @@ class ClientTest : public ::testing::Test {
   }
 
   std::string url() const { return "pulsar://127.0.0.1:" + std::to_string(broker_->port()); }
+
+  // Serves the broker's HTTP routes (lookup, partitioned metadata, admin resources such as a
+  // namespace's topics) on a web port of 127.0.0.1, as BrokerServer does; returns its
+  // http:// URL. The routes use the current broker_: call again after start_broker().
+  std::string serve_http() {
+    if (web_) web_->stop();
+    http::ServerOptions o;
+    o.address = "127.0.0.1";
+    o.port = 0;
+    auto web = http::HttpServer::start(o, log::Logger("web"));
+    EXPECT_TRUE(web.ok()) << web.status().to_string();
+    if (!web.ok()) return "";
+    web_ = std::move(web).value();
+    broker::add_broker_routes(*web_, *broker_, nullptr);
+    broker::add_admin_resource_routes(*web_, metadata::MetadataStores{store_, store_},
+                                      broker::AdminResourcesOptions{});
+    return "http://127.0.0.1:" + std::to_string(web_->port());
+  }
 
   ClientOptions fast_options() const {
     ClientOptions o;
@@ -125,6 +148,7 @@ class ClientTest : public ::testing::Test {
   ledger::test::Cluster cluster_;
   std::shared_ptr<metadata::MetadataStore> store_;
   std::unique_ptr<broker::Broker> broker_;
+  std::unique_ptr<http::HttpServer> web_;  // after serve_http()
   std::unique_ptr<Client> client_;
 };
 

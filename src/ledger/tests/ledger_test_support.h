@@ -36,7 +36,8 @@ class Cluster {
     dir_ = std::filesystem::temp_directory_path() /
            ("magnetar-ledger-" + std::to_string(::getpid()) + "-" + name);
     std::filesystem::remove_all(dir_);
-    store_ = await(metadata::open_store("memory:" + name + std::to_string(::getpid()))).value();
+    url_ = "memory:" + name + std::to_string(::getpid());
+    store_ = await(metadata::open_store(url_)).value();
   }
   ~Cluster() {
     for (auto& b : bookies_) b->stop();
@@ -85,11 +86,14 @@ class Cluster {
   Executor executor() { return loop_.executor(); }
   testing::EventLoop& loop() { return loop_; }
   metadata::MetadataStore& store() { return *store_; }
+  // The store's URL: another session opened with it shares the tree (tools run in-process).
+  const std::string& url() const { return url_; }
   std::vector<std::unique_ptr<TestBookie>>& bookies() { return bookies_; }
 
  private:
   testing::EventLoop loop_;
   std::filesystem::path dir_;
+  std::string url_;
   std::unique_ptr<metadata::MetadataStore> store_;
   std::vector<std::unique_ptr<TestBookie>> bookies_;
 };

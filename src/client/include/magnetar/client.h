@@ -3,6 +3,8 @@
 // consumers and readers are made.
 //
 //   auto client = magnetar::client::Client::create("pulsar://localhost:6650");
+//   // or, over TLS: Client::create("pulsar+ssl://localhost:6651", options) with
+//   // options.tls_trust_certs_file_path = "ca.cert.pem";
 //   auto producer = client->create_producer("my-topic");
 //   producer->send(magnetar::client::Message("hello"));
 //
@@ -37,13 +39,31 @@ struct ClientOptions {
   // Reconnect backoff of producers and consumers (jittered, doubling).
   std::chrono::milliseconds initial_backoff{100};
   std::chrono::milliseconds max_backoff{60'000};
+
+  // TLS, used when the service URL is pulsar+ssl:// (the brokers' brokerServiceUrlTls is
+  // then used after lookups). Files are PEM.
+  // CAs the broker's certificate must chain to; empty: the system's default CAs.
+  std::string tls_trust_certs_file_path;
+  // Accept any broker certificate (no verification at all; tests only).
+  bool tls_allow_insecure_connection = false;
+  // The broker's certificate must also name the host connected to (SAN DNS name or IP).
+  bool tls_validate_hostname = false;
+  // A client certificate and its key, for brokers that require one (mutual TLS).
+  std::string tls_certificate_file_path;
+  std::string tls_private_key_file_path;
 };
 
 class ClientImpl;  // internal
 
 class Client {
  public:
-  // `service_url`: "pulsar://host:port[,host2:port2...]". No network activity yet.
+  // `service_url`: "pulsar://host:port[,host2:port2...]", or "pulsar+ssl://..." for TLS,
+  // or "http://host:port[,...]" (a broker's web service URL) for HTTP lookup: topics are
+  // looked up through the brokers' REST API (redirects followed), producers and consumers
+  // then connect to the broker URL it names with the binary protocol. https:// is refused
+  // with kInvalidConfiguration (no TLS in the HTTP lookup yet).
+  // No network activity yet; TLS files are read now (errors: kInvalidConfiguration, naming
+  // the file).
   static Result<Client> create(const std::string& service_url, ClientOptions options = {});
 
   Result<Producer> create_producer(const std::string& topic, ProducerOptions options = {});

@@ -1,0 +1,107 @@
+// The binary protocol's lookups (lookup_service.h): LOOKUP with redirects,
+// PARTITIONED_METADATA and GET_TOPICS_OF_NAMESPACE over the client's broker connections.
+
+#include <fmt/format.h>
+
+#include "client/lookup_service.h"
+
+namespace magnetar::client {
+
+namespace {
+
+class BinaryLookup final : public LookupService {
+ public:
+  // `client` owns this object.
+  explicit BinaryLookup(ClientImpl& client) : client_(client) {}
+
+  Task<Result<BrokerAddress>> lookup(int loop, std::string topic, Deadline deadline) override;
+  Task<Result<int>> partitioned_metadata(int loop, std::string topic, Deadline deadline) override;
+  Task<Result<std::vector<std::string>>> topics_of_namespace(int loop, std::string ns,
+                                                             Deadline deadline) override;
+
+ private:
+  ClientImpl& client_;
+};
+
+Task<Result<BrokerAddress>> BinaryLookup::lookup(int loop, std::string topic, Deadline deadline) {
+  auto self = client_.shared_from_this();
+  auto first = co_await client_.service_connection(loop, deadline);
+  if (!first.ok()) co_return first.status();
+  std::shared_ptr<ClientConnection> cnx = *first;
+  const bool tls = client_.uses_tls();
+  bool authoritative = false;
+  for (int redirects = 0;; ++redirects) {
+    wire::BaseCommand cmd;
+    cmd.set_type(wire::BaseCommand::LOOKUP);
+    const uint64_t id = client_.next_request_id();
+    auto* l = cmd.mutable_lookuptopic();
+    l->set_topic(topic);
+    l->set_request_id(id);
+    l->set_authoritative(authoritative);
+    auto r = co_await cnx->request(cmd, id, deadline);
+    if (!r.ok()) co_return r.status();
+    const auto& resp = r->lookuptopicresponse();
+    // A TLS client goes on over TLS, as Pulsar's clients do (brokerServiceUrlTls).
+    const std::string& broker_url = tls ? resp.brokerserviceurltls() : resp.brokerserviceurl();
+    if (broker_url.empty()) {
+      co_return Status(ClientError::kProtocolError,
+                       tls ? fmt::format("lookup of {} named no TLS URL for broker '{}' (is "
+                                         "brokerServicePortTls set there?)",
+                                         topic, resp.brokerserviceurl())
+                           : fmt::format("lookup of {} named no broker", topic));
+    }
+    if (resp.response() == wire::CommandLookupTopicResponse::Connect) {
+      co_return BrokerAddress{broker_url, broker_url};
+    }
+    // Redirect: ask the named broker, with the authoritative flag it gave.
+    if (redirects + 1 >= client_.options().max_lookup_redirects) {
+      co_return Status(ClientError::kTooManyLookupRedirects,
+                       fmt::format("lookup of {} redirected {} times", topic, redirects + 1));
+    }
+    authoritative = resp.authoritative();
+    auto next = co_await client_.get_connection(loop, broker_url, broker_url, deadline);
+    if (!next.ok()) co_return next.status();
+    cnx = *next;
+  }
+}
+
+Task<Result<int>> BinaryLookup::partitioned_metadata(int loop, std::string topic,
+                                                     Deadline deadline) {
+  auto self = client_.shared_from_this();
+  auto cnx = co_await client_.service_connection(loop, deadline);
+  if (!cnx.ok()) co_return cnx.status();
+  wire::BaseCommand cmd;
+  cmd.set_type(wire::BaseCommand::PARTITIONED_METADATA);
+  const uint64_t id = client_.next_request_id();
+  cmd.mutable_partitionmetadata()->set_topic(topic);
+  cmd.mutable_partitionmetadata()->set_request_id(id);
+  auto r = co_await (*cnx)->request(cmd, id, deadline);
+  if (!r.ok()) co_return r.status();
+  co_return static_cast<int>(r->partitionmetadataresponse().partitions());
+}
+
+Task<Result<std::vector<std::string>>> BinaryLookup::topics_of_namespace(int loop, std::string ns,
+                                                                         Deadline deadline) {
+  auto self = client_.shared_from_this();
+  auto cnx = co_await client_.service_connection(loop, deadline);
+  if (!cnx.ok()) co_return cnx.status();
+  wire::BaseCommand cmd;
+  cmd.set_type(wire::BaseCommand::GET_TOPICS_OF_NAMESPACE);
+  const uint64_t id = client_.next_request_id();
+  cmd.mutable_gettopicsofnamespace()->set_namespace_(ns);
+  cmd.mutable_gettopicsofnamespace()->set_request_id(id);
+  cmd.mutable_gettopicsofnamespace()->set_mode(wire::CommandGetTopicsOfNamespace::PERSISTENT);
+  auto r = co_await (*cnx)->request(cmd, id, deadline);
+  if (!r.ok()) co_return r.status();
+  std::vector<std::string> out(r->gettopicsofnamespaceresponse().topics().begin(),
+                               r->gettopicsofnamespaceresponse().topics().end());
+  co_return out;
+}
+
+}  // namespace
+
+std::unique_ptr<LookupService> make_binary_lookup(ClientImpl& client) {
+  return std::make_unique<BinaryLookup>(client);
+}
+
+}  // namespace magnetar::client
