@@ -104,6 +104,22 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
 }
 
+// The pace of the latency rows: half the full-pipelining rate measured for `size`, or
+// $MAGNETAR_BENCH_RATE.
+double latency_rate(size_t size) {
+  if (const char* fixed = std::getenv("MAGNETAR_BENCH_RATE")) return std::atof(fixed);
+  auto it = g_max_rate.find(static_cast<int64_t>(size));
+  return it != g_max_rate.end() ? it->second / 2 : 1000;
+}
+
+void report_latency(benchmark::State& state, double rate, const std::vector<double>& all) {
+  state.counters["rate_per_s"] = rate;
+  state.counters["p50_ms"] = percentile(all, 0.50);
+  state.counters["p99_ms"] = percentile(all, 0.99);
+  state.counters["p999_ms"] = percentile(all, 0.999);
+  state.counters["max_ms"] = *std::max_element(all.begin(), all.end());
+}
+
 void BM_BookieAdd(benchmark::State& state) {
   const size_t size = static_cast<size_t>(state.range(0));
   const int inflight = static_cast<int>(state.range(1));
@@ -142,10 +158,7 @@ BENCHMARK(BM_BookieAdd)
 
 void BM_BookieAddLatency(benchmark::State& state) {
   const size_t size = static_cast<size_t>(state.range(0));
-  double rate = g_max_rate.count(static_cast<int64_t>(size))
-                    ? g_max_rate[static_cast<int64_t>(size)] / 2
-                    : 1000;
-  if (const char* fixed = std::getenv("MAGNETAR_BENCH_RATE")) rate = std::atof(fixed);
+  const double rate = latency_rate(size);
   auto dir = bench_dir();
   std::filesystem::remove_all(dir);
   auto b = std::make_unique<LocalBookie>(dir, nullptr);
@@ -166,11 +179,7 @@ void BM_BookieAddLatency(benchmark::State& state) {
     }
   }
   if (out != nullptr) std::fclose(out);
-  state.counters["rate_per_s"] = rate;
-  state.counters["p50_ms"] = percentile(all, 0.50);
-  state.counters["p99_ms"] = percentile(all, 0.99);
-  state.counters["p999_ms"] = percentile(all, 0.999);
-  state.counters["max_ms"] = *std::max_element(all.begin(), all.end());
+  report_latency(state, rate, all);
   loop.await([&]() -> Task<bool> {
     co_await client.close();
     co_return true;
@@ -192,10 +201,7 @@ BENCHMARK(BM_BookieAddLatency)
 // is from its arrival to the end of the fdatasync that covered it.
 void BM_DiskGroupCommitFloor(benchmark::State& state) {
   const size_t size = static_cast<size_t>(state.range(0));
-  double rate = g_max_rate.count(static_cast<int64_t>(size))
-                    ? g_max_rate[static_cast<int64_t>(size)] / 2
-                    : 1000;
-  if (const char* fixed = std::getenv("MAGNETAR_BENCH_RATE")) rate = std::atof(fixed);
+  const double rate = latency_rate(size);
   auto dir = bench_dir();
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
@@ -233,11 +239,7 @@ void BM_DiskGroupCommitFloor(benchmark::State& state) {
       written = arrived;
     }
   }
-  state.counters["rate_per_s"] = rate;
-  state.counters["p50_ms"] = percentile(all, 0.50);
-  state.counters["p99_ms"] = percentile(all, 0.99);
-  state.counters["p999_ms"] = percentile(all, 0.999);
-  state.counters["max_ms"] = *std::max_element(all.begin(), all.end());
+  report_latency(state, rate, all);
   (void)file->close();
   std::filesystem::remove_all(dir);
 }

@@ -1,10 +1,12 @@
 #include "tools/server_setup.h"
 
 #include <csignal>
+#include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "bookie/cookie.h"
+#include "common/logging.h"
 
 namespace magnetar::tools {
 
@@ -103,6 +105,26 @@ Result<metadata::MetadataStores> open_cluster_stores(const broker::BrokerConfig&
                              "public/default: " + st.to_string());
   }
   return stores;
+}
+
+void announce_running(const log::Logger& log, const char* what, const broker::BrokerConfig& config,
+                      const broker::BrokerServer& server) {
+  const std::string& host = config.advertised_address;
+  const int port = server.port(), web_port = server.web_port();
+  log.info("{} ready: service URL pulsar://{}:{}, web service URL http://{}:{}", what, host, port,
+           host, web_port);
+  std::printf("Magnetar %s is running.\n  service URL:     pulsar://%s:%d\n"
+              "  web service URL: http://%s:%d\n",
+              what, host.c_str(), port, host.c_str(), web_port);
+  if (const int tls = server.tls_port(); tls != 0) {
+    log.info("TLS service URL pulsar+ssl://{}:{}", host, tls);
+    std::printf("  TLS service URL: pulsar+ssl://%s:%d\n", host.c_str(), tls);
+  }
+  if (const int tls = server.web_tls_port(); tls != 0) {
+    log.info("TLS web service URL https://{}:{}", host, tls);
+    std::printf("  TLS web URL:     https://%s:%d\n", host.c_str(), tls);
+  }
+  std::fflush(stdout);
 }
 
 }  // namespace magnetar::tools

@@ -6,7 +6,9 @@
 #include "bookie/bookie.h"
 #include "bookie/server/bookie_server.h"
 #include "broker/broker_config.h"
+#include "broker/broker_server.h"
 #include "common/config.h"
+#include "common/logging.h"
 #include "metadata/metadata_store.h"
 #include "tools/commands.h"
 
@@ -37,6 +39,11 @@ Result<RunningBookie> start_bookie(const bookie::BookieConfig& config,
 // Opens the metadata stores of `c` and bootstraps the cluster (bootstrap_cluster); errors
 // say which step failed.
 Result<metadata::MetadataStores> open_cluster_stores(const broker::BrokerConfig& c);
+
+// Logs and prints (for scripts waiting on stdout) that `what` ("broker", "standalone") is
+// running, with its service URLs, TLS ones included when those ports are open.
+void announce_running(const log::Logger& log, const char* what, const broker::BrokerConfig& config,
+                      const broker::BrokerServer& server);
 
 // Creates what a new cluster needs in the configuration store, unless it exists: the
 // cluster (its URLs from `c`), the tenant `public` and the namespace `public/default` (as

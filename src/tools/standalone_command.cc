@@ -70,22 +70,7 @@ int run_standalone(const StandaloneArgs& args) {
     bookie->stop();
     return 1;
   }
-  const int port = (*server)->port(), web_port = (*server)->web_port();
-  log.info("standalone ready: service URL pulsar://{}:{}, web service URL http://{}:{}",
-           config.advertised_address, port, config.advertised_address, web_port);
-  std::printf(
-      "Magnetar standalone is running.\n  service URL:     pulsar://%s:%d\n"
-      "  web service URL: http://%s:%d\n",
-      config.advertised_address.c_str(), port, config.advertised_address.c_str(), web_port);
-  if (const int tls = (*server)->tls_port(); tls != 0) {
-    log.info("TLS service URL pulsar+ssl://{}:{}", config.advertised_address, tls);
-    std::printf("  TLS service URL: pulsar+ssl://%s:%d\n", config.advertised_address.c_str(), tls);
-  }
-  if (const int tls = (*server)->web_tls_port(); tls != 0) {
-    log.info("TLS web service URL https://{}:{}", config.advertised_address, tls);
-    std::printf("  TLS web URL:     https://%s:%d\n", config.advertised_address.c_str(), tls);
-  }
-  std::fflush(stdout);
+  announce_running(log, "standalone", config, **server);
 
   const int signal = wait_for_shutdown_signal();
   log.info("signal {} received: stopping", signal);
