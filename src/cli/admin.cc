@@ -28,6 +28,9 @@ struct GlobalOptions {
   int request_timeout_s = 30;
   bool tls_allow_insecure = false;
   std::string tls_trust_cert_path;
+  bool tls_enable_hostname_verification = false;
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 std::string trim(std::string_view s) {
@@ -87,13 +90,11 @@ Result<AdminSettings> resolve_settings(const GlobalOptions& g) {
   AdminSettings settings;
   std::string plugin;
   std::string params;
-  std::string conf = g.conf;
-  if (conf.empty()) {
-    if (const char* env = std::getenv("PULSAR_CLIENT_CONF"); env != nullptr) conf = env;
-  }
+  const std::string conf = client_conf_path(g.conf);
   if (!conf.empty()) {
     auto props = read_properties(conf);
     if (!props.ok()) return props.status();
+    if (Status st = read_tls_settings(*props, settings.tls); !st.ok()) return st;
     if (auto it = props->find("webServiceUrl"); it != props->end() && !it->second.empty()) {
       settings.admin_url = it->second;
     }
@@ -101,6 +102,11 @@ Result<AdminSettings> resolve_settings(const GlobalOptions& g) {
     if (auto it = props->find("authParams"); it != props->end()) params = it->second;
   }
   if (!g.admin_url.empty()) settings.admin_url = g.admin_url;
+  if (g.tls_allow_insecure) settings.tls.allow_insecure = true;
+  if (g.tls_enable_hostname_verification) settings.tls.validate_hostname = true;
+  if (!g.tls_trust_cert_path.empty()) settings.tls.trust_certs_file = g.tls_trust_cert_path;
+  if (!g.tls_cert_file.empty()) settings.tls.certificate_file = g.tls_cert_file;
+  if (!g.tls_key_file.empty()) settings.tls.key_file = g.tls_key_file;
   if (!g.auth_plugin.empty()) plugin = g.auth_plugin;
   if (!g.auth_params.empty()) params = g.auth_params;
   auto token = resolve_token(plugin, params);
@@ -172,9 +178,16 @@ int run_admin(std::vector<std::string> args, std::ostream& out, std::ostream& er
                  "Authentication parameters: token:<token>, file:<path> or {\"token\":\"...\"}");
   app.add_option("--request-timeout", g.request_timeout_s, "Request timeout in seconds (30)");
   app.add_flag("--tls-allow-insecure", g.tls_allow_insecure,
-               "Accepted for compatibility (https is not supported yet)");
+               "Accept any server certificate over https:// (tlsAllowInsecureConnection)");
   app.add_option("--tls-trust-cert-path", g.tls_trust_cert_path,
-                 "Accepted for compatibility (https is not supported yet)");
+                 "CAs (PEM) the server's certificate must chain to (tlsTrustCertsFilePath)");
+  app.add_flag("--tls-enable-hostname-verification", g.tls_enable_hostname_verification,
+               "The server's certificate must name the admin URL's host "
+               "(tlsEnableHostnameVerification)");
+  app.add_option("--tls-cert-file", g.tls_cert_file,
+                 "Client certificate (PEM) for mutual TLS (tlsCertificateFilePath)");
+  app.add_option("--tls-key-file", g.tls_key_file,
+                 "Key (PEM) of the client certificate (tlsKeyFilePath)");
 
   CommandTable table;
   add_cluster_commands(app, table);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <string_view>
@@ -36,12 +37,49 @@ Result<std::map<std::string, std::string>> read_properties(const std::string& pa
   return out;
 }
 
+std::string client_conf_path(const std::string& conf) {
+  if (!conf.empty()) return conf;
+  const char* env = std::getenv("PULSAR_CLIENT_CONF");
+  return env == nullptr ? std::string() : std::string(env);
+}
+
+Status read_tls_settings(const std::map<std::string, std::string>& props, TlsSettings& tls) {
+  auto text = [&props](const char* key, std::string& field) {
+    if (auto it = props.find(key); it != props.end() && !it->second.empty()) field = it->second;
+  };
+  auto flag = [&props](const char* key, bool& field) -> Status {
+    auto it = props.find(key);
+    if (it == props.end() || it->second.empty()) return Status::OK();
+    std::string v = it->second;
+    for (char& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (v != "true" && v != "false") {
+      return Status(Errc::kInvalidArgument,
+                    fmt::format("{}={} in the client configuration: expected true or false", key,
+                                it->second));
+    }
+    field = v == "true";
+    return Status::OK();
+  };
+  text("tlsTrustCertsFilePath", tls.trust_certs_file);
+  text("tlsCertificateFilePath", tls.certificate_file);
+  text("tlsKeyFilePath", tls.key_file);
+  if (Status st = flag("tlsAllowInsecureConnection", tls.allow_insecure); !st.ok()) return st;
+  return flag("tlsEnableHostnameVerification", tls.validate_hostname);
+}
+
+Result<TlsSettings> resolve_tls_settings(const std::string& conf) {
+  TlsSettings tls;
+  const std::string path = client_conf_path(conf);
+  if (path.empty()) return tls;
+  auto props = read_properties(path);
+  if (!props.ok()) return props.status();
+  if (Status st = read_tls_settings(*props, tls); !st.ok()) return st;
+  return tls;
+}
+
 Result<std::string> resolve_service_url(const std::string& flag_url, const std::string& conf) {
   std::string url = "pulsar://localhost:6650";
-  std::string path = conf;
-  if (path.empty()) {
-    if (const char* env = std::getenv("PULSAR_CLIENT_CONF"); env != nullptr) path = env;
-  }
+  const std::string path = client_conf_path(conf);
   if (!path.empty()) {
     auto props = read_properties(path);
     if (!props.ok()) return props.status();

@@ -14,6 +14,27 @@ namespace magnetar::cli {
 // '!' start comment lines. kNotFound when the file cannot be read.
 Result<std::map<std::string, std::string>> read_properties(const std::string& path);
 
+// TLS settings of the tools, named after client.conf's keys (Pulsar's names in comments);
+// flags set them after the file.
+struct TlsSettings {
+  std::string trust_certs_file;    // tlsTrustCertsFilePath: CAs (PEM); empty: system CAs
+  bool allow_insecure = false;     // tlsAllowInsecureConnection
+  bool validate_hostname = false;  // tlsEnableHostnameVerification
+  std::string certificate_file;    // tlsCertificateFilePath: client certificate (mutual TLS)
+  std::string key_file;            // tlsKeyFilePath: its key
+};
+
+// The client.conf to read: `conf`, else $PULSAR_CLIENT_CONF, else "" (none).
+std::string client_conf_path(const std::string& conf);
+
+// The TLS keys of client.conf's `props` over `tls` (absent keys leave fields as they are;
+// booleans are "true"/"false", any case). kInvalidArgument for another boolean value.
+Status read_tls_settings(const std::map<std::string, std::string>& props, TlsSettings& tls);
+
+// The TLS settings of the client.conf named by `conf` (or $PULSAR_CLIENT_CONF); defaults
+// without one.
+Result<TlsSettings> resolve_tls_settings(const std::string& conf);
+
 // The broker service URL, later ones winning: pulsar://localhost:6650, brokerServiceUrl from
 // the client.conf named by `conf` (or, when empty, by $PULSAR_CLIENT_CONF), then `flag_url`.
 Result<std::string> resolve_service_url(const std::string& flag_url, const std::string& conf);

@@ -254,6 +254,14 @@ int ClientCommands::read(const ReadOptions& o) {
 
 }  // namespace
 
+void apply_tls_settings(const TlsSettings& tls, client::ClientOptions& options) {
+  options.tls_trust_certs_file_path = tls.trust_certs_file;
+  options.tls_allow_insecure_connection = tls.allow_insecure;
+  options.tls_validate_hostname = tls.validate_hostname;
+  options.tls_certificate_file_path = tls.certificate_file;
+  options.tls_private_key_file_path = tls.key_file;
+}
+
 int run_client(std::vector<std::string> args, std::ostream& out, std::ostream& err) {
   clear_stop();
   CLI::App app{
@@ -328,7 +336,14 @@ int run_client(std::vector<std::string> args, std::ostream& out, std::ostream& e
     err << "Warning: authentication is not supported yet; --auth-plugin and --auth-params are "
            "ignored\n";
   }
-  auto made = client::Client::create(*url);
+  auto tls = resolve_tls_settings(g.conf);
+  if (!tls.ok()) {
+    err << tls.status().message() << "\n";
+    return 1;
+  }
+  client::ClientOptions options;
+  apply_tls_settings(*tls, options);
+  auto made = client::Client::create(*url, options);
   if (!made.ok()) {
     err << "Invalid service URL " << *url << ": " << made.status().to_string() << "\n";
     return 1;

@@ -7,8 +7,11 @@
 //   magnetar-client read <topic> -m earliest -n 10
 //
 // The service URL: pulsar://localhost:6650, brokerServiceUrl of the client.conf named by
-// --conf or $PULSAR_CLIENT_CONF, then --url. Output goes to `out` ("----- got message -----"
-// blocks and the final "N messages successfully produced|consumed|read"); errors to `err`.
+// --conf or $PULSAR_CLIENT_CONF, then --url. TLS (pulsar+ssl:// and https:// URLs) from the
+// same client.conf's keys (tlsTrustCertsFilePath, tlsAllowInsecureConnection,
+// tlsEnableHostnameVerification, tlsCertificateFilePath, tlsKeyFilePath), as pulsar-client. Output
+// goes to `out` ("----- got message -----" blocks and the final "N messages successfully
+// produced|consumed|read"); errors to `err`.
 //
 // Exit codes: 0 success; 1 a usage error, a bad argument value, or a failure talking to the
 // broker (the count of what succeeded is still printed). --help prints to `out`, 0.
@@ -17,7 +20,16 @@
 #include <string>
 #include <vector>
 
+#include "cli/client_conf.h"
+
+namespace magnetar::client {
+struct ClientOptions;
+}
+
 namespace magnetar::cli {
+
+// `tls` onto the client library's tls_* options (magnetar-client and magnetar-perf).
+void apply_tls_settings(const TlsSettings& tls, client::ClientOptions& options);
 
 // `args` excludes the program name. Blocks until the command is done (consume -n 0 until
 // request_stop(), see interrupt.h).

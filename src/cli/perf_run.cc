@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli/client_conf.h"
+#include "cli/client_tool.h"
 #include "cli/interrupt.h"
 
 namespace magnetar::cli {
@@ -57,7 +58,17 @@ bool PerfRun::connect() {
     err_ << "Warning: authentication is not supported yet; --auth-plugin and --auth-params "
             "are ignored\n";
   }
-  auto made = client::Client::create(*url);
+  auto tls = resolve_tls_settings(o_.conf);
+  if (!tls.ok()) {
+    err_ << tls.status().message() << "\n";
+    return false;
+  }
+  if (!o_.trust_cert_file.empty()) tls->trust_certs_file = o_.trust_cert_file;
+  if (o_.tls_allow_insecure) tls->allow_insecure = true;
+  if (o_.tls_enable_hostname_verification) tls->validate_hostname = true;
+  client::ClientOptions options;
+  apply_tls_settings(*tls, options);
+  auto made = client::Client::create(*url, options);
   if (!made.ok()) {
     err_ << "Invalid service URL " << *url << ": " << made.status().to_string() << "\n";
     return false;

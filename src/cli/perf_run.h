@@ -31,6 +31,11 @@ struct CommonOptions {
   std::string conf;
   std::string auth_plugin;
   std::string auth_params;
+  // pulsar-perf's --trust-cert-file, --tls-allow-insecure, --tls-enable-hostname-verification
+  // (over client.conf's keys).
+  std::string trust_cert_file;
+  bool tls_allow_insecure = false;
+  bool tls_enable_hostname_verification = false;
   int num_topics = 1;
   double duration_s = 0;
   int stats_interval_s = 10;

@@ -33,6 +33,12 @@ void add_common_options(CLI::App* cmd, CommonOptions& o) {
                   "$PULSAR_CLIENT_CONF)");
   cmd->add_option("--auth-plugin", o.auth_plugin, "Accepted; authentication is not supported yet");
   cmd->add_option("--auth-params", o.auth_params, "Accepted; authentication is not supported yet");
+  cmd->add_option("--trust-cert-file", o.trust_cert_file,
+                  "CAs (PEM) the broker's certificate must chain to (tlsTrustCertsFilePath)");
+  cmd->add_flag("--tls-allow-insecure", o.tls_allow_insecure,
+                "Accept any broker certificate (tlsAllowInsecureConnection)");
+  cmd->add_flag("--tls-enable-hostname-verification", o.tls_enable_hostname_verification,
+                "The broker's certificate must name its host (tlsEnableHostnameVerification)");
   cmd->add_option("-t,--num-topic,--num-topics", o.num_topics,
                   "With one topic T and N > 1: use topics T-0 ... T-(N-1) (1)");
   add_run_options(cmd, o);

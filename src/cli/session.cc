@@ -107,6 +107,11 @@ Session::Session(const AdminSettings& settings, std::ostream& out, std::ostream&
         http::ClientOptions options;
         options.timeout = settings.timeout;
         options.user_agent = "magnetar-admin";
+        options.tls_trust_certs_file_path = settings.tls.trust_certs_file;
+        options.tls_allow_insecure_connection = settings.tls.allow_insecure;
+        options.tls_validate_hostname = settings.tls.validate_hostname;
+        options.tls_certificate_file_path = settings.tls.certificate_file;
+        options.tls_private_key_file_path = settings.tls.key_file;
         if (!settings.token.empty()) {
           options.default_headers["Authorization"] = "Bearer " + settings.token;
         }

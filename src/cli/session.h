@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "cli/client_conf.h"
 #include "http/http_client.h"
 
 namespace magnetar::cli {
@@ -28,6 +29,7 @@ struct AdminSettings {
   std::string admin_url = "http://localhost:8080";  // without a trailing '/'
   std::string token;                                // empty: no Authorization header
   std::chrono::seconds timeout{30};
+  TlsSettings tls;  // for https:// admin URLs
 };
 
 // Jackson's DefaultPrettyPrinter layout, without a trailing newline.

@@ -15,10 +15,18 @@ Result<std::shared_ptr<ClientImpl>> ClientImpl::create(const std::string& servic
                   "io_threads and operation_timeout must be positive");
   }
   if (is_http_service_url(service_url)) {
-    // HTTP lookup; producers and consumers then connect to the brokerUrl it answers.
+    // HTTP lookup; producers and consumers then connect to the brokerUrl it answers, or
+    // over TLS to brokerUrlTls for https:// (as Pulsar's clients do).
     auto http = make_http_lookup(service_url, options);
     if (!http.ok()) return http.status();
+    std::shared_ptr<net::TlsContext> tls;
+    if (service_url.starts_with("https://")) {
+      auto made = make_tls_context(options);  // reads the files now: errors show at once
+      if (!made.ok()) return made.status();
+      tls = *made;
+    }
     std::shared_ptr<ClientImpl> c(new ClientImpl({}, options));
+    c->tls_ = std::move(tls);
     c->lookup_ = std::move(http).value();
     return c;
   }

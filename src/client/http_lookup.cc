@@ -35,7 +35,10 @@ Status transport_failure(const Status& st) {
     case http::ClientError::kResolveFailed:
     case http::ClientError::kConnectionRefused:
     case http::ClientError::kConnectionFailed:
+    case http::ClientError::kTlsHandshakeFailed:
       return Status(ClientError::kConnectError, text);
+    case http::ClientError::kTlsConfiguration:
+      return Status(ClientError::kInvalidConfiguration, text);
     case http::ClientError::kTooManyRedirects:
       return Status(ClientError::kTooManyLookupRedirects, text);
     default:  // a bad redirect target, a malformed or oversized answer
@@ -81,12 +84,21 @@ Result<std::string> topic_path(const std::string& topic) {
 
 class HttpLookup final : public LookupService {
  public:
-  HttpLookup(std::vector<std::string> bases, const ClientOptions& options)
-      : bases_(std::move(bases)), operation_timeout_(options.operation_timeout), http_([&options] {
+  // `tls`: the service URL is https://, so lookups answer the brokers' TLS URLs.
+  HttpLookup(std::vector<std::string> bases, const ClientOptions& options, bool tls)
+      : bases_(std::move(bases)),
+        operation_timeout_(options.operation_timeout),
+        tls_(tls),
+        http_([&options] {
           http::ClientOptions o;
           o.timeout = options.operation_timeout;
           o.max_redirects = std::max(options.max_lookup_redirects, 0);
           o.user_agent = fmt::format("magnetar-client/{}", kVersion);
+          o.tls_trust_certs_file_path = options.tls_trust_certs_file_path;
+          o.tls_allow_insecure_connection = options.tls_allow_insecure_connection;
+          o.tls_validate_hostname = options.tls_validate_hostname;
+          o.tls_certificate_file_path = options.tls_certificate_file_path;
+          o.tls_private_key_file_path = options.tls_private_key_file_path;
           return o;
         }()) {}
 
@@ -100,8 +112,9 @@ class HttpLookup final : public LookupService {
   // body of a 200 answer. Bounded by `deadline` and the operation timeout.
   Task<Result<Json>> get_json(std::string target, Deadline deadline);
 
-  const std::vector<std::string> bases_;  // "http://host:port", one per service host
+  const std::vector<std::string> bases_;  // "http[s]://host:port", one per service host
   const std::chrono::milliseconds operation_timeout_;
+  const bool tls_;  // https:// service URL: connect to brokerUrlTls (pulsar+ssl://)
   const http::HttpClient http_;
   std::atomic<uint64_t> next_{0};
 };
@@ -134,12 +147,15 @@ Task<Result<BrokerAddress>> HttpLookup::lookup(int, std::string topic, Deadline 
   auto answer = co_await get_json(std::move(target), deadline);
   if (!answer.ok()) co_return answer.status();
   const Json& j = *answer;
-  if (!j.is_object() || !j.contains("brokerUrl") || !j["brokerUrl"].is_string() ||
-      j["brokerUrl"].get<std::string>().empty()) {
+  // A TLS client goes on over TLS, as Pulsar's clients do with an https:// service URL.
+  const char* field = tls_ ? "brokerUrlTls" : "brokerUrl";
+  if (!j.is_object() || !j.contains(field) || !j[field].is_string() ||
+      j[field].get<std::string>().empty()) {
     co_return Status(ClientError::kProtocolError,
-                     fmt::format("HTTP lookup of {} named no brokerUrl: {}", topic, j.dump()));
+                     fmt::format("HTTP lookup of {} named no {}{}: {}", topic, field,
+                                 tls_ ? " (is brokerServicePortTls set there?)" : "", j.dump()));
   }
-  const std::string url = j["brokerUrl"].get<std::string>();
+  const std::string url = j[field].get<std::string>();
   co_return BrokerAddress{url, url};
 }
 
@@ -182,18 +198,14 @@ bool is_http_service_url(std::string_view service_url) {
 
 Result<std::unique_ptr<LookupService>> make_http_lookup(const std::string& service_url,
                                                         const ClientOptions& options) {
-  if (service_url.starts_with(kHttps)) {
+  const bool tls = service_url.starts_with(kHttps);
+  const std::string_view scheme = tls ? kHttps : kHttp;
+  if (!service_url.starts_with(scheme)) {
     return Status(ClientError::kInvalidConfiguration,
-                  fmt::format("service URL '{}': https:// lookup is not supported yet (the HTTP "
-                              "client has no TLS); use http:// or pulsar+ssl://",
-                              service_url));
+                  fmt::format("service URL '{}' is not an http:// or https:// URL", service_url));
   }
-  if (!service_url.starts_with(kHttp)) {
-    return Status(ClientError::kInvalidConfiguration,
-                  fmt::format("service URL '{}' is not an http:// URL", service_url));
-  }
-  // "http://h1:p1,h2:p2/" -> {"http://h1:p1", "http://h2:p2"}
-  std::string_view hosts = std::string_view(service_url).substr(kHttp.size());
+  // "http://h1:p1,h2:p2/" -> {"http://h1:p1", "http://h2:p2"}; the same for https://
+  std::string_view hosts = std::string_view(service_url).substr(scheme.size());
   while (!hosts.empty() && hosts.back() == '/') hosts.remove_suffix(1);
   std::vector<std::string> bases;
   size_t start = 0;
@@ -201,7 +213,7 @@ Result<std::unique_ptr<LookupService>> make_http_lookup(const std::string& servi
     size_t comma = hosts.find(',', start);
     if (comma == std::string_view::npos) comma = hosts.size();
     const std::string_view host = hosts.substr(start, comma - start);
-    auto url = http::parse_url(fmt::format("{}{}", kHttp, host));
+    auto url = http::parse_url(fmt::format("{}{}", scheme, host));
     if (!url.ok() || host.empty() || url->target != "/") {
       return Status(ClientError::kInvalidConfiguration,
                     fmt::format("service URL '{}': '{}' is not host:port", service_url, host));
@@ -209,7 +221,8 @@ Result<std::unique_ptr<LookupService>> make_http_lookup(const std::string& servi
     bases.push_back(url->origin());
     start = comma + 1;
   }
-  return std::unique_ptr<LookupService>(std::make_unique<HttpLookup>(std::move(bases), options));
+  return std::unique_ptr<LookupService>(
+      std::make_unique<HttpLookup>(std::move(bases), options, tls));
 }
 
 }  // namespace magnetar::client

@@ -52,9 +52,9 @@ std::unique_ptr<LookupService> make_binary_lookup(ClientImpl& client);
 // True for http:// and https:// service URLs.
 bool is_http_service_url(std::string_view service_url);
 
-// HTTP lookups for "http://host:port[,host2:port2...][/]" (the hosts are tried in turn, one
-// per call). https:// fails with kInvalidConfiguration: the HTTP client (http/http_client.h)
-// has no TLS yet.
+// HTTP lookups for "http[s]://host:port[,host2:port2...][/]" (the hosts are tried in turn,
+// one per call). https:// uses `options`' tls_* fields and answers the brokers' TLS URLs
+// (brokerUrlTls), as Pulsar's clients do.
 Result<std::unique_ptr<LookupService>> make_http_lookup(const std::string& service_url,
                                                         const ClientOptions& options);
 

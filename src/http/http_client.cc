@@ -3,14 +3,21 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
 #include <charconv>
 #include <memory>
+#include <mutex>
+#include <sstream>
 #include <vector>
+
+#include "net/stream.h"
+#include "net/tls.h"
 
 namespace magnetar::http {
 
@@ -47,6 +54,10 @@ class ClientCategory final : public std::error_category {
         return "HTTP response too large";
       case ClientError::kTooManyRedirects:
         return "too many redirects";
+      case ClientError::kTlsConfiguration:
+        return "bad TLS configuration";
+      case ClientError::kTlsHandshakeFailed:
+        return "TLS handshake failed";
     }
     return "unknown http client error";
   }
@@ -70,7 +81,10 @@ class ClientCategory final : public std::error_category {
       case ClientError::kResponseTooLarge:
         return make_error_condition(Errc::kResourceExhausted);
       case ClientError::kTooManyRedirects:
+      case ClientError::kTlsConfiguration:
         return make_error_condition(Errc::kInvalidArgument);
+      case ClientError::kTlsHandshakeFailed:
+        return make_error_condition(Errc::kUnavailable);
     }
     return make_error_condition(Errc::kInternal);
   }
@@ -104,7 +118,6 @@ bool is_redirect(int status) {
 
 // What went wrong while reading a response, as a client error.
 ClientError read_error(const boost::system::error_code& ec) {
-  if (ec == beast::error::timeout) return ClientError::kTimeout;
   if (ec == bhttp::error::body_limit || ec == bhttp::error::header_limit ||
       ec == bhttp::error::buffer_overflow) {
     return ClientError::kResponseTooLarge;
@@ -116,12 +129,22 @@ ClientError read_error(const boost::system::error_code& ec) {
   return ClientError::kConnectionFailed;
 }
 
-// State a resolve shares with the timer that may cancel it: the timer's handler can run after
-// the awaiting coroutine has moved on, so it must not touch the coroutine's frame.
-struct ResolveGuard {
-  explicit ResolveGuard(const Executor& executor) : resolver(executor) {}
+// What one exchange shares with its deadline timer: the timer's handler can run after the
+// awaiting coroutine has moved on, so it touches only this (kept alive by the handler).
+// Expiry cancels whatever is under way: the resolve, the connect, or the stream's I/O.
+struct Exchange {
+  explicit Exchange(const Executor& executor) : resolver(executor), socket(executor) {}
+  void expire() {
+    expired = true;
+    resolver.cancel();
+    boost::system::error_code ignored;
+    socket.close(ignored);
+    if (stream) stream->close();
+  }
   tcp::resolver resolver;
-  bool timed_out = false;
+  tcp::socket socket;                   // until connected, then moved into `stream`
+  std::unique_ptr<net::Stream> stream;  // plain TCP or TLS
+  bool expired = false;
 };
 
 }  // namespace
@@ -221,40 +244,81 @@ std::string HttpResponse::header(const std::string& name) const {
   return it == headers.end() ? std::string() : it->second;
 }
 
-HttpClient::HttpClient(ClientOptions options) : options_(std::move(options)) {}
+struct HttpClient::TlsState {
+  std::once_flag once;
+  Status error;
+  std::shared_ptr<net::TlsContext> context;
+};
+
+HttpClient::HttpClient(ClientOptions options)
+    : options_(std::move(options)), tls_(std::make_shared<TlsState>()) {}
+
+Result<std::shared_ptr<net::TlsContext>> HttpClient::tls_context() const {
+  std::call_once(tls_->once, [this] {
+    net::TlsOptions t;
+    t.trust_certs_file = options_.tls_trust_certs_file_path;
+    t.allow_insecure = options_.tls_allow_insecure_connection;
+    t.validate_hostname = options_.tls_validate_hostname;
+    t.certificate_file = options_.tls_certificate_file_path;
+    t.private_key_file = options_.tls_private_key_file_path;
+    auto made = net::TlsContext::create(net::TlsRole::kClient, t);
+    if (made.ok()) {
+      tls_->context = std::move(made).value();
+    } else {
+      tls_->error = Status(ClientError::kTlsConfiguration,
+                           fmt::format("HTTPS client: {}", made.status().message()));
+    }
+  });
+  if (!tls_->error.ok()) return tls_->error;
+  return tls_->context;
+}
 
 Task<Result<HttpResponse>> HttpClient::exchange(const Url& url, const HttpRequest& request,
                                                 Clock::time_point deadline) const {
   const std::string what = fmt::format("{} {}", request.method, url.to_string());
-  if (url.scheme != "http") {
+  const bool https = url.scheme == "https";
+  if (url.scheme != "http" && !https) {
     co_return Status(ClientError::kUnsupportedScheme,
-                     fmt::format("{}: only http:// URLs are supported", what));
+                     fmt::format("{}: only http:// and https:// URLs are supported", what));
+  }
+  std::shared_ptr<net::TlsContext> tls;
+  if (https) {
+    auto made = tls_context();
+    if (!made.ok()) {
+      co_return Status(made.status().code(), fmt::format("{}: {}", what, made.status().message()));
+    }
+    tls = std::move(made).value();
   }
   Executor executor = co_await asio::this_coro::executor;
   boost::system::error_code ec;
 
-  // Resolve: IP literals directly, names through the resolver under the deadline.
+  // One timer bounds everything below: on expiry it cancels the resolve, closes the socket
+  // or the stream, and `x->expired` tells the failure that follows from a real one.
+  auto x = std::make_shared<Exchange>(executor);
+  asio::steady_timer timer(executor);
+  timer.expires_at(deadline);
+  timer.async_wait([x](const boost::system::error_code& e) {
+    if (!e) x->expire();
+  });
+  struct CancelTimer {
+    asio::steady_timer& timer;
+    ~CancelTimer() { timer.cancel(); }
+  } cancel_timer{timer};
+  auto timed_out = [&what](std::string_view doing) {
+    return Status(ClientError::kTimeout, fmt::format("{}: timed out {}", what, doing));
+  };
+
+  // Resolve: IP literals directly, names through the resolver.
   std::vector<tcp::endpoint> endpoints;
   const asio::ip::address literal = asio::ip::make_address(url.host, ec);
   if (!ec) {
     endpoints.emplace_back(literal, url.port);
   } else {
-    auto guard = std::make_shared<ResolveGuard>(executor);
-    asio::steady_timer timer(executor);
-    timer.expires_at(deadline);
-    timer.async_wait([guard](const boost::system::error_code& e) {
-      if (e) return;
-      guard->timed_out = true;
-      guard->resolver.cancel();
-    });
     ec = {};
     const std::string service = std::to_string(url.port);
-    auto results = co_await guard->resolver.async_resolve(
+    auto results = co_await x->resolver.async_resolve(
         url.host, service, asio::redirect_error(asio::use_awaitable, ec));
-    timer.cancel();
-    if (guard->timed_out) {
-      co_return Status(ClientError::kTimeout, fmt::format("{}: timed out resolving", what));
-    }
+    if (x->expired) co_return timed_out("resolving");
     if (ec) {
       co_return Status(ClientError::kResolveFailed,
                        fmt::format("{}: cannot resolve {}: {}", what, url.host, ec.message()));
@@ -266,20 +330,25 @@ Task<Result<HttpResponse>> HttpClient::exchange(const Url& url, const HttpReques
     }
   }
 
-  beast::tcp_stream stream(executor);
-  stream.expires_at(deadline);
   ec = {};
-  co_await stream.async_connect(endpoints, asio::redirect_error(asio::use_awaitable, ec));
+  co_await asio::async_connect(x->socket, endpoints, asio::redirect_error(asio::use_awaitable, ec));
+  if (x->expired) co_return timed_out("connecting");
   if (ec) {
-    if (ec == beast::error::timeout) {
-      co_return Status(ClientError::kTimeout, fmt::format("{}: timed out connecting", what));
-    }
     if (ec == asio::error::connection_refused) {
       co_return Status(ClientError::kConnectionRefused,
                        fmt::format("{}: connection refused", what));
     }
     co_return Status(ClientError::kConnectionFailed,
                      fmt::format("{}: cannot connect: {}", what, ec.message()));
+  }
+  x->stream =
+      https ? net::tls_stream(std::move(x->socket), tls) : net::tcp_stream(std::move(x->socket));
+  net::Stream& stream = *x->stream;
+  const Status shaken = co_await stream.handshake(url.host, deadline);
+  if (x->expired || shaken.code() == Errc::kTimeout) co_return timed_out("in the TLS handshake");
+  if (!shaken.ok()) {
+    co_return Status(ClientError::kTlsHandshakeFailed,
+                     fmt::format("{}: {}", what, shaken.message()));
   }
 
   bhttp::request<bhttp::string_body> req;
@@ -295,48 +364,79 @@ Task<Result<HttpResponse>> HttpClient::exchange(const Url& url, const HttpReques
   req.set(bhttp::field::user_agent, options_.user_agent);
   req.set(bhttp::field::accept, "application/json, */*");
   for (const auto& [k, v] : options_.default_headers) req.set(k, v);
-  for (const auto& [k, v] : request.headers) req.set(k, v);
+  for (const auto& [k, v] : request.headers) {
+    if (v.empty()) {
+      req.erase(k);  // an empty value removes a default header
+    } else {
+      req.set(k, v);
+    }
+  }
   if (!request.body.empty() && req.find(bhttp::field::content_type) == req.end()) {
     req.set(bhttp::field::content_type, request.content_type);
   }
   req.keep_alive(false);
   req.body() = request.body;
   req.prepare_payload();
+  std::ostringstream serialized;
+  serialized << req;
+  const std::string bytes = std::move(serialized).str();
+  const std::vector<asio::const_buffer> out_buffers{asio::buffer(bytes)};
   ec = {};
-  co_await bhttp::async_write(stream, req, asio::redirect_error(asio::use_awaitable, ec));
+  co_await stream.write(out_buffers, ec);
+  if (x->expired) co_return timed_out("sending");
   if (ec) {
-    if (ec == beast::error::timeout) {
-      co_return Status(ClientError::kTimeout, fmt::format("{}: timed out sending", what));
-    }
     co_return Status(ClientError::kConnectionFailed,
-                     fmt::format("{}: cannot send the request: {}", what, ec.message()));
+                     fmt::format("{}: cannot send the request: {}", what, net::describe_error(ec)));
   }
 
+  // Read: bytes from the stream into the parser until it has a whole response (or the peer
+  // closes, which ends a body without Content-Length).
   bhttp::response_parser<bhttp::string_body> parser;
+  parser.eager(true);
   parser.header_limit(
       static_cast<uint32_t>(std::min<size_t>(options_.max_response_bytes, 1 << 20)));
   parser.body_limit(options_.max_response_bytes);
   if (verb == bhttp::verb::head) parser.skip(true);
-  beast::flat_buffer buffer(options_.max_response_bytes + (1 << 20));
+  beast::flat_buffer buffer;
   ec = {};
-  co_await bhttp::async_read_header(stream, buffer, parser,
-                                    asio::redirect_error(asio::use_awaitable, ec));
-  // Boost 1.74's parser checks body_limit against chunked and close-delimited bodies but not
-  // against a Content-Length, so that one is checked here.
-  if (!ec && parser.content_length() && *parser.content_length() > options_.max_response_bytes) {
-    ec = bhttp::error::body_limit;
+  while (!ec && !parser.is_done()) {
+    boost::system::error_code read_ec;
+    const size_t n = co_await stream.read_some(buffer.prepare(16 * 1024), read_ec);
+    buffer.commit(n);
+    while (buffer.size() > 0 && !parser.is_done()) {
+      const size_t used = parser.put(buffer.data(), ec);
+      buffer.consume(used);
+      if (ec == bhttp::error::need_more) {
+        ec = {};
+        break;
+      }
+      if (ec) break;
+      // Boost 1.74's parser checks body_limit against chunked and close-delimited bodies
+      // but not against a Content-Length, so that one is checked here.
+      if (parser.is_header_done() && parser.content_length() &&
+          *parser.content_length() > options_.max_response_bytes) {
+        ec = bhttp::error::body_limit;
+        break;
+      }
+      if (used == 0) break;
+    }
+    if (ec || parser.is_done()) break;
+    if (read_ec == asio::error::eof || read_ec == asio::ssl::error::stream_truncated) {
+      parser.put_eof(ec);
+      if (!ec && !parser.is_done()) ec = bhttp::error::partial_message;
+      if (ec == bhttp::error::partial_message && !parser.got_some()) {
+        ec = bhttp::error::end_of_stream;
+      }
+    } else if (read_ec) {
+      ec = read_ec;
+    }
   }
-  if (!ec && !parser.is_done()) {
-    co_await bhttp::async_read(stream, buffer, parser,
-                               asio::redirect_error(asio::use_awaitable, ec));
-  }
-  boost::system::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  stream.close();
+  if (x->expired)
+    co_return Status(ClientError::kTimeout, fmt::format("{}: no response in time", what));
   if (ec) {
     const ClientError e = read_error(ec);
     switch (e) {
-      case ClientError::kTimeout:
-        co_return Status(e, fmt::format("{}: no response in time", what));
       case ClientError::kResponseTooLarge:
         co_return Status(
             e, fmt::format("{}: response larger than {} bytes", what, options_.max_response_bytes));
@@ -344,7 +444,7 @@ Task<Result<HttpResponse>> HttpClient::exchange(const Url& url, const HttpReques
         co_return Status(e, fmt::format("{}: malformed response: {}", what, ec.message()));
       default:
         co_return Status(e, fmt::format("{}: connection closed before a complete response: {}",
-                                        what, ec.message()));
+                                        what, net::describe_error(ec)));
     }
   }
 
@@ -386,6 +486,12 @@ Task<Result<HttpResponse>> HttpClient::send(HttpRequest request) const {
     if (status == 301 || status == 302 || status == 303) {
       if (request.method != "HEAD") request.method = "GET";
       request.body.clear();
+    }
+    if (current.scheme == "https" && next->scheme != "https") {
+      // A downgrade: a credential meant for TLS is not sent in clear text.
+      std::erase_if(request.headers,
+                    [](const auto& h) { return lower(h.first) == "authorization"; });
+      request.headers["Authorization"] = "";  // removes a default Authorization header too
     }
     current = std::move(next).value();
   }

@@ -6,10 +6,18 @@
 // 303, 307 and 308 are followed up to `max_redirects` times: 307 and 308 repeat the method
 // and body, 301/302/303 turn into a GET without a body (HEAD stays HEAD), as browsers and
 // most HTTP libraries do. Headers, including Authorization, go to the redirect target too:
-// Pulsar brokers redirect to other brokers of the same cluster.
+// Pulsar brokers redirect to other brokers of the same cluster. Redirects between http://
+// and https:// are followed both ways, except that an https -> http redirect drops the
+// Authorization header (a credential meant for TLS is not sent in clear text).
 //
-// Only `http://` URLs for now; `https://` is refused with kNotSupported (a TLS stream would
-// slot into `HttpClient::exchange`, the one place that owns the connection).
+// `http://` and `https://` URLs go through the same code (`HttpClient::exchange` over a
+// net::Stream, plain TCP or TLS). HTTPS is configured by the tls_* options, named as in the
+// client library's ClientOptions; the TLS context (net/tls.h) is made on the first https://
+// request and shared by every later one (and every copy of the client). A bad TLS file fails
+// https:// requests with kTlsConfiguration; a failed handshake (certificate not trusted,
+// wrong host name, a peer that does not speak TLS) with kTlsHandshakeFailed, naming the
+// cause: "TLS handshake failed: certificate verify failed: unable to get local issuer
+// certificate".
 //
 // A response is any status the server answered with (4xx and 5xx included); the Result
 // fails only when no complete response arrived: see ClientError.
@@ -22,6 +30,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,19 +41,25 @@
 #include "common/asio.h"
 #include "common/status.h"
 
+namespace magnetar::net {
+class TlsContext;
+}
+
 namespace magnetar::http {
 
 enum class ClientError {
   kOk = 0,
-  kBadUrl = 1,         // the URL does not parse, or a redirect Location does not
-  kUnsupportedScheme,  // https:// and anything but http://
-  kResolveFailed,      // the host name does not resolve
-  kConnectionRefused,  // nobody listens there
-  kConnectionFailed,   // other connect, write or read failures (reset, unreachable)
-  kTimeout,            // the total deadline passed
-  kMalformedResponse,  // the bytes received are not an HTTP/1.x response
-  kResponseTooLarge,   // the response exceeds max_response_bytes
-  kTooManyRedirects,   // more than max_redirects hops
+  kBadUrl = 1,          // the URL does not parse, or a redirect Location does not
+  kUnsupportedScheme,   // anything but http:// and https://
+  kResolveFailed,       // the host name does not resolve
+  kConnectionRefused,   // nobody listens there
+  kConnectionFailed,    // other connect, write or read failures (reset, unreachable)
+  kTimeout,             // the total deadline passed
+  kMalformedResponse,   // the bytes received are not an HTTP/1.x response
+  kResponseTooLarge,    // the response exceeds max_response_bytes
+  kTooManyRedirects,    // more than max_redirects hops
+  kTlsConfiguration,    // the tls_* files are missing or not what they should be
+  kTlsHandshakeFailed,  // the server's certificate is not trusted, names another host, ...
 };
 
 const std::error_category& client_category() noexcept;
@@ -83,7 +98,8 @@ struct HttpRequest {
   std::string body;
   // Sent as Content-Type when the body is not empty (and no Content-Type header is given).
   std::string content_type = "application/json";
-  std::map<std::string, std::string> headers;  // added to the client's default headers
+  // Added to the client's default headers; an empty value removes a default header.
+  std::map<std::string, std::string> headers;
   // Overrides ClientOptions::timeout for this request.
   std::optional<std::chrono::milliseconds> timeout;
 };
@@ -105,6 +121,16 @@ struct ClientOptions {
   size_t max_response_bytes = 64 * 1024 * 1024;        // headers and body
   std::map<std::string, std::string> default_headers;  // e.g. Authorization: Bearer <token>
   std::string user_agent = "magnetar-http-client";
+
+  // HTTPS (PEM files). CAs the server's certificate must chain to; empty: the system's CAs.
+  std::string tls_trust_certs_file_path;
+  // Accept any server certificate (no verification at all; tests only).
+  bool tls_allow_insecure_connection = false;
+  // The server's certificate must also name the URL's host (SAN DNS name or IP).
+  bool tls_validate_hostname = false;
+  // A client certificate and its key, for servers that require one (mutual TLS).
+  std::string tls_certificate_file_path;
+  std::string tls_private_key_file_path;
 };
 
 class HttpClient {
@@ -124,7 +150,12 @@ class HttpClient {
   Task<Result<HttpResponse>> exchange(const Url& url, const HttpRequest& request,
                                       std::chrono::steady_clock::time_point deadline) const;
 
+  struct TlsState;
+  // The client TLS context, made on first use (shared by copies of the client).
+  Result<std::shared_ptr<net::TlsContext>> tls_context() const;
+
   ClientOptions options_;
+  std::shared_ptr<TlsState> tls_;
 };
 
 }  // namespace magnetar::http

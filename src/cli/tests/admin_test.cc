@@ -10,6 +10,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,8 @@
 #include "broker/admin_resources.h"
 #include "http/http_server.h"
 #include "metadata/metadata_store.h"
+#include "net/tls.h"
+#include "testing/tls_certs.h"
 
 namespace magnetar::cli {
 namespace {
@@ -131,6 +134,52 @@ TEST_F(AdminToolTest, ManagesClusters) {
   Outcome bad_url = admin({"clusters", "create", "c3", "--broker-url", "http://x:6650"});
   EXPECT_EQ(bad_url.code, 1);
   EXPECT_NE(bad_url.err.find("Illegal broker service url"), std::string::npos) << bad_url.err;
+}
+
+TEST_F(AdminToolTest, ReachesAnHttpsAdminUrlWithTlsFlagsOrClientConf) {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("magnetar-admin-tls-" + std::to_string(::getpid())))
+                              .string();
+  auto certs = testing::make_test_certs(dir);
+  ASSERT_TRUE(certs.ok()) << certs.status().to_string();
+  net::TlsOptions t;
+  t.certificate_file = certs->server_cert;
+  t.private_key_file = certs->server_key;
+  auto tls = net::TlsContext::create(net::TlsRole::kServer, t);
+  ASSERT_TRUE(tls.ok()) << tls.status().to_string();
+  server_->stop();
+  http::ServerOptions options;
+  options.port = 0;
+  options.tls = *tls;
+  auto server = http::HttpServer::start(options, log::Logger("cli-test"));
+  ASSERT_TRUE(server.ok()) << server.status().to_string();
+  server_ = std::move(server).value();
+  broker::add_admin_resource_routes(*server_, metadata::MetadataStores{cluster_, configuration_},
+                                    broker::AdminResourcesOptions{});
+  const std::string https = "https://127.0.0.1:" + std::to_string(server_->tls_port());
+
+  Outcome trusted = run({"--admin-url", https, "--tls-trust-cert-path", certs->ca_cert,
+                         "--tls-enable-hostname-verification", "tenants", "list"});
+  EXPECT_EQ(trusted.code, 0) << trusted.err;
+  EXPECT_EQ(trusted.out, "public\n");
+
+  Outcome untrusted = run({"--admin-url", https, "tenants", "list"});
+  EXPECT_EQ(untrusted.code, 1);
+  EXPECT_NE(untrusted.err.find("certificate verify failed"), std::string::npos) << untrusted.err;
+
+  Outcome insecure = run({"--admin-url", https, "--tls-allow-insecure", "tenants", "list"});
+  EXPECT_EQ(insecure.code, 0) << insecure.err;
+
+  const std::string conf = dir + "/client.conf";
+  {
+    std::ofstream f(conf);
+    f << "webServiceUrl=" << https << "\ntlsTrustCertsFilePath=" << certs->ca_cert
+      << "\ntlsEnableHostnameVerification=true\n";
+  }
+  Outcome from_conf = run({"--conf", conf, "tenants", "list"});
+  EXPECT_EQ(from_conf.code, 0) << from_conf.err;
+  EXPECT_EQ(from_conf.out, "public\n");
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(AdminToolTest, ManagesTenants) {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "client/tests/client_test_support.h"
+#include "testing/tls_certs.h"
 
 namespace magnetar::cli {
 namespace {
@@ -127,6 +128,34 @@ TEST_F(ClientToolTest, ServiceUrlComesFromClientConf) {
   std::filesystem::remove(path);
   ASSERT_EQ(produced.code, 0) << produced.err;
   EXPECT_EQ(produced.out, "1 messages successfully produced\n");
+}
+
+TEST_F(ClientToolTest, TlsSettingsComeFromClientConf) {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("magnetar-client-tool-tls-" + std::to_string(::getpid())))
+                              .string();
+  auto certs = testing::make_test_certs(dir);
+  ASSERT_TRUE(certs.ok()) << certs.status().to_string();
+  broker_->stop();
+  broker_.reset();
+  start_broker([&](broker::BrokerConfig& c) {
+    c.broker_service_port_tls = 0;
+    c.tls_certificate_file_path = certs->server_cert;
+    c.tls_key_file_path = certs->server_key;
+  });
+  const std::string conf = dir + "/client.conf";
+  {
+    std::ofstream f(conf);
+    f << "brokerServiceUrl=pulsar+ssl://127.0.0.1:" << broker_->tls_port()
+      << "\ntlsTrustCertsFilePath=" << certs->ca_cert << "\ntlsEnableHostnameVerification=true\n";
+  }
+  auto produced = run_bare({"--conf", conf, "produce", topic(), "-m", "over-tls"});
+  EXPECT_EQ(produced.code, 0) << produced.err;
+  EXPECT_EQ(produced.out, "1 messages successfully produced\n");
+  auto read = run_bare({"--conf", conf, "read", topic(), "-m", "earliest", "-n", "1"});
+  EXPECT_EQ(read.code, 0) << read.err;
+  EXPECT_NE(read.out.find("over-tls"), std::string::npos) << read.out;
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(ClientToolTest, FilesAreSentWholeAndRegexConsumesMatchingTopics) {

@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "client/tests/client_test_support.h"
+#include "net/tls.h"
+#include "testing/tls_certs.h"
 
 namespace magnetar::cli {
 namespace {
@@ -119,16 +121,43 @@ TEST_F(PerfToolTest, ConsumeAndReadCountWhatWasProduced) {
 
 TEST_F(PerfToolTest, ProduceAndConsumeThroughAnHttpServiceUrl) {
   const std::string web = serve_http();
-  auto produced = run({"produce", topic(), "-u", web, "-r", "0", "-m", "50", "-s", "32",
-                       "--json", json_path_.string()});
+  auto produced = run({"produce", topic(), "-u", web, "-r", "0", "-m", "50", "-s", "32", "--json",
+                       json_path_.string()});
   ASSERT_EQ(produced.code, 0) << produced.err;
   EXPECT_EQ(summary()["messages"], 50);
-  auto consumed = run({"consume", topic(), "-u", web, "-sp", "Earliest", "-m", "50", "-time",
-                       "20"});
+  auto consumed =
+      run({"consume", topic(), "-u", web, "-sp", "Earliest", "-m", "50", "-time", "20"});
   ASSERT_EQ(consumed.code, 0) << consumed.err;
   EXPECT_NE(consumed.out.find("Aggregated throughput stats --- 50 records received --- "),
             std::string::npos)
       << consumed.out;
+}
+
+TEST_F(PerfToolTest, ProducesThroughAnHttpsServiceUrlWithTrustCertFile) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("magnetar-perf-tls-" + std::to_string(::getpid())))
+          .string();
+  auto certs = testing::make_test_certs(dir);
+  ASSERT_TRUE(certs.ok()) << certs.status().to_string();
+  broker_->stop();
+  broker_.reset();
+  start_broker([&](broker::BrokerConfig& c) {
+    c.broker_service_port_tls = 0;
+    c.tls_certificate_file_path = certs->server_cert;
+    c.tls_key_file_path = certs->server_key;
+  });
+  net::TlsOptions t;
+  t.certificate_file = certs->server_cert;
+  t.private_key_file = certs->server_key;
+  auto web_tls = net::TlsContext::create(net::TlsRole::kServer, t);
+  ASSERT_TRUE(web_tls.ok()) << web_tls.status().to_string();
+  const std::string https = serve_http(*web_tls);
+  auto produced = run({"produce", topic(), "-u", https, "--trust-cert-file", certs->ca_cert,
+                       "--tls-enable-hostname-verification", "-r", "0", "-m", "20", "-s", "32",
+                       "--json", json_path_.string()});
+  EXPECT_EQ(produced.code, 0) << produced.err;
+  EXPECT_EQ(summary()["messages"], 20);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(PerfToolTest, BadValuesExitOne) {

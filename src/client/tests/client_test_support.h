@@ -3,7 +3,11 @@
 // build them), optionally the broker's HTTP routes on a web port (serve_http), and helpers
 // for driving the client library against it.
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <functional>
@@ -19,6 +23,20 @@
 #include "magnetar/client.h"
 
 namespace magnetar::client::test {
+
+// A port nobody listens on: bound, then closed.
+inline int closed_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
 
 using namespace std::chrono_literals;
 
@@ -63,11 +81,13 @@ class ClientTest : public ::testing::Test {
   // Serves the broker's HTTP routes (lookup, partitioned metadata, admin resources such as a
   // namespace's topics) on a web port of 127.0.0.1, as BrokerServer does; returns its
   // http:// URL. The routes use the current broker_: call again after start_broker().
-  std::string serve_http() {
+  // With a server TLS context, they are served over HTTPS too and the https:// URL returned.
+  std::string serve_http(std::shared_ptr<net::TlsContext> tls = nullptr) {
     if (web_) web_->stop();
     http::ServerOptions o;
     o.address = "127.0.0.1";
     o.port = 0;
+    o.tls = tls;
     auto web = http::HttpServer::start(o, log::Logger("web"));
     EXPECT_TRUE(web.ok()) << web.status().to_string();
     if (!web.ok()) return "";
@@ -75,6 +95,7 @@ class ClientTest : public ::testing::Test {
     broker::add_broker_routes(*web_, *broker_, nullptr);
     broker::add_admin_resource_routes(*web_, metadata::MetadataStores{store_, store_},
                                       broker::AdminResourcesOptions{});
+    if (tls) return "https://127.0.0.1:" + std::to_string(web_->tls_port());
     return "http://127.0.0.1:" + std::to_string(web_->port());
   }
 

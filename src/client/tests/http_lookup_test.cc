@@ -16,20 +16,6 @@
 namespace magnetar::client::test {
 namespace {
 
-// A port nobody listens on: bound, then closed.
-int closed_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 ProducerOptions unbatched() {
   ProducerOptions o;
   o.batching_enabled = false;
@@ -234,13 +220,19 @@ TEST(HttpLookupNoBrokerTest, NothingThereFailsWithATimeoutInsteadOfHanging) {
   }
 }
 
-TEST(HttpLookupUrlTest, HttpUrlsAreParsedAndHttpsIsRefused) {
+TEST(HttpLookupUrlTest, HttpAndHttpsUrlsAreParsed) {
   EXPECT_TRUE(Client::create("http://localhost:8080").ok());
   EXPECT_TRUE(Client::create("http://h1:8080,h2:8081/").ok());
-  auto https = Client::create("https://localhost:8443");
+  EXPECT_TRUE(Client::create("https://localhost:8443").ok());
+  EXPECT_TRUE(Client::create("https://h1:8443,h2:8444/").ok());
+  // An https:// client reads its TLS files at creation, as a pulsar+ssl:// one does.
+  ClientOptions bad;
+  bad.tls_trust_certs_file_path = "/no/such/ca.pem";
+  auto https = Client::create("https://localhost:8443", bad);
   ASSERT_FALSE(https.ok());
-  EXPECT_EQ(client_error_of(https.status()), ClientError::kInvalidConfiguration);
-  EXPECT_NE(https.status().message().find("https://"), std::string::npos);
+  EXPECT_NE(https.status().message().find("/no/such/ca.pem"), std::string::npos)
+      << https.status().to_string();
+  EXPECT_FALSE(Client::create("https://").ok());
   EXPECT_FALSE(Client::create("http://").ok());
   EXPECT_FALSE(Client::create("http://h1:8080,").ok());
   EXPECT_FALSE(Client::create("http://h1:8080/admin").ok());

@@ -22,20 +22,6 @@ ProducerOptions unbatched() {
   return o;
 }
 
-// A port nobody listens on: bound, then closed.
-int closed_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 TEST(MessageIdTest, SerializesLikePulsarsMessageIdData) {
   MessageId id(12, 34, 2, 5, 10);
   auto bytes = id.serialize();

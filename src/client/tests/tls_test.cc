@@ -2,30 +2,25 @@
 // produce and consume, which certificates the client accepts, mutual TLS, and the plain
 // port next to it. Certificates are made at test time (testing/tls_certs.h).
 
+#include "net/tls.h"
+
 #include <fmt/format.h>
 
 #include <filesystem>
 
 #include "client/tests/client_test_support.h"
-#include "testing/tls_certs.h"
+#include "testing/tls_suite.h"
 
 namespace magnetar::client::test {
 namespace {
 
-class TlsClientTest : public ClientTest {
+class TlsClientTest : public ClientTest, protected testing::TlsSuiteCerts {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string((std::filesystem::temp_directory_path() /
-                            ("magnetar-client-tls-" + std::to_string(::getpid())))
-                               .string());
-    auto made = testing::make_test_certs(*dir_);
-    ASSERT_TRUE(made.ok()) << made.status().to_string();
-    certs_ = new testing::TestCerts(*made);
+    make_suite_certs("client-tls");
   }
   static void TearDownTestSuite() {
-    std::filesystem::remove_all(*dir_);
-    delete certs_;
-    delete dir_;
+    remove_suite_certs();
   }
 
   // The fixture's broker again, with a TLS port as well.
@@ -74,12 +69,8 @@ class TlsClientTest : public ClientTest {
     return id.ok() ? Status::OK() : id.status();
   }
 
-  static std::string* dir_;
-  static testing::TestCerts* certs_;
 };
 
-std::string* TlsClientTest::dir_ = nullptr;
-testing::TestCerts* TlsClientTest::certs_ = nullptr;
 
 bool contains(const Status& st, std::string_view part) {
   return st.message().find(part) != std::string::npos;
@@ -115,6 +106,43 @@ TEST_F(TlsClientTest, ProduceAndConsumeOverTlsNextToThePlainPort) {
   ASSERT_TRUE(m.ok()) << m.status().to_string();
   EXPECT_EQ(m->data(), "plain");
   EXPECT_TRUE(tls.close().ok());
+}
+
+TEST_F(TlsClientTest, HttpsServiceUrlLooksUpOverHttpsAndConnectsOverTls) {
+  net::TlsOptions server;
+  server.certificate_file = certs_->server_cert;
+  server.private_key_file = certs_->server_key;
+  auto web_tls = net::TlsContext::create(net::TlsRole::kServer, server);
+  ASSERT_TRUE(web_tls.ok()) << web_tls.status().to_string();
+  const std::string https_url = serve_http(*web_tls);
+  ASSERT_EQ(https_url.rfind("https://", 0), 0u) << https_url;
+
+  ClientOptions o = tls_options();
+  o.tls_validate_hostname = true;
+  Client tls = make_client(https_url, o);
+  ConsumerOptions co;
+  co.initial_position = InitialPosition::kEarliest;
+  auto consumer = tls.subscribe(topic(), "sub", co);
+  ASSERT_TRUE(consumer.ok()) << consumer.status().to_string();
+  auto producer = tls.create_producer(topic());
+  ASSERT_TRUE(producer.ok()) << producer.status().to_string();
+  // The lookups named brokerUrlTls: the only connection is to the TLS port.
+  EXPECT_EQ(broker_->connection_count(), 1);
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(producer->send(Message("https-" + std::to_string(i))).ok());
+  auto got = receive_n(*consumer, 5);
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got[0].data(), "https-0");
+  EXPECT_EQ(got[4].data(), "https-4");
+  EXPECT_TRUE(tls.close().ok());
+
+  // Without the CA the HTTPS lookup fails, naming the certificate problem.
+  Client untrusted = make_client(https_url, failing(fast_options()));
+  auto refused = untrusted.create_producer(topic());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(contains(refused.status(), "certificate verify failed"))
+      << refused.status().to_string();
+  EXPECT_TRUE(untrusted.close().ok());
 }
 
 TEST_F(TlsClientTest, UntrustedServerCertificateIsRejectedUnlessInsecure) {
