@@ -24,7 +24,7 @@
 #include "net/stream.h"
 #include "protocol/frame.h"
 #include "testing/pulsar_test_client.h"
-#include "testing/tls_certs.h"
+#include "testing/tls_suite.h"
 
 namespace magnetar::broker {
 namespace {
@@ -140,20 +140,13 @@ std::optional<std::chrono::milliseconds> time_until_closed(int port, const std::
   }
 }
 
-class BrokerTlsTest : public ::testing::Test {
+class BrokerTlsTest : public ::testing::Test, protected testing::TlsSuiteCerts {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string((std::filesystem::temp_directory_path() /
-                            ("magnetar-broker-tls-" + std::to_string(::getpid())))
-                               .string());
-    auto made = testing::make_test_certs(*dir_);
-    ASSERT_TRUE(made.ok()) << made.status().to_string();
-    certs_ = new testing::TestCerts(*made);
+    make_suite_certs("broker-tls");
   }
   static void TearDownTestSuite() {
-    std::filesystem::remove_all(*dir_);
-    delete certs_;
-    delete dir_;
+    remove_suite_certs();
   }
 
   BrokerTlsTest() : cluster_(test_name()) {
@@ -221,15 +214,11 @@ class BrokerTlsTest : public ::testing::Test {
     return Status::OK();
   }
 
-  static std::string* dir_;
-  static testing::TestCerts* certs_;
   Cluster cluster_;
   std::shared_ptr<metadata::MetadataStore> store_;
   std::unique_ptr<BrokerServer> server_;
 };
 
-std::string* BrokerTlsTest::dir_ = nullptr;
-testing::TestCerts* BrokerTlsTest::certs_ = nullptr;
 
 TEST_F(BrokerTlsTest, ThePulsarProtocolOverTlsAndLookupsNameTheTlsUrl) {
   start();

@@ -11,7 +11,7 @@
 #include <fstream>
 
 #include "net/stream.h"
-#include "testing/tls_certs.h"
+#include "testing/tls_suite.h"
 
 namespace magnetar::net {
 namespace {
@@ -20,20 +20,13 @@ using namespace std::chrono_literals;
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
-class TlsTest : public ::testing::Test {
+class TlsTest : public ::testing::Test, protected testing::TlsSuiteCerts {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string((std::filesystem::temp_directory_path() /
-                            ("magnetar-net-tls-" + std::to_string(::getpid())))
-                               .string());
-    auto made = testing::make_test_certs(*dir_);
-    ASSERT_TRUE(made.ok()) << made.status().to_string();
-    certs_ = new testing::TestCerts(*made);
+    make_suite_certs("net-tls");
   }
   static void TearDownTestSuite() {
-    std::filesystem::remove_all(*dir_);
-    delete certs_;
-    delete dir_;
+    remove_suite_certs();
   }
 
   static TlsOptions server_options() {
@@ -113,12 +106,8 @@ class TlsTest : public ::testing::Test {
     });
   }
 
-  static std::string* dir_;
-  static testing::TestCerts* certs_;
 };
 
-std::string* TlsTest::dir_ = nullptr;
-testing::TestCerts* TlsTest::certs_ = nullptr;
 
 bool contains(const Status& st, std::string_view text) {
   return st.message().find(text) != std::string::npos;
