@@ -148,8 +148,8 @@ void Bookie::on_read_only(std::function<void()> callback) {
   on_read_only_ = std::move(callback);
 }
 
-void Bookie::add_entry(const bookie_wire::AddRequest& request, Buffer entry, AddCallback done) {
-  asio::post(workers_, [this, request, entry = std::move(entry),
+void Bookie::add_entry(bookie_wire::AddRequest request, Buffer entry, AddCallback done) {
+  asio::post(workers_, [this, request = std::move(request), entry = std::move(entry),
                         done = std::move(done)]() mutable {
     const int64_t ledger = request.ledger_id();
     const int64_t entry_id = request.entry_id();

@@ -47,7 +47,7 @@ class Bookie {
   using ReadCallback = std::function<void(BookieStatus, Buffer entry, int64_t lac)>;
 
   // `entry` is the packaged entry (protocol/bookie_entry.h) exactly as the client sent it.
-  void add_entry(const bookie_wire::AddRequest& request, Buffer entry, AddCallback done);
+  void add_entry(bookie_wire::AddRequest request, Buffer entry, AddCallback done);
   // Fence reads, plain reads, reads of the last entry (-1) and long-poll reads.
   void read_entry(const bookie_wire::ReadRequest& request, ReadCallback done);
   bookie_wire::ReadLacResponse read_lac(int64_t ledger_id);

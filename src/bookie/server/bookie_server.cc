@@ -88,18 +88,21 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     std::shared_ptr<asio::io_context> loop = loop_.lock();
     switch (req.op_case()) {
       case BookieRequest::kAdd: {
-        bookie_wire::AddRequest add = req.add();
-        bookie_.add_entry(add, std::move(frame.body), [self, loop, executor, id, add](BookieStatus st) {
-          asio::post(executor, [self, id, add, st] {
+        // The request moves on to the bookie; the answer needs only its ids.
+        const int64_t ledger_id = req.add().ledger_id(), entry_id = req.add().entry_id();
+        auto answer = [self, loop, executor, id, ledger_id, entry_id](BookieStatus st) {
+          asio::post(executor, [self, id, ledger_id, entry_id, st] {
             BookieResponse r;
             r.set_request_id(id);
             auto* a = r.mutable_add();
             a->set_status(st);
-            a->set_ledger_id(add.ledger_id());
-            a->set_entry_id(add.entry_id());
+            a->set_ledger_id(ledger_id);
+            a->set_entry_id(entry_id);
             self->send(r, Buffer());
           });
-        });
+        };
+        bookie_.add_entry(std::move(*frame.header.mutable_add()), std::move(frame.body),
+                          std::move(answer));
         return;
       }
       case BookieRequest::kRead: {
