@@ -1,6 +1,7 @@
 // Consuming through the client library: subscription types, acknowledgements, negative
 // acks, ack timeout, dead letters, seek, listeners, batch receive, unsubscribe.
 
+#include <fmt/format.h>
 #include <atomic>
 #include <future>
 #include <map>
@@ -88,7 +89,7 @@ TEST_F(ClientTest, KeySharedKeepsEachKeyOnOneConsumer) {
   auto b = consumer(topic(), "ks", o);
   auto p = producer(topic(), unbatched());
   for (int i = 0; i < 60; ++i) {
-    Message m("v" + std::to_string(i));
+    Message m(fmt::format("v{}", i));
     m.set_key("key-" + std::to_string(i % 6));
     ASSERT_TRUE(p.send(m).ok());
   }

@@ -1,6 +1,7 @@
 // Producing through the client library: round trips, batching and every codec, message
 // fields, sequence ids and names, access modes, pending-queue limits.
 
+#include <fmt/format.h>
 #include <atomic>
 #include <future>
 #include <set>
@@ -279,7 +280,7 @@ TEST_F(ClientTest, BlockIfQueueFullWaitsForRoom) {
   auto p = producer(topic(), po);
   std::atomic<int> done{0};
   for (int i = 0; i < 50; ++i) {
-    p.send_async(Message("m" + std::to_string(i)), [&](Result<MessageId> r) {
+    p.send_async(Message(fmt::format("m{}", i)), [&](Result<MessageId> r) {
       EXPECT_TRUE(r.ok()) << r.status().to_string();
       ++done;
     });

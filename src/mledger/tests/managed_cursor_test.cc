@@ -2,6 +2,7 @@
 // crash reopens, the mark-delete rate limit, cursor-ledger switches, seek/reset/skip/clear,
 // backlog counts, and a million acknowledgements with holes in bounded persisted size.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -78,7 +79,7 @@ class CursorTest : public ::testing::Test {
     int sent = 0, done = 0;
     while (done < n) {
       while (sent < n && sent - done < 2000) {
-        ml.async_add(BufferChain(Buffer::copy_of("m" + std::to_string(sent))),
+        ml.async_add(BufferChain(Buffer::copy_of(fmt::format("m{}", sent))),
                      [&](Result<Position> p) {
                        EXPECT_TRUE(p.ok()) << p.status().to_string();
                        if (p.ok()) out.push_back(*p);
