@@ -38,13 +38,6 @@ void set_id(wire::MessageIdData* out, int64_t ledger, int64_t entry) {
   out->set_entryid(static_cast<uint64_t>(entry));
 }
 
-Backoff::Options backoff_options(const ClientOptions& o) {
-  Backoff::Options b;
-  b.initial = o.initial_backoff;
-  b.max = std::max(o.max_backoff, o.initial_backoff);
-  return b;
-}
-
 std::string random_suffix() {
   static thread_local std::mt19937_64 rng(std::random_device{}());
   return fmt::format("{:010x}", rng() & 0xffffffffffULL);
@@ -100,6 +93,7 @@ Result<std::vector<Message>> ConsumerBase::batch_receive() {
 ConsumerImpl::ConsumerImpl(std::shared_ptr<ClientImpl> client, Config config)
     : ConsumerBase(config.queue ? config.queue : std::make_shared<ReceiveQueue>(),
                    static_cast<bool>(config.options.listener), config.options.batch_receive_policy),
+      Reconnecting(client->options()),
       client_(std::move(client)),
       config_(std::move(config)),
       loop_(client_->pick_loop()),
@@ -110,14 +104,13 @@ ConsumerImpl::ConsumerImpl(std::shared_ptr<ClientImpl> client, Config config)
                .with("topic", config_.topic)
                .with("sub", config_.subscription)
                .with("consumer_id", consumer_id_)),
-      backoff_(backoff_options(client_->options())),
       start_id_(config_.start_id),
       start_inclusive_(config_.start_inclusive),
       ack_timer_(client_->executor(loop_)) {}
 
 ConsumerImpl::~ConsumerImpl() = default;
 
-bool ConsumerImpl::fatal(const Status& st, bool created) {
+bool ConsumerImpl::gives_up_on(const Status& st, bool created) const {
   if (auto c = client_error_of(st)) {
     return *c == ClientError::kInvalidConfiguration || *c == ClientError::kAlreadyClosed;
   }
@@ -147,51 +140,14 @@ Task<Status> ConsumerImpl::create(Deadline deadline) {
       executor(), [self]() { return self->run(); }, asio::detached);
   asio::co_spawn(
       executor(), [self]() { return self->tick_loop(); }, asio::detached);
-  while (!create_status_) {
-    if (!co_await state_event_.wait_until(deadline) && !create_status_) {
-      create_status_ = Status(
-          ClientError::kTimeout,
-          fmt::format("could not subscribe to {} within the operation timeout{}", config_.topic,
-                      last_error_.ok() ? "" : ": last error: " + last_error_.to_string()));
-      state_ = State::kClosed;
-      closed_ = true;
-      wake_event_.notify_all();
-      state_event_.notify_all();
-    }
-  }
-  co_return *create_status_;
+  const std::string what = fmt::format("subscribe to {}", config_.topic);
+  Status created = co_await await_created(deadline, what);
+  co_return created;
 }
 
 Task<void> ConsumerImpl::run() {
   auto self = shared_from_this();
-  while (state_ == State::kConnecting || state_ == State::kReady) {
-    Status st = co_await connect_once(deadline_after(client_->options().operation_timeout));
-    if (state_ == State::kClosing || state_ == State::kClosed) break;
-    if (st.ok()) {
-      backoff_.reset();
-      if (!create_status_) {
-        create_status_ = Status::OK();
-        state_event_.notify_all();
-      }
-      while (cnx_ && state_ == State::kReady) {
-        (void)co_await state_event_.wait_until(Deadline::max());
-      }
-      continue;
-    }
-    last_error_ = st;
-    if (fatal(st, create_status_.has_value())) {
-      log_.error("giving up: {}", st.to_string());
-      if (!create_status_) create_status_ = st;
-      state_ = State::kClosed;
-      closed_ = true;
-      state_event_.notify_all();
-      wake_event_.notify_all();
-      break;
-    }
-    const auto delay = backoff_.next();
-    log_.info("subscribing failed ({}); retrying in {} ms", st.to_string(), delay.count());
-    co_await sleep_until(wake_event_, Clock::now() + delay);
-  }
+  co_await reconnect_loop(client_->options().operation_timeout, log_, "subscribing failed");
 }
 
 Task<Status> ConsumerImpl::connect_once(Deadline deadline) {

@@ -25,8 +25,8 @@
 #include "client/client_impl.h"
 #include "client/connection.h"
 #include "client/receive_queue.h"
+#include "client/reconnecting.h"
 #include "client/sync.h"
-#include "common/backoff.h"
 #include "magnetar/consumer.h"
 
 namespace magnetar::client {
@@ -65,6 +65,7 @@ class ConsumerBase : public Closeable {
 };
 
 class ConsumerImpl final : public ConsumerBase,
+                           public Reconnecting,
                            public ConnectionListener,
                            public std::enable_shared_from_this<ConsumerImpl> {
  public:
@@ -119,11 +120,10 @@ class ConsumerImpl final : public ConsumerBase,
   Task<Result<bool>> has_message_available_on_loop();
 
  private:
-  enum class State { kConnecting, kReady, kClosing, kClosed };
   using Entry = std::pair<int64_t, int64_t>;  // (ledger, entry)
 
   Task<void> run();
-  Task<Status> connect_once(Deadline deadline);
+  Task<Status> connect_once(Deadline deadline) override;
   Task<void> tick_loop();
   void handle_message(ClientConnection& cnx, protocol::Frame& frame);
   // A chunk of a large message; true when `frame` now holds the whole message (payload
@@ -144,7 +144,7 @@ class ConsumerImpl final : public ConsumerBase,
   void dead_letter(Message message);
   void drop_connection();
   void deliver(Message message);
-  static bool fatal(const Status& status, bool created);
+  bool gives_up_on(const Status& status, bool created) const override;
 
   const std::shared_ptr<ClientImpl> client_;
   const Config config_;
@@ -156,19 +156,11 @@ class ConsumerImpl final : public ConsumerBase,
   std::weak_ptr<ConsumerBase> owner_;
 
   // Cross-thread.
-  std::atomic<bool> closed_{false};
   std::atomic<bool> connected_{false};
   std::atomic<bool> reached_end_{false};
   std::atomic<bool> active_{false};
 
   // Loop state.
-  State state_ = State::kConnecting;
-  std::shared_ptr<ClientConnection> cnx_;
-  std::optional<Status> create_status_;
-  Status last_error_;
-  Event state_event_;
-  Event wake_event_;
-  Backoff backoff_;
   uint64_t epoch_ = 0;
   bool seeking_ = false;
   bool unsubscribing_ = false;               // an UNSUBSCRIBE is outstanding

@@ -16,13 +16,6 @@ uint64_t now_ms() {
                                    .count());
 }
 
-Backoff::Options backoff_options(const ClientOptions& o) {
-  Backoff::Options b;
-  b.initial = o.initial_backoff;
-  b.max = std::max(o.max_backoff, o.initial_backoff);
-  return b;
-}
-
 wire::ProducerAccessMode to_wire(ProducerAccessMode m) {
   switch (m) {
     case ProducerAccessMode::kShared:
@@ -54,7 +47,8 @@ void fill_single(const Message& m, wire::SingleMessageMetadata* s) {
 
 ProducerImpl::ProducerImpl(std::shared_ptr<ClientImpl> client, std::string topic,
                            ProducerOptions options, int partition)
-    : client_(std::move(client)),
+    : Reconnecting(client->options()),
+      client_(std::move(client)),
       topic_(std::move(topic)),
       options_(std::move(options)),
       partition_(partition),
@@ -62,7 +56,6 @@ ProducerImpl::ProducerImpl(std::shared_ptr<ClientImpl> client, std::string topic
       producer_id_(client_->next_producer_id()),
       log_(log::Logger("client.producer").with("topic", topic_).with("producer_id", producer_id_)),
       name_(options_.producer_name),
-      backoff_(backoff_options(client_->options())),
       user_named_(!options_.producer_name.empty()),
       batch_timer_(client_->executor(loop_)) {
   if (options_.initial_sequence_id) {
@@ -79,7 +72,7 @@ std::string ProducerImpl::name() const {
   return name_;
 }
 
-bool ProducerImpl::fatal(const Status& st, bool created) {
+bool ProducerImpl::gives_up_on(const Status& st, bool created) const {
   if (auto c = client_error_of(st)) {
     return *c == ClientError::kInvalidConfiguration || *c == ClientError::kAlreadyClosed;
   }
@@ -114,54 +107,19 @@ Task<Status> ProducerImpl::create(Deadline deadline) {
       executor(), [self]() { return self->timeout_loop(); }, asio::detached);
   // WaitForExclusive producers wait for as long as it takes.
   if (options_.access_mode == ProducerAccessMode::kWaitForExclusive) deadline = Deadline::max();
-  while (!create_status_) {
-    if (!co_await state_event_.wait_until(deadline) && !create_status_) {
-      create_status_ = Status(
-          ClientError::kTimeout,
-          fmt::format("could not create a producer on {} within the operation timeout{}", topic_,
-                      last_error_.ok() ? "" : ": last error: " + last_error_.to_string()));
-      state_ = State::kClosed;
-      closed_ = true;
-      wake_event_.notify_all();
-      state_event_.notify_all();
-      batch_timer_.cancel();
-    }
-  }
-  co_return *create_status_;
+  const std::string what = fmt::format("create a producer on {}", topic_);
+  Status created = co_await await_created(deadline, what);
+  co_return created;
 }
 
 Task<void> ProducerImpl::run() {
   auto self = shared_from_this();
-  while (state_ == State::kConnecting || state_ == State::kReady) {
-    Status st = co_await connect_once(deadline_after(client_->options().operation_timeout));
-    if (state_ == State::kClosing || state_ == State::kClosed) break;
-    if (st.ok()) {
-      backoff_.reset();
-      if (!create_status_) {
-        create_status_ = Status::OK();
-        state_event_.notify_all();
-      }
-      while (cnx_ && state_ == State::kReady) {
-        (void)co_await state_event_.wait_until(Deadline::max());
-      }
-      continue;
-    }
-    last_error_ = st;
-    if (fatal(st, create_status_.has_value())) {
-      log_.error("giving up: {}", st.to_string());
-      if (!create_status_) create_status_ = st;
-      state_ = State::kClosed;
-      closed_ = true;
-      fail_pending(st);
-      state_event_.notify_all();
-      wake_event_.notify_all();
-      batch_timer_.cancel();
-      break;
-    }
-    const auto delay = backoff_.next();
-    log_.info("connecting failed ({}); retrying in {} ms", st.to_string(), delay.count());
-    co_await sleep_until(wake_event_, Clock::now() + delay);
-  }
+  co_await reconnect_loop(client_->options().operation_timeout, log_, "connecting failed");
+}
+
+void ProducerImpl::closed_by(const Status& status) {
+  fail_pending(status);
+  batch_timer_.cancel();
 }
 
 Task<Status> ProducerImpl::connect_once(Deadline deadline) {

@@ -22,8 +22,8 @@
 
 #include "client/client_impl.h"
 #include "client/connection.h"
+#include "client/reconnecting.h"
 #include "client/sync.h"
-#include "common/backoff.h"
 #include "magnetar/producer.h"
 #include "protocol/batch.h"
 
@@ -41,6 +41,7 @@ class ProducerBase : public Closeable {
 };
 
 class ProducerImpl final : public ProducerBase,
+                           public Reconnecting,
                            public ConnectionListener,
                            public std::enable_shared_from_this<ProducerImpl> {
  public:
@@ -73,7 +74,6 @@ class ProducerImpl final : public ProducerBase,
   Task<Status> close_on_loop();
 
  private:
-  enum class State { kConnecting, kReady, kClosing, kClosed };
   struct OpSend {
     int64_t sequence_id = 0;
     int64_t highest_sequence_id = 0;
@@ -91,7 +91,8 @@ class ProducerImpl final : public ProducerBase,
   };
 
   Task<void> run();
-  Task<Status> connect_once(Deadline deadline);
+  Task<Status> connect_once(Deadline deadline) override;
+  void closed_by(const Status& status) override;
   Task<void> batch_timer_loop();
   Task<void> timeout_loop();
   void enqueue(Message message, SendCallback callback);
@@ -108,7 +109,7 @@ class ProducerImpl final : public ProducerBase,
   Result<Buffer> maybe_compress(const Buffer& payload, wire::MessageMetadata& metadata);
   bool acquire_slot(const SendCallback& callback);
   void release_slots(int n);
-  static bool fatal(const Status& status, bool created);
+  bool gives_up_on(const Status& status, bool created) const override;
 
   const std::shared_ptr<ClientImpl> client_;
   const std::string topic_;
@@ -119,7 +120,6 @@ class ProducerImpl final : public ProducerBase,
   log::Logger log_;
 
   // Cross-thread.
-  std::atomic<bool> closed_{false};
   std::atomic<bool> connected_{false};
   std::atomic<int64_t> last_acked_{-1};
   mutable std::mutex mu_;  // guards name_ and the slot counter
@@ -128,14 +128,7 @@ class ProducerImpl final : public ProducerBase,
   std::string name_;
 
   // Loop state.
-  State state_ = State::kConnecting;
-  std::shared_ptr<ClientConnection> cnx_;
-  std::optional<Status> create_status_;
-  Event state_event_;     // created, disconnected, closed
   Event progress_event_;  // an op completed (flush waits on it)
-  Event wake_event_;      // wakes the backoff sleep and the timeout loop on close
-  Backoff backoff_;
-  Status last_error_;
   int max_message_size_ = 5 * 1024 * 1024;
   bool user_named_ = false;
   uint64_t epoch_ = 0;
