@@ -109,6 +109,7 @@ void Connection::close() {
 Task<void> Connection::write_loop() {
   auto self = shared_from_this();
   std::vector<asio::const_buffer> buffers;
+  std::vector<BufferChain> batch;  // keeps the written frames alive
   while (!closed_) {
     if (out_.empty()) {
       write_wakeup_.expires_at(asio::steady_timer::time_point::max());
@@ -117,17 +118,7 @@ Task<void> Connection::write_loop() {
       continue;
     }
     // Everything queued goes out in one gathered write.
-    std::vector<BufferChain> batch;
-    buffers.clear();
-    size_t bytes = 0;
-    while (!out_.empty() && buffers.size() < 512 && bytes < 4 * 1024 * 1024) {
-      batch.push_back(std::move(out_.front()));
-      out_.pop_front();
-      for (const Buffer& b : batch.back().buffers()) {
-        buffers.emplace_back(b.data(), b.size());
-        bytes += b.size();
-      }
-    }
+    net::take_write_batch(out_, batch, buffers, 512, 4 * 1024 * 1024);
     boost::system::error_code ec;
     co_await stream_->write(buffers, ec);
     if (ec) {
@@ -135,6 +126,7 @@ Task<void> Connection::write_loop() {
       close();
       co_return;
     }
+    batch.clear();  // the frames are written: release them now
   }
 }
 

@@ -265,6 +265,7 @@ void ClientConnection::send_frame(BufferChain frame) {
 Task<void> ClientConnection::write_loop() {
   auto self = shared_from_this();
   std::vector<asio::const_buffer> buffers;
+  std::vector<BufferChain> batch;  // keeps the written frames alive
   while (state_ != State::kClosed) {
     if (out_.empty()) {
       write_wakeup_.expires_at(asio::steady_timer::time_point::max());
@@ -272,17 +273,7 @@ Task<void> ClientConnection::write_loop() {
       co_await write_wakeup_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       continue;
     }
-    std::vector<BufferChain> batch;
-    buffers.clear();
-    size_t bytes = 0;
-    while (!out_.empty() && buffers.size() < 256 && bytes < 4 * 1024 * 1024) {
-      batch.push_back(std::move(out_.front()));
-      out_.pop_front();
-      for (const Buffer& b : batch.back().buffers()) {
-        buffers.emplace_back(b.data(), b.size());
-        bytes += b.size();
-      }
-    }
+    net::take_write_batch(out_, batch, buffers, 256, 4 * 1024 * 1024);
     boost::system::error_code ec;
     co_await stream_->write(buffers, ec);
     if (ec) {
@@ -290,6 +281,7 @@ Task<void> ClientConnection::write_loop() {
                    fmt::format("write failed: {}", net::describe_error(ec))));
       co_return;
     }
+    batch.clear();  // the frames are written: release them now
   }
 }
 
