@@ -129,7 +129,7 @@ void BM_BookieAdd(benchmark::State& state) {
   magnetar::testing::EventLoop loop;
   ledger::BookieClient client(loop.executor());
   int64_t next = 0, total = 0;
-  const int batch = 20000;
+  const int batch = 100000;  // ~0.5 s at full speed: past the ramp-up and a checkpoint
   double seconds = 0;
   for (auto _ : state) {
     auto t = Clock::now();
@@ -140,7 +140,8 @@ void BM_BookieAdd(benchmark::State& state) {
   }
   state.SetItemsProcessed(total);
   state.SetBytesProcessed(total * static_cast<int64_t>(size));
-  g_max_rate[static_cast<int64_t>(size)] = static_cast<double>(total) / seconds;
+  double& best = g_max_rate[static_cast<int64_t>(size)];  // the best in-flight row sets the pace
+  best = std::max(best, static_cast<double>(total) / seconds);
   loop.await([&]() -> Task<bool> {
     co_await client.close();
     co_return true;
@@ -151,7 +152,9 @@ void BM_BookieAdd(benchmark::State& state) {
 BENCHMARK(BM_BookieAdd)
     ->ArgNames({"size", "inflight"})
     ->Args({100, 1024})
+    ->Args({100, 4096})
     ->Args({1024, 1024})
+    ->Args({1024, 4096})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(3);

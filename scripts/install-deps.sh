@@ -8,7 +8,7 @@ packages=(
   libboost-all-dev protobuf-compiler libprotobuf-dev
   librocksdb-dev zookeeper libzookeeper-mt-dev default-jre-headless
   libssl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
-  liblz4-dev libzstd-dev libsnappy-dev zlib1g-dev
+  liblz4-dev libzstd-dev libsnappy-dev zlib1g-dev libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   fio procps
 )

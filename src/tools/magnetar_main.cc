@@ -97,8 +97,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (version->parsed()) {
-    std::printf("magnetar %s\nprotocol: Pulsar binary protocol up to v21\ncrc32c: %s\n", kVersion,
-                magnetar::crc32c::hardware_accelerated() ? "SSE4.2" : "portable");
+    std::printf("magnetar %s\nprotocol: Pulsar binary protocol up to v21\ncrc32c: %s\nallocator: %s\n",
+                kVersion, magnetar::crc32c::hardware_accelerated() ? "SSE4.2" : "portable",
+                MAGNETAR_ALLOCATOR_NAME);
     return 0;
   }
   if (decode->parsed()) return magnetar::tools::decode_frames(capture, unpack);
