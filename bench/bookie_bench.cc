@@ -78,8 +78,7 @@ std::vector<AddLatency> run_adds(magnetar::testing::EventLoop& loop, ledger::Boo
           protocol::package_entry(protocol::EntryHeader{ledger, entry, entry - 1, 0},
                                   BufferChain(Buffer::copy_of(payload)));
       auto sent_at = Clock::now();
-      auto task = [&, r, packaged, sent_at]() mutable -> Task<void> {
-        auto result = co_await client.add(bookie, std::move(r), std::move(packaged));
+      auto answered = [&, sent_at](Result<ledger::AddResult> result) {
         if (!result.ok() || result->status != bookie_wire::OK) std::abort();
         latencies.push_back(
             {std::chrono::duration<double, std::milli>(sent_at - t0).count(),
@@ -87,7 +86,7 @@ std::vector<AddLatency> run_adds(magnetar::testing::EventLoop& loop, ledger::Boo
         ++finished;
         --outstanding;
       };
-      asio::co_spawn(loop.executor(), task, asio::detached);
+      client.async_add(bookie, std::move(r), packaged, std::move(answered));
     }
     // Run whatever completed; if nothing was ready, wait briefly for the next completion
     // (or, when pacing, for the next start time).
@@ -275,13 +274,11 @@ void BM_LedgerAdd(benchmark::State& state) {
     while (finished < batch) {
       while (started < batch && started - finished < window) {
         ++started;
-        auto task = [&]() -> Task<void> {
-          BufferChain p(Buffer::copy_of(payload));
-          auto r = co_await lh->add(std::move(p));
+        auto added = [&](Result<int64_t> r) {
           if (!r.ok()) std::abort();
           ++finished;
         };
-        asio::co_spawn(loop.executor(), task, asio::detached);
+        lh->async_add(BufferChain(Buffer::copy_of(payload)), std::move(added));
       }
       if (loop.context().poll() == 0) {
         loop.context().run_one_for(std::chrono::milliseconds(1));

@@ -214,9 +214,7 @@ Task<bool> BookieBench::write(std::shared_ptr<Writing> w) {
     const size_t i = next++ % w->ledgers.size();
     ++w->outstanding;
     const auto sent_at = PerfClock::now();
-    auto add = [this, w, i, sent_at, payload, bytes]() -> Task<void> {
-      BufferChain entry(payload);
-      auto r = co_await w->ledgers[i].handle->add(std::move(entry));
+    auto added = [this, w, i, sent_at, bytes](Result<int64_t> r) {
       if (r.ok()) {
         const auto us =
             std::chrono::duration_cast<std::chrono::microseconds>(PerfClock::now() - sent_at);
@@ -234,7 +232,7 @@ Task<bool> BookieBench::write(std::shared_ptr<Writing> w) {
       --w->outstanding;
       w->wake.cancel();
     };
-    asio::co_spawn(executor, std::move(add), asio::detached);
+    w->ledgers[i].handle->async_add(BufferChain(payload), std::move(added));
   }
   if (w->live == 0) writing_done = true;
   const auto deadline = PerfClock::now() + timeout_;

@@ -66,9 +66,14 @@ struct BookieClient::OpMetrics {
 // One TCP connection to one bookie, and the requests pending on it.
 //
 // Lives on the client's executor; all its state is touched only there. Owned by shared_ptr:
-// the client's map, run() (connect, then the read loop), the write loop, and every request
-// coroutine waiting on it each hold one, so it stays alive until the last of them is done,
-// whether or not the client still exists. It holds nothing of the client's.
+// the client's map, run() (connect, then the read loop) and the write loop each hold one, so
+// it stays alive until they are done, whether or not the client still exists. It holds
+// nothing of the client's but the shared metrics.
+//
+// A request is an entry in pending_ (by request id) holding its completion. The answer, the
+// deadline or the connection's failure completes it, exactly once, on the executor. One
+// timer per connection watches the earliest deadline (answers usually come long before it,
+// so the timer rarely fires): no timer per request.
 //
 // States: connecting (requests queue in outbox_) -> connected -> dead. fail() is the only
 // way to dead: it closes the socket, wakes every coroutine of the connection so that it
@@ -77,13 +82,16 @@ struct BookieClient::OpMetrics {
 class BookieClient::Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(Executor executor, std::string bookie, tcp::endpoint endpoint,
-             const BookieClientOptions& options, log::Logger log)
+             const BookieClientOptions& options, log::Logger log,
+             std::array<std::shared_ptr<OpMetrics>, kOps> metrics)
       : executor_(executor),
         bookie_(std::move(bookie)),
         endpoint_(endpoint),
         connect_timeout_(options.connect_timeout),
+        metrics_(std::move(metrics)),
         socket_(executor),
         connect_timer_(executor),
+        deadline_timer_(executor),
         wakeup_(executor),
         decoder_(options.max_frame_size),
         log_(std::move(log)) {
@@ -103,32 +111,29 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
     return dead_ && !connected_ && Clock::now() - died_at_ < window;
   }
 
-  // Queues `request` and waits for its answer, `timeout`, or the connection's failure.
-  // `expected` is the op the answer must carry.
-  Task<Result<ResponseFrame>> call(BookieRequest request, BufferChain body,
-                                   BookieResponse::OpCase expected,
-                                   std::chrono::milliseconds timeout) {
-    // Held across the wait: the client may drop (or be destroyed with) this connection
-    // while the request is in flight.
-    auto self = shared_from_this();
+  // Queues `request` (+ `body`); `done` gets the answer, kTimeout once `timeout` passed, or
+  // the connection's failure. Runs `done` later on the executor, never inside this call.
+  void send(Op op, BookieRequest request, const BufferChain& body,
+            std::chrono::milliseconds timeout, Callback done) {
+    OpMetrics& m = *metrics_[static_cast<size_t>(op)];
+    m.requests->inc();
     if (dead_) {
-      co_return Status(Errc::kUnavailable, fmt::format("bookie {}: connection closed", bookie_));
+      m.failures->inc();
+      Status st(Errc::kUnavailable, fmt::format("bookie {}: connection closed", bookie_));
+      asio::post(executor_, [done = std::move(done), st]() { done(st); });
+      return;
     }
     const uint64_t id = next_request_id_++;
     request.set_request_id(id);
-    auto pending = std::make_shared<Pending>(executor_, expected);
-    pending->deadline.expires_after(timeout);
-    pending_.emplace(id, pending);
+    const Clock::time_point now = Clock::now();
+    const Clock::time_point deadline = now + timeout;
+    pending_.emplace(id, Pending{op, now, deadline, std::move(done)});
     outbox_.push_back(protocol::encode_bookie_frame(request, body));
-    wakeup_.cancel_one();
-
-    boost::system::error_code ec;  // operation_aborted is how finish() wakes us
-    co_await pending->deadline.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (pending->outcome) co_return std::move(*pending->outcome);
-    // The deadline passed first. Forget the request so that a late answer is dropped.
-    pending_.erase(id);
-    co_return Status(Errc::kTimeout, fmt::format("bookie {}: no answer to request {} within {} ms",
-                                                 bookie_, id, timeout.count()));
+    if (writer_asleep_) {
+      writer_asleep_ = false;
+      wakeup_.cancel_one();
+    }
+    if (!deadline_armed_ || deadline < armed_for_) arm_deadline(deadline);
   }
 
   // Kills the connection (idempotent): every pending request completes with `code`.
@@ -146,29 +151,65 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);  // aborts the connect, the read and the write in progress
     connect_timer_.cancel();
+    deadline_timer_.cancel();
     wakeup_.cancel();
     outbox_.clear();
+    // Completed from the executor: fail() may run inside a caller's own call (disconnect,
+    // the client's destructor).
     auto pending = std::move(pending_);
     pending_.clear();
-    for (auto& [id, p] : pending) finish(*p, status);
+    for (auto& [id, p] : pending) metrics_[static_cast<size_t>(p.op)]->failures->inc();
+    asio::post(executor_, [pending = std::move(pending), status]() mutable {
+      for (auto& [id, p] : pending) p.done(status);
+    });
   }
 
  private:
-  // One request in flight. Shared by the pending_ map and the coroutine waiting on it, which
-  // sleeps on `deadline` until the answer (or the failure) cancels it.
   struct Pending {
-    Pending(const Executor& executor, BookieResponse::OpCase expected)
-        : deadline(executor), op(expected) {}
-    asio::steady_timer deadline;
-    BookieResponse::OpCase op;
-    std::optional<Result<ResponseFrame>> outcome;
+    Op op;
+    Clock::time_point sent;
+    Clock::time_point deadline;
+    Callback done;
   };
 
-  // Completes a request: stores the outcome and wakes its coroutine (which resumes later,
-  // through the executor, never inside this call).
-  static void finish(Pending& p, Result<ResponseFrame> outcome) {
-    p.outcome.emplace(std::move(outcome));
-    p.deadline.cancel();
+  // Points the deadline timer at `when` (earlier than whatever it watched).
+  void arm_deadline(Clock::time_point when) {
+    deadline_armed_ = true;
+    armed_for_ = when;
+    const uint64_t generation = ++deadline_generation_;
+    deadline_timer_.expires_at(when);  // a wait already queued completes as aborted
+    std::weak_ptr<Connection> weak = shared_from_this();
+    deadline_timer_.async_wait([weak, generation](const boost::system::error_code& ec) {
+      auto c = weak.lock();
+      if (ec || !c || c->deadline_generation_ != generation) return;
+      c->expire();
+    });
+  }
+
+  // Fails every request whose deadline passed, then watches the next deadline.
+  void expire() {
+    deadline_armed_ = false;
+    if (dead_) return;
+    const Clock::time_point now = Clock::now();
+    std::vector<std::pair<uint64_t, Pending>> expired;
+    std::optional<Clock::time_point> next;
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second.deadline <= now) {
+        expired.emplace_back(it->first, std::move(it->second));
+        it = pending_.erase(it);
+        continue;
+      }
+      if (!next || it->second.deadline < *next) next = it->second.deadline;
+      ++it;
+    }
+    if (next) arm_deadline(*next);
+    for (auto& [id, p] : expired) {
+      metrics_[static_cast<size_t>(p.op)]->failures->inc();
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - p.sent);
+      // Forgotten already: a late answer is dropped.
+      p.done(Status(Errc::kTimeout, fmt::format("bookie {}: no answer to request {} within {} ms",
+                                                bookie_, id, waited.count())));
+    }
   }
 
   // Connects (bounded by connect_timeout), starts the write loop, then reads until failure.
@@ -235,17 +276,32 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
       log_.debug("dropping the answer to request {}: no longer waited for", id);
       return;
     }
-    std::shared_ptr<Pending> p = std::move(it->second);
+    Pending p = std::move(it->second);
     pending_.erase(it);
-    if (frame.header.op_case() != p->op) {
+    OpMetrics& m = *metrics_[static_cast<size_t>(p.op)];
+    if (frame.header.op_case() != expected_op(p.op)) {
       const std::string why = fmt::format("answered request {} with op {} instead of {}", id,
                                           static_cast<int>(frame.header.op_case()),
-                                          static_cast<int>(p->op));
-      finish(*p, Status(Errc::kUnavailable, fmt::format("bookie {}: {}", bookie_, why)));
+                                          static_cast<int>(expected_op(p.op)));
+      m.failures->inc();
+      Status st(Errc::kUnavailable, fmt::format("bookie {}: {}", bookie_, why));
+      asio::post(executor_, [done = std::move(p.done), st]() { done(st); });
       fail(Errc::kUnavailable, why);
       return;
     }
-    finish(*p, std::move(frame));
+    m.latency_ms->observe(
+        std::chrono::duration<double, std::milli>(Clock::now() - p.sent).count());
+    p.done(std::move(frame));
+  }
+
+  static BookieResponse::OpCase expected_op(Op op) {
+    switch (op) {
+      case Op::kAdd: return BookieResponse::kAdd;
+      case Op::kRead: return BookieResponse::kRead;
+      case Op::kReadLac: return BookieResponse::kReadLac;
+      case Op::kInfo: return BookieResponse::kInfo;
+    }
+    return BookieResponse::OP_NOT_SET;
   }
 
   // Writes everything queued in one gathered write, sleeping on wakeup_ when nothing is.
@@ -254,8 +310,10 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
     std::vector<asio::const_buffer> iov;
     while (!dead_) {
       if (outbox_.empty()) {
-        boost::system::error_code ignored;  // cancelled by call() or fail()
+        writer_asleep_ = true;
+        boost::system::error_code ignored;  // cancelled by send() or fail()
         co_await wakeup_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+        writer_asleep_ = false;
         continue;
       }
       std::deque<BufferChain> batch;
@@ -277,13 +335,19 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
   const std::string bookie_;
   const tcp::endpoint endpoint_;
   const std::chrono::milliseconds connect_timeout_;
+  const std::array<std::shared_ptr<OpMetrics>, kOps> metrics_;
   tcp::socket socket_;
   asio::steady_timer connect_timer_;
+  asio::steady_timer deadline_timer_;  // at the earliest pending deadline, when armed
+  bool deadline_armed_ = false;
+  Clock::time_point armed_for_{};
+  uint64_t deadline_generation_ = 0;  // a wait of an older generation was superseded
   asio::steady_timer wakeup_;  // never expires: cancelled to wake the write loop
+  bool writer_asleep_ = false;
   protocol::BookieResponseDecoder decoder_;
   log::Logger log_;
   std::deque<BufferChain> outbox_;  // encoded frames not yet handed to the socket
-  std::unordered_map<uint64_t, std::shared_ptr<Pending>> pending_;  // by request id
+  std::unordered_map<uint64_t, Pending> pending_;  // by request id
   uint64_t next_request_id_ = 1;
   bool dead_ = false;
   bool connected_ = false;
@@ -354,42 +418,48 @@ Result<std::shared_ptr<BookieClient::Connection>> BookieClient::connection_for(
   }
   MAGNETAR_ASSIGN_OR_RETURN(tcp::endpoint endpoint, parse_bookie_id(bookie));
   auto conn = std::make_shared<Connection>(executor_, bookie, endpoint, options_,
-                                           log_.with("bookie", bookie));
+                                           log_.with("bookie", bookie), metrics_);
   conn->start();
   connections_[bookie] = conn;
   return conn;
+}
+
+void BookieClient::send(Op op, const std::string& bookie, BookieRequest request,
+                        const BufferChain& body, std::chrono::milliseconds timeout,
+                        Callback done) {
+  auto conn = connection_for(bookie);
+  if (!conn.ok()) {
+    const OpMetrics& m = *metrics_[static_cast<size_t>(op)];
+    m.requests->inc();
+    m.failures->inc();
+    asio::post(executor_, [done = std::move(done), st = conn.status()]() { done(st); });
+    return;
+  }
+  (*conn)->send(op, std::move(request), body, timeout, std::move(done));
 }
 
 Task<Result<BookieClient::ResponseFrame>> BookieClient::call(Op op, std::string bookie,
                                                              BookieRequest request,
                                                              BufferChain body,
                                                              std::chrono::milliseconds timeout) {
-  // Copied before the first suspension: from the co_await below on, `this` may be destroyed.
-  std::shared_ptr<OpMetrics> metrics = metrics_[static_cast<size_t>(op)];
-  metrics->requests->inc();
-  auto conn = connection_for(bookie);
-  if (!conn.ok()) {
-    metrics->failures->inc();
-    co_return std::move(conn).status();
-  }
-  BookieResponse::OpCase expected = BookieResponse::OP_NOT_SET;
-  switch (op) {
-    case Op::kAdd: expected = BookieResponse::kAdd; break;
-    case Op::kRead: expected = BookieResponse::kRead; break;
-    case Op::kReadLac: expected = BookieResponse::kReadLac; break;
-    case Op::kInfo: expected = BookieResponse::kInfo; break;
-  }
-  std::shared_ptr<Connection> connection = std::move(conn).value();
-  const Clock::time_point start = Clock::now();
-  Result<ResponseFrame> response =
-      co_await connection->call(std::move(request), std::move(body), expected, timeout);
-  if (response.ok()) {
-    metrics->latency_ms->observe(
-        std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  } else {
-    metrics->failures->inc();
-  }
-  co_return response;
+  // Runs before the first suspension; after it only the coroutine's own state is used (the
+  // client may be gone by the time the answer arrives).
+  auto start = [this, op, bookie = std::move(bookie), request = std::move(request),
+                body = std::move(body), timeout](Callback done) mutable {
+    send(op, bookie, std::move(request), body, timeout, std::move(done));
+  };
+  return await_callback<Result<ResponseFrame>>(std::move(start));
+}
+
+void BookieClient::async_add(const std::string& bookie, bookie_wire::AddRequest request,
+                             const BufferChain& entry, AddCallback done) {
+  BookieRequest r;
+  *r.mutable_add() = std::move(request);
+  send(Op::kAdd, bookie, std::move(r), entry, options_.request_timeout,
+       [done = std::move(done)](Result<ResponseFrame> response) {
+         if (!response.ok()) return done(std::move(response).status());
+         done(AddResult{response->header.add().status()});
+       });
 }
 
 Task<Result<AddResult>> BookieClient::add(std::string bookie, bookie_wire::AddRequest request,

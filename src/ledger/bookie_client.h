@@ -9,8 +9,8 @@
 //
 // Connections are made on first use, carry many requests at once (pipelined, answers matched
 // by request id, in any order) and, once failed, are replaced on the next request to that
-// bookie. Each request has a deadline (a steady_timer): when it passes, the request fails with
-// kTimeout and a late answer is dropped. A transport failure (refused, reset, closed by the
+// bookie. Each request has a deadline (one timer per connection watches the earliest): when
+// it passes, the request fails with kTimeout and a late answer is dropped. A transport failure (refused, reset, closed by the
 // bookie, bad frame, connect timeout) fails every request pending on that connection at once
 // with kUnavailable. An answer from the bookie, even an error status such as FENCED or
 // NO_ENTRY, is a successful Result carrying that status: deciding what a status means is the
@@ -28,6 +28,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -75,6 +76,11 @@ class BookieClient {
   // `entry` is a packaged entry (protocol::package_entry); it is sent without a copy.
   Task<Result<AddResult>> add(std::string bookie, bookie_wire::AddRequest request,
                               BufferChain entry);
+  // add() for the write path, without a coroutine per request: `done` runs later on the
+  // executor (never inside this call), with the same outcomes as add().
+  using AddCallback = std::function<void(Result<AddResult>)>;
+  void async_add(const std::string& bookie, bookie_wire::AddRequest request,
+                 const BufferChain& entry, AddCallback done);
   // Plain, fencing and long-poll reads (a long poll's deadline is request_timeout plus the
   // request's timeout_ms).
   Task<Result<ReadResult>> read(std::string bookie, bookie_wire::ReadRequest request);
@@ -92,11 +98,15 @@ class BookieClient {
   class Connection;
   struct OpMetrics;
   using ResponseFrame = protocol::BookieFrame<bookie_wire::BookieResponse>;
+  using Callback = std::function<void(Result<ResponseFrame>)>;
   enum class Op { kAdd = 0, kRead, kReadLac, kInfo };
   static constexpr size_t kOps = 4;
 
-  // Sends `request` (+ `body`) to `bookie` and waits for its answer or `timeout`. Only its
-  // locals are used after the wait: the client may be gone by then.
+  // Sends `request` (+ `body`) to `bookie`; `done` gets the answer, kTimeout after `timeout`
+  // or the transport's failure, later on the executor (never inside this call).
+  void send(Op op, const std::string& bookie, bookie_wire::BookieRequest request,
+            const BufferChain& body, std::chrono::milliseconds timeout, Callback done);
+  // send() for coroutines.
   Task<Result<ResponseFrame>> call(Op op, std::string bookie, bookie_wire::BookieRequest request,
                                    BufferChain body, std::chrono::milliseconds timeout);
   // The live connection to `bookie`, made (and started) when there is none or the last one
@@ -107,7 +117,7 @@ class BookieClient {
   const Executor executor_;
   const BookieClientOptions options_;
   log::Logger log_;
-  // Shared with the request coroutines, which update them after the client may be gone.
+  // Shared with the connections, which update them after the client may be gone.
   std::array<std::shared_ptr<OpMetrics>, kOps> metrics_;
   // By bookie id. A connection is shared with its own coroutines and with the requests
   // waiting on it, so one dropped from here lives on until they have all finished.

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <boost/asio/redirect_error.hpp>
 
-#include "ledger/signal.h"
 #include "protocol/bookie_entry.h"
 
 namespace magnetar::ledger {
@@ -202,15 +202,13 @@ Task<Result<std::vector<int64_t>>> BookKeeper::list_ledgers() {
 // LedgerHandle: the write path
 
 struct LedgerHandle::PendingAdd {
-  explicit PendingAdd(Executor ex) : signal(std::move(ex)) {}
   int64_t entry_id = 0;
   size_t payload_size = 0;
   BufferChain packaged;
-  std::set<int> acked;   // ensemble indexes that stored it
-  bool sent = false;     // held back while the ensemble changes
+  std::vector<int> acked;  // ensemble indexes that stored it
+  bool sent = false;       // held back while the ensemble changes
   bool done = false;
-  Status result;
-  Signal signal;
+  AddCallback callback;
 };
 
 LedgerHandle::LedgerHandle(BookKeeper& bk, LedgerMetadata metadata, int64_t metadata_version,
@@ -227,13 +225,28 @@ LedgerHandle::LedgerHandle(BookKeeper& bk, LedgerMetadata metadata, int64_t meta
 LedgerHandle::~LedgerHandle() = default;
 
 Task<Result<int64_t>> LedgerHandle::add(BufferChain payload) {
-  if (!failed_.ok()) co_return failed_;
-  if (!writable_ || closed()) {
-    co_return ledger_error(Errc::kInvalidArgument, id(), "not open for writing");
+  auto self = shared_from_this();
+  auto start = [self, payload = std::move(payload)](AddCallback done) mutable {
+    self->async_add(std::move(payload), std::move(done));
+  };
+  auto waiting = await_callback<Result<int64_t>>(std::move(start));
+  co_return co_await std::move(waiting);
+}
+
+void LedgerHandle::async_add(BufferChain payload, AddCallback done) {
+  Status refused = failed_;
+  if (refused.ok() && (!writable_ || closed())) {
+    refused = ledger_error(Errc::kInvalidArgument, id(), "not open for writing");
   }
-  auto p = std::make_shared<PendingAdd>(bk_.executor());
+  if (!refused.ok()) {
+    asio::post(bk_.executor(), [done = std::move(done), refused]() { done(refused); });
+    return;
+  }
+  auto p = std::make_shared<PendingAdd>();
   p->entry_id = ++last_pushed_;
   p->payload_size = payload.size();
+  p->acked.reserve(static_cast<size_t>(metadata_.write_quorum));
+  p->callback = std::move(done);
   protocol::EntryHeader header;
   header.ledger_id = id();
   header.entry_id = p->entry_id;
@@ -246,48 +259,47 @@ Task<Result<int64_t>> LedgerHandle::add(BufferChain payload) {
     p->sent = true;
     for (int index : metadata_.write_set(p->entry_id)) send(p, index);
   }
-  co_await p->signal.wait();
-  if (!p->result.ok()) co_return p->result;
-  co_return p->entry_id;
 }
 
-void LedgerHandle::send(std::shared_ptr<PendingAdd> p, int index) {
-  std::string bookie = metadata_.ensemble_for(p->entry_id)[static_cast<size_t>(index)];
-  // The coroutine keeps the handle alive while the request is in flight.
-  asio::co_spawn(bk_.executor(), send_one(std::move(p), index, std::move(bookie)),
-                 asio::detached);
-}
-
-Task<void> LedgerHandle::send_one(std::shared_ptr<PendingAdd> p, int index, std::string bookie) {
-  auto self = shared_from_this();
+void LedgerHandle::send(const std::shared_ptr<PendingAdd>& p, int index) {
+  const std::string& bookie = metadata_.ensemble_for(p->entry_id)[static_cast<size_t>(index)];
   bookie_wire::AddRequest request;
   request.set_ledger_id(id());
   request.set_entry_id(p->entry_id);
   request.set_master_key(master_key_);
-  BufferChain entry = p->packaged;
-  auto r = co_await bk_.client().add(bookie, std::move(request), std::move(entry));
-  if (p->done) co_return;
+  // The callback keeps the handle alive while the request is in flight.
+  auto answered = [self = shared_from_this(), p, index, bookie](Result<AddResult> r) {
+    self->on_add_answer(*p, index, bookie, std::move(r));
+  };
+  bk_.client().async_add(bookie, std::move(request), p->packaged, std::move(answered));
+}
+
+void LedgerHandle::on_add_answer(PendingAdd& p, int index, const std::string& bookie,
+                                 Result<AddResult> r) {
+  if (p.done) return;
   // The bookie may have been replaced while this request was in flight: its answer no
   // longer counts either way.
-  if (metadata_.ensemble_for(p->entry_id)[static_cast<size_t>(index)] != bookie) co_return;
+  if (metadata_.ensemble_for(p.entry_id)[static_cast<size_t>(index)] != bookie) return;
   if (r.ok() && r->status == bookie_wire::OK) {
-    p->acked.insert(index);
+    if (std::find(p.acked.begin(), p.acked.end(), index) == p.acked.end()) {
+      p.acked.push_back(index);
+    }
     try_complete();
-    co_return;
+    return;
   }
   if (r.ok() && (r->status == bookie_wire::FENCED || r->status == bookie_wire::UNAUTHORIZED)) {
     fail(ledger_error(Errc::kFenced, id(),
                       fmt::format("bookie {} refused entry {}: the ledger was fenced by a "
                                   "recovering reader (another owner took over)",
-                                  bookie, p->entry_id)));
-    co_return;
+                                  bookie, p.entry_id)));
+    return;
   }
   if (failed_bookies_.insert(bookie).second) {
     std::string why = r.ok() ? fmt::format("status {}",
                                            bookie_wire::BookieStatus_Name(r->status))
                              : r.status().to_string();
     log_.with("bookie", bookie).warn("add of entry {} failed: {}; replacing the bookie",
-                                     p->entry_id, why);
+                                     p.entry_id, why);
   }
   if (!changing_ensemble_ && !change_retry_scheduled_) {
     changing_ensemble_ = true;
@@ -328,8 +340,9 @@ void LedgerHandle::try_complete() {
     lac_ = p->entry_id;
     length_ += static_cast<int64_t>(p->payload_size);
     p->done = true;
-    p->signal.set();
+    p->callback(p->entry_id);
   }
+  if (pending_.empty()) wake_drain_waiters();
 }
 
 void LedgerHandle::fail(Status status) {
@@ -341,9 +354,15 @@ void LedgerHandle::fail(Status status) {
     auto p = pending_.front();
     pending_.pop_front();
     p->done = true;
-    p->result = failed_;
-    p->signal.set();
+    p->callback(failed_);
   }
+  wake_drain_waiters();
+}
+
+void LedgerHandle::wake_drain_waiters() {
+  auto waiters = std::move(drain_waiters_);
+  drain_waiters_.clear();
+  for (auto& w : waiters) w(true);
 }
 
 Task<void> LedgerHandle::change_ensemble() {
@@ -411,7 +430,7 @@ Task<void> LedgerHandle::change_ensemble() {
       if (!p->sent) continue;
       for (int index : metadata_.write_set(p->entry_id)) {
         if (std::find(replaced.begin(), replaced.end(), index) == replaced.end()) continue;
-        p->acked.erase(index);
+        std::erase(p->acked, index);
         send(p, index);
       }
     }
@@ -449,8 +468,11 @@ Task<Status> LedgerHandle::write_metadata(LedgerMetadata updated) {
 Task<Status> LedgerHandle::close() {
   auto self = shared_from_this();
   while (!pending_.empty() && failed_.ok()) {
-    auto p = pending_.back();
-    co_await p->signal.wait();
+    auto wait_for_drain = [this](std::function<void(bool)> done) {
+      drain_waiters_.push_back(std::move(done));
+    };
+    auto drained = await_callback<bool>(std::move(wait_for_drain));
+    co_await std::move(drained);
   }
   // After a write failure the ledger is still closed at its last confirmed entry (what was
   // acknowledged stays readable; unconfirmed entries are not part of it), unless another

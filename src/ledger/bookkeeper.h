@@ -110,6 +110,10 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   // in order; after a failure of the handle (fenced, no replacement bookie) every pending
   // and later add fails.
   Task<Result<int64_t>> add(BufferChain payload);
+  // add() without a coroutine per entry (the managed ledger's write path): `done` gets the
+  // entry id or the failure, later on the executor, never inside this call.
+  using AddCallback = std::function<void(Result<int64_t>)>;
+  void async_add(BufferChain payload, AddCallback done);
   // Entries [first, last], which must not be past the LAC (or the last entry when closed), in
   // entry order; read max_parallel_reads at a time. Fails with the error of the first entry
   // no replica could serve (after every read in flight finished).
@@ -135,10 +139,12 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
     int unreachable = 0;  // replicas that failed, answered an error or sent a bad copy
   };
   class ReadAhead;
-  void send(std::shared_ptr<PendingAdd> p, int index);
-  Task<void> send_one(std::shared_ptr<PendingAdd> p, int index, std::string bookie);
+  void send(const std::shared_ptr<PendingAdd>& p, int index);
+  void on_add_answer(PendingAdd& p, int index, const std::string& bookie, Result<AddResult> r);
   void try_complete();
   void fail(Status status);
+  // Completes close()'s waits once nothing is pending.
+  void wake_drain_waiters();
   Task<void> change_ensemble();
   // True when every write set still has Qa bookies outside failed_bookies_.
   bool ack_quorum_survives() const;
@@ -160,6 +166,7 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   int64_t pushed_length_ = 0; // bytes of entries handed out (the running length in headers)
   Status failed_;             // sticky
   std::deque<std::shared_ptr<PendingAdd>> pending_;
+  std::vector<std::function<void(bool)>> drain_waiters_;  // close() waiting for pending_
   bool changing_ensemble_ = false;
   std::set<std::string> failed_bookies_;  // waiting for (or excluded by) an ensemble change
   std::set<std::string> suspects_;        // failed a read: tried last until they answer again

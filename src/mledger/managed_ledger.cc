@@ -380,17 +380,19 @@ void ManagedLedger::send(const std::shared_ptr<OpAdd>& op) {
   ++current_pushed_entries_;
   current_pushed_bytes_ += op->size;
   ++inflight_;
-  asio::co_spawn(factory_.executor(), write_op(op, current_), asio::detached);
+  auto written = [self = shared_from_this(), op, lh = current_](Result<int64_t> r) {
+    self->on_written(op, lh, std::move(r));
+  };
+  current_->async_add(op->data, std::move(written));
   if (current_ledger_full()) {
     // This add is the last of the ledger; later ones wait for the next ledger.
     state_ = State::kClosingLedger;
   }
 }
 
-Task<void> ManagedLedger::write_op(std::shared_ptr<OpAdd> op,
-                                   std::shared_ptr<ledger::LedgerHandle> lh) {
-  auto self = shared_from_this();
-  auto r = co_await lh->add(op->data);
+void ManagedLedger::on_written(const std::shared_ptr<OpAdd>& op,
+                               const std::shared_ptr<ledger::LedgerHandle>& lh,
+                               Result<int64_t> r) {
   if (lh == current_) --inflight_;
   if (r.ok()) {
     op->entry_id = *r;

@@ -177,7 +177,9 @@ class ManagedLedger : public std::enable_shared_from_this<ManagedLedger> {
   Task<Status> initialize();
   Task<Status> recover_cursors();
   void send(const std::shared_ptr<OpAdd>& op);
-  Task<void> write_op(std::shared_ptr<OpAdd> op, std::shared_ptr<ledger::LedgerHandle> lh);
+  // The answer to one add sent to `lh` (async_add's callback).
+  void on_written(const std::shared_ptr<OpAdd>& op,
+                  const std::shared_ptr<ledger::LedgerHandle>& lh, Result<int64_t> r);
   void complete_ready_adds();
   bool current_ledger_full() const;
   void maybe_start_rollover();
