@@ -10,6 +10,8 @@
 // $MAGNETAR_BENCH_RATE=N paces the latency runs at N adds/s instead of half the measured rate.
 // $MAGNETAR_BENCH_LATENCY_DUMP=PREFIX writes each paced add as "start_ms latency_ms" to
 // PREFIX-<size>.txt: stalls show up as clusters of slow adds (when, how long, how often).
+// $MAGNETAR_BENCH_METRICS=1 prints the metrics registry after each latency run (the journal's
+// fdatasync latency histogram tells the disk's share of the tail from the bookie's).
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
@@ -23,6 +25,7 @@
 #include <thread>
 
 #include "common/env.h"
+#include "common/metrics.h"
 #include "ledger/bookie_client.h"
 #include "ledger/bookkeeper.h"
 #include "local_bookie.h"
@@ -181,6 +184,9 @@ void BM_BookieAddLatency(benchmark::State& state) {
     }
   }
   if (out != nullptr) std::fclose(out);
+  if (std::getenv("MAGNETAR_BENCH_METRICS") != nullptr) {
+    std::fprintf(stderr, "%s", metrics::default_registry().expose().c_str());
+  }
   report_latency(state, rate, all);
   loop.await([&]() -> Task<bool> {
     co_await client.close();

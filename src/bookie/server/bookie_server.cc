@@ -1,6 +1,7 @@
 #include "bookie/server/bookie_server.h"
 
 #include <deque>
+#include <mutex>
 #include <set>
 
 #include <boost/asio/read.hpp>
@@ -27,6 +28,7 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
              uint32_t max_frame, log::Logger log)
       : loop_(std::move(loop)),
         socket_(std::move(socket)),
+        executor_(socket_.get_executor()),
         bookie_(bookie),
         decoder_(max_frame),
         log_(std::move(log)),
@@ -90,16 +92,8 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
       case BookieRequest::kAdd: {
         // The request moves on to the bookie; the answer needs only its ids.
         const int64_t ledger_id = req.add().ledger_id(), entry_id = req.add().entry_id();
-        auto answer = [self, loop, executor, id, ledger_id, entry_id](BookieStatus st) {
-          asio::post(executor, [self, id, ledger_id, entry_id, st] {
-            BookieResponse r;
-            r.set_request_id(id);
-            auto* a = r.mutable_add();
-            a->set_status(st);
-            a->set_ledger_id(ledger_id);
-            a->set_entry_id(entry_id);
-            self->send(r, Buffer());
-          });
+        auto answer = [self, loop, id, ledger_id, entry_id](BookieStatus st) {
+          self->answer_add(AddAnswer{id, ledger_id, entry_id, st});
         };
         bookie_.add_entry(std::move(*frame.header.mutable_add()), std::move(frame.body),
                           std::move(answer));
@@ -147,7 +141,50 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     if (closed_) return;
     BufferChain frame = protocol::encode_bookie_frame(response, BufferChain(std::move(body)));
     outbox_.push_back(std::move(frame));
-    wakeup_.cancel_one();
+    if (writer_asleep_) {
+      writer_asleep_ = false;
+      wakeup_.cancel_one();
+    }
+  }
+
+  struct AddAnswer {
+    uint64_t request_id;
+    int64_t ledger_id;
+    int64_t entry_id;
+    BookieStatus status;
+  };
+
+  // Called on a journal thread once an add is durable (or failed). The answers of one journal
+  // group reach the loop together: the first queues one drain, the rest ride along.
+  void answer_add(AddAnswer a) {
+    bool post = false;
+    {
+      std::lock_guard<std::mutex> lock(answers_mu_);
+      answers_.push_back(a);
+      post = !drain_queued_;
+      drain_queued_ = true;
+    }
+    if (post) {
+      asio::post(executor_, [self = shared_from_this()] { self->drain_answers(); });
+    }
+  }
+
+  void drain_answers() {
+    std::vector<AddAnswer> answers;
+    {
+      std::lock_guard<std::mutex> lock(answers_mu_);
+      answers.swap(answers_);
+      drain_queued_ = false;
+    }
+    BookieResponse r;
+    auto* add = r.mutable_add();
+    for (const AddAnswer& a : answers) {
+      r.set_request_id(a.request_id);
+      add->set_status(a.status);
+      add->set_ledger_id(a.ledger_id);
+      add->set_entry_id(a.entry_id);
+      send(r, Buffer());
+    }
   }
 
   Task<void> write_loop() {
@@ -155,8 +192,10 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     std::vector<asio::const_buffer> iov;
     while (!closed_) {
       if (outbox_.empty()) {
+        writer_asleep_ = true;
         boost::system::error_code ec;
         co_await wakeup_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        writer_asleep_ = false;
         continue;
       }
       // Everything queued goes out in one gathered write.
@@ -179,12 +218,18 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
   // cycle. In-flight bookie callbacks hold it strongly instead.
   std::weak_ptr<asio::io_context> loop_;
   tcp::socket socket_;
+  const Executor executor_;  // the loop's; safe to read from journal threads
   Bookie& bookie_;
   protocol::BookieRequestDecoder decoder_;
   log::Logger log_;
   asio::steady_timer wakeup_;
+  bool writer_asleep_ = false;
   std::deque<BufferChain> outbox_;
   bool closed_ = false;
+  // Add answers from journal threads, drained on the loop (answer_add()).
+  std::mutex answers_mu_;
+  std::vector<AddAnswer> answers_;
+  bool drain_queued_ = false;
 };
 
 BookieServer::BookieServer(const BookieConfig& config, Bookie& bookie,
