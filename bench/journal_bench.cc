@@ -7,10 +7,15 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "bookie/journal/journal.h"
 #include "common/env.h"
@@ -85,6 +90,72 @@ BENCHMARK(BM_JournalAppend)
     ->ArgsProduct({{100, 1024}, {1, 16, 256}, {0, 1}})
     ->UseRealTime()
     ->MinTime(1.0);
+
+// The journal alone at a steady pace ($MAGNETAR_BENCH_RATE records/s, default 10 000; 1 KiB,
+// flush when the queue runs empty, 3 s): per-record latency from append to callback. Beside
+// bookie_bench's BM_BookieAddLatency it tells the journal's share of an add's tail from the
+// network's, the server's and the ledger storage's.
+void BM_JournalAppendLatency(benchmark::State& state) {
+  const char* rate_env = std::getenv("MAGNETAR_BENCH_RATE");
+  const double rate = rate_env != nullptr ? std::atof(rate_env) : 10000;
+  const int count = std::max(1000, static_cast<int>(rate * 3));
+  const char* base = std::getenv("MAGNETAR_BENCH_DIR");
+  std::string dir = (std::filesystem::path(base != nullptr ? base : "/tmp") /
+                     ("magnetar-journal-bench-" + std::to_string(::getpid())))
+                        .string();
+  std::filesystem::remove_all(dir);
+  JournalOptions options;
+  options.dir = dir;
+  options.flush_when_queue_empty = std::getenv("MAGNETAR_BENCH_GROUP_WAIT_US") == nullptr;
+  if (!options.flush_when_queue_empty) {
+    options.max_group_wait =
+        std::chrono::microseconds(std::atoi(std::getenv("MAGNETAR_BENCH_GROUP_WAIT_US")));
+  }
+  auto opened = Journal::open(options);
+  if (!opened.ok()) {
+    state.SkipWithError(opened.status().to_string().c_str());
+    return;
+  }
+  std::unique_ptr<Journal> journal = std::move(*opened);
+  Buffer payload = Buffer::allocate(1024);
+  std::fill(payload.mutable_data(), payload.mutable_data() + payload.size(), uint8_t{'j'});
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> latencies(static_cast<size_t>(count));
+  std::mutex mu;
+  std::condition_variable cv;
+  int finished = 0;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < count; ++i) {
+      std::this_thread::sleep_until(
+          t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(i / rate)));
+      const auto sent = Clock::now();
+      journal->append(JournalRecord{JournalRecordType::kEntry, 1, i, payload},
+                      [&, i, sent](Status st, JournalPosition) {
+                        if (!st.ok()) std::abort();
+                        latencies[static_cast<size_t>(i)] =
+                            std::chrono::duration<double, std::milli>(Clock::now() - sent).count();
+                        std::lock_guard lock(mu);
+                        ++finished;
+                        cv.notify_one();
+                      });
+    }
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return finished == count; });
+  }
+  journal.reset();
+  std::filesystem::remove_all(dir);
+  std::sort(latencies.begin(), latencies.end());
+  auto at = [&](double p) {
+    return latencies[std::min(latencies.size() - 1, static_cast<size_t>(p * latencies.size()))];
+  };
+  state.counters["rate_per_s"] = rate;
+  state.counters["p50_ms"] = at(0.5);
+  state.counters["p99_ms"] = at(0.99);
+  state.counters["p999_ms"] = at(0.999);
+  state.counters["max_ms"] = latencies.back();
+}
+BENCHMARK(BM_JournalAppendLatency)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
 }  // namespace
 }  // namespace magnetar::bookie

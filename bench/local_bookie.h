@@ -1,7 +1,7 @@
 #pragma once
 // One bookie served in the benchmark's own process (journal, storage, TCP server on
 // 127.0.0.1), shared by the benchmarks that need real bookies. Environment knobs:
-//   MAGNETAR_BENCH_GROUP_WAIT_MS     journalMaxGroupWaitMSec
+//   MAGNETAR_BENCH_GROUP_WAIT_MS     journalMaxGroupWaitMSec (fractions allowed: 0.2)
 //   MAGNETAR_BENCH_FLUSH_WHEN_EMPTY  1: journalFlushWhenQueueEmpty
 //   MAGNETAR_BENCH_WRITE_CACHE_MB    the ledger storage's write cache
 //   MAGNETAR_BENCH_FSYNC             0: journalSyncData off (diagnosis only)
@@ -35,8 +35,9 @@ struct LocalBookie {
     config.http_server_enabled = false;
     config.flush_interval_ms = 10000;
     config.journal_sync_data = env_int("MAGNETAR_BENCH_FSYNC", 1) != 0;
-    config.journal_max_group_wait_msec =
-        env_int("MAGNETAR_BENCH_GROUP_WAIT_MS", config.journal_max_group_wait_msec);
+    if (const char* wait = std::getenv("MAGNETAR_BENCH_GROUP_WAIT_MS")) {
+      config.journal_max_group_wait_msec = std::atof(wait);
+    }
     config.write_cache_max_size_mb =
         env_int("MAGNETAR_BENCH_WRITE_CACHE_MB", config.write_cache_max_size_mb);
     config.journal_flush_when_queue_empty = env_int("MAGNETAR_BENCH_FLUSH_WHEN_EMPTY", 0) == 1;

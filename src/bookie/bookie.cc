@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "protocol/bookie_entry.h"
 
 namespace magnetar::bookie {
@@ -24,7 +26,8 @@ JournalOptions journal_options(const BookieConfig& c) {
   o.dir = c.journal_directories.empty() ? std::string() : c.journal_directories.front();
   o.max_file_size = static_cast<uint64_t>(c.journal_max_size_mb) << 20;
   o.prealloc_size = static_cast<uint64_t>(c.journal_pre_alloc_size_mb) << 20;
-  o.max_group_wait = std::chrono::milliseconds(c.journal_max_group_wait_msec);
+  o.max_group_wait = std::chrono::microseconds(
+      static_cast<int64_t>(std::llround(c.journal_max_group_wait_msec * 1000.0)));
   o.buffered_writes_threshold = static_cast<size_t>(c.journal_buffered_writes_threshold);
   o.flush_when_queue_empty = c.journal_flush_when_queue_empty;
   o.sync_data = c.journal_sync_data;

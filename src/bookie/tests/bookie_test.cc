@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <future>
 
+#include "bookie/bookie_config.h"
+#include "common/config.h"
 #include "protocol/bookie_entry.h"
 
 namespace magnetar::bookie {
@@ -251,6 +253,18 @@ TEST_F(BookieTest, FullDiskTurnsReadOnly) {
   }
   EXPECT_TRUE(bookie_->read_only());
   EXPECT_EQ(add(1, 0, -1, "x"), bookie_wire::READ_ONLY);
+}
+
+TEST(BookieConfigTest, GroupWaitTakesFractionsOfAMillisecond) {
+  BookieConfig config;
+  ConfigSchema schema("bookie");
+  bind_bookie_config(schema, &config);
+  ASSERT_TRUE(schema.load_text("journalMaxGroupWaitMSec=0.2\n", "bookie.conf").ok());
+  EXPECT_DOUBLE_EQ(config.journal_max_group_wait_msec, 0.2);
+  ASSERT_TRUE(schema.load_text("journalMaxGroupWaitMSec=2\n", "bookie.conf").ok());
+  EXPECT_DOUBLE_EQ(config.journal_max_group_wait_msec, 2.0);
+  Status bad = schema.load_text("journalMaxGroupWaitMSec=-1\n", "bookie.conf");
+  EXPECT_FALSE(bad.ok());
 }
 
 }  // namespace
