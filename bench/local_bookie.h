@@ -5,7 +5,10 @@
 //   MAGNETAR_BENCH_FLUSH_WHEN_EMPTY  1: journalFlushWhenQueueEmpty
 //   MAGNETAR_BENCH_WRITE_CACHE_MB    the ledger storage's write cache
 //   MAGNETAR_BENCH_FSYNC             0: journalSyncData off (diagnosis only)
+//   MAGNETAR_BENCH_LEDGER_DIR        ledger storage here instead of beside the journal (a
+//                                    second disk; /dev/shm to take storage out of the picture)
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -26,11 +29,19 @@ struct LocalBookie {
   bookie::BookieConfig config;
   std::unique_ptr<bookie::Bookie> bookie;
   std::unique_ptr<bookie::BookieServer> server;
+  std::filesystem::path separate_ledger_dir;  // MAGNETAR_BENCH_LEDGER_DIR's, removed at the end
 
   // `store` may be null (no registration: clients talk to the bookie by address).
   LocalBookie(const std::filesystem::path& dir, std::shared_ptr<metadata::MetadataStore> store) {
     config.journal_directories = {(dir / "journal").string()};
-    config.ledger_directories = {(dir / "ledgers").string()};
+    if (const char* ledgers = std::getenv("MAGNETAR_BENCH_LEDGER_DIR")) {
+      std::string flat = dir.string();
+      std::replace(flat.begin(), flat.end(), '/', '_');
+      separate_ledger_dir = std::filesystem::path(ledgers) / flat;
+      config.ledger_directories = {(separate_ledger_dir / "ledgers").string()};
+    } else {
+      config.ledger_directories = {(dir / "ledgers").string()};
+    }
     config.bookie_port = 0;
     config.http_server_enabled = false;
     config.flush_interval_ms = 10000;
@@ -49,6 +60,7 @@ struct LocalBookie {
     server->stop();
     server.reset();
     bookie.reset();
+    if (!separate_ledger_dir.empty()) std::filesystem::remove_all(separate_ledger_dir);
   }
   LocalBookie(const LocalBookie&) = delete;
   LocalBookie& operator=(const LocalBookie&) = delete;
