@@ -35,10 +35,10 @@ build-asan: deps $(ASAN_DIR)/build.ninja
 test-release: build
 	cd $(BUILD_DIR) && ctest $(CTEST_FLAGS)
 
-# Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer, then the
-# bounded fuzz runs of every decoder.
+# Unit tests, and the integration tests labelled `integration-sanitized`, again under AddressSanitizer +
+# UndefinedBehaviorSanitizer, then the bounded fuzz runs of every decoder.
 test-asan: build-asan
-	cd $(ASAN_DIR) && ctest $(CTEST_FLAGS) -L unit
+	cd $(ASAN_DIR) && ctest $(CTEST_FLAGS) -L '^(unit|integration-sanitized)$$'
 	@$(MAKE) --no-print-directory fuzz
 
 fuzz: build-asan

@@ -81,19 +81,27 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     close();
   }
 
+  // What a bookie callback holds: this connection and its loop. The callbacks run (and are
+  // destroyed) on bookie threads, possibly after the server stopped: the connection (its
+  // timers, its socket) must go before the loop that owns their services, hence one object
+  // with that member order rather than two lambda captures, whose order is unspecified.
+  struct Held {
+    std::shared_ptr<asio::io_context> loop;  // declared first: destroyed last
+    std::shared_ptr<Connection> conn;
+  };
+
   void dispatch(protocol::BookieFrame<BookieRequest> frame) {
     const BookieRequest& req = frame.header;
     const uint64_t id = req.request_id();
     auto self = shared_from_this();
-    // The callbacks run on bookie threads; they keep the loop itself alive (see loops_).
     auto executor = socket_.get_executor();
-    std::shared_ptr<asio::io_context> loop = loop_.lock();
+    Held held{loop_.lock(), self};
     switch (req.op_case()) {
       case BookieRequest::kAdd: {
         // The request moves on to the bookie; the answer needs only its ids.
         const int64_t ledger_id = req.add().ledger_id(), entry_id = req.add().entry_id();
-        auto answer = [self, loop, id, ledger_id, entry_id](BookieStatus st) {
-          self->answer_add(AddAnswer{id, ledger_id, entry_id, st});
+        auto answer = [held, id, ledger_id, entry_id](BookieStatus st) {
+          held.conn->answer_add(AddAnswer{id, ledger_id, entry_id, st});
         };
         bookie_.add_entry(std::move(*frame.header.mutable_add()), std::move(frame.body),
                           std::move(answer));
@@ -101,8 +109,9 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
       }
       case BookieRequest::kRead: {
         bookie_wire::ReadRequest read = req.read();
-        bookie_.read_entry(read, [self, loop, executor, id, read](BookieStatus st, Buffer entry,
-                                                                  int64_t lac) {
+        bookie_.read_entry(read, [held, executor, id, read](BookieStatus st, Buffer entry,
+                                                            int64_t lac) {
+          const std::shared_ptr<Connection>& self = held.conn;
           asio::post(executor, [self, id, read, st, entry = std::move(entry), lac]() mutable {
             BookieResponse r;
             r.set_request_id(id);
