@@ -21,9 +21,9 @@ BookieStatus to_bookie_status(const Status& st) {
   return bookie_wire::IO_ERROR;
 }
 
-JournalOptions journal_options(const BookieConfig& c) {
+JournalOptions journal_options(const BookieConfig& c, const std::string& dir) {
   JournalOptions o;
-  o.dir = c.journal_directories.empty() ? std::string() : c.journal_directories.front();
+  o.dir = dir;
   o.max_file_size = static_cast<uint64_t>(c.journal_max_size_mb) << 20;
   o.prealloc_size = static_cast<uint64_t>(c.journal_pre_alloc_size_mb) << 20;
   o.max_group_wait = std::chrono::microseconds(
@@ -50,9 +50,14 @@ Bookie::Bookie(const BookieConfig& config, Env& env)
     : config_(config), env_(env), log_(log::Logger("bookie").with("bookie", config.bookie_id())) {}
 
 Result<std::unique_ptr<Bookie>> Bookie::open(const BookieConfig& config, Env& env) {
-  if (config.journal_directories.size() != 1 || config.ledger_directories.size() != 1) {
+  if (config.journal_directories.empty()) {
+    return Status(Errc::kInvalidArgument, "journalDirectories is empty");
+  }
+  if (config.ledger_directories.size() != 1) {
     return Status(Errc::kNotSupported,
-                  "this bookie takes exactly one journal directory and one ledger directory");
+                  fmt::format("ledgerDirectories lists {} directories; this bookie takes exactly "
+                              "one (journalDirectories may list several)",
+                              config.ledger_directories.size()));
   }
   std::unique_ptr<Bookie> b(new Bookie(config, env));
   MAGNETAR_TRY(b->start());
@@ -62,42 +67,56 @@ Result<std::unique_ptr<Bookie>> Bookie::open(const BookieConfig& config, Env& en
 Status Bookie::start() {
   MAGNETAR_ASSIGN_OR_RETURN(storage_, LedgerStorage::open(storage_options(config_), env_));
 
-  // Replay what the journal holds past the last checkpoint into storage.
-  JournalOptions jo = journal_options(config_);
-  JournalPosition replayed_to;
-  uint64_t records = 0;
-  auto replay = Journal::replay(
-      jo, env_, [&](const JournalRecord& r, JournalPosition after) -> Status {
-        ++records;
-        replayed_to = after;
-        switch (r.type) {
-          case JournalRecordType::kMasterKey:
-            return storage_->set_master_key(r.ledger_id, r.payload.view());
-          case JournalRecordType::kFence:
-            // The record carries the master key: the ledger may have had no entry here.
-            if (!r.payload.empty()) MAGNETAR_TRY(storage_->set_master_key(r.ledger_id, r.payload.view()));
-            return storage_->set_fenced(r.ledger_id).status();
-          case JournalRecordType::kEntry: {
-            auto header = protocol::peek_entry_header(r.payload);
-            int64_t lac = header.ok() ? header->lac : -1;
-            return storage_->add_entry(r.ledger_id, r.entry_id, r.payload, lac);
-          }
-          case JournalRecordType::kExplicitLac:
-            return Status::OK();
-        }
+  // Replay what each journal holds past its last checkpoint into storage. A ledger's records
+  // are all in one journal (journal_for()), so the journals replay independently.
+  auto apply = [&](const JournalRecord& r) -> Status {
+    switch (r.type) {
+      case JournalRecordType::kMasterKey:
+        return storage_->set_master_key(r.ledger_id, r.payload.view());
+      case JournalRecordType::kFence:
+        // The record carries the master key: the ledger may have had no entry here.
+        if (!r.payload.empty()) MAGNETAR_TRY(storage_->set_master_key(r.ledger_id, r.payload.view()));
+        return storage_->set_fenced(r.ledger_id).status();
+      case JournalRecordType::kEntry: {
+        auto header = protocol::peek_entry_header(r.payload);
+        int64_t lac = header.ok() ? header->lac : -1;
+        return storage_->add_entry(r.ledger_id, r.entry_id, r.payload, lac);
+      }
+      case JournalRecordType::kExplicitLac:
         return Status::OK();
-      });
-  if (!replay.ok()) return replay.status();
+    }
+    return Status::OK();
+  };
+  const size_t n = config_.journal_directories.size();
+  std::vector<JournalPosition> replayed_to(n);
+  std::vector<uint64_t> replayed(n, 0);
+  uint64_t records = 0;
+  for (size_t j = 0; j < n; ++j) {
+    auto replay = Journal::replay(
+        journal_options(config_, config_.journal_directories[j]), env_,
+        [&](const JournalRecord& r, JournalPosition after) -> Status {
+          ++records;
+          ++replayed[j];
+          replayed_to[j] = after;
+          return apply(r);
+        });
+    if (!replay.ok()) return replay.status();
+  }
   if (records > 0) {
     MAGNETAR_TRY(storage_->flush());
     log_.info("replayed {} journal records into ledger storage", records);
   }
 
-  MAGNETAR_ASSIGN_OR_RETURN(journal_, Journal::open(jo, env_));
-  if (records > 0) MAGNETAR_TRY(journal_->checkpoint_complete(replayed_to));
-  journal_->on_failure([this](const Status& st) {
-    set_read_only(fmt::format("journal failed: {}", st.to_string()));
-  });
+  for (size_t j = 0; j < n; ++j) {
+    const std::string& dir = config_.journal_directories[j];
+    MAGNETAR_ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal,
+                              Journal::open(journal_options(config_, dir), env_));
+    if (replayed[j] > 0) MAGNETAR_TRY(journal->checkpoint_complete(replayed_to[j]));
+    journal->on_failure([this, dir](const Status& st) {
+      set_read_only(fmt::format("journal {} failed: {}", dir, st.to_string()));
+    });
+    journals_.push_back(std::move(journal));
+  }
 
   timers_guard_.emplace(timers_.get_executor());
   timers_thread_ = std::thread([this] { timers_.run(); });
@@ -125,7 +144,7 @@ Bookie::~Bookie() {
   if (timers_guard_) timers_guard_.reset();
   timers_.stop();
   if (timers_thread_.joinable()) timers_thread_.join();
-  journal_.reset();  // completes or fails everything queued
+  journals_.clear();  // completes or fails everything queued
   if (storage_) {
     Status st = storage_->flush();
     if (!st.ok()) log_.warn("final flush failed: {}", st.to_string());
@@ -171,11 +190,12 @@ void Bookie::add_entry(bookie_wire::AddRequest request, Buffer entry, AddCallbac
     Status stored = storage_->add_entry(ledger, entry_id, entry, header->lac);
     if (!stored.ok()) return done(to_bookie_status(stored));
     if (new_ledger) {
-      journal_->append(JournalRecord{JournalRecordType::kMasterKey, ledger, -1,
+      journal_for(ledger).append(JournalRecord{JournalRecordType::kMasterKey, ledger, -1,
                                      Buffer::copy_of(request.master_key())},
                        [](Status, JournalPosition) {});
     }
-    journal_->append(JournalRecord{JournalRecordType::kEntry, ledger, entry_id, std::move(entry)},
+    journal_for(ledger).append(
+        JournalRecord{JournalRecordType::kEntry, ledger, entry_id, std::move(entry)},
                      [this, ledger, done = std::move(done)](Status st, JournalPosition) {
                        done(st.ok() ? bookie_wire::OK : bookie_wire::IO_ERROR);
                        if (st.ok()) complete_waiters(ledger);
@@ -194,7 +214,7 @@ void Bookie::read_entry(const bookie_wire::ReadRequest& request, ReadCallback do
       if (*fenced) {
         // Answer only once the fence is durable: a fence lost in a crash would let the old
         // writer go on after recovery began.
-        journal_->append(JournalRecord{JournalRecordType::kFence, ledger, -1,
+        journal_for(ledger).append(JournalRecord{JournalRecordType::kFence, ledger, -1,
                                        Buffer::copy_of(request.master_key())},
                          [this, request, done = std::move(done)](Status st,
                                                                  JournalPosition) mutable {
@@ -312,16 +332,27 @@ bookie_wire::BookieInfoResponse Bookie::info() {
   return r;
 }
 
+Journal& Bookie::journal_for(int64_t ledger_id) {
+  return *journals_[static_cast<uint64_t>(ledger_id) % journals_.size()];
+}
+
 Status Bookie::checkpoint() {
   std::lock_guard<std::mutex> lock(checkpoint_mu_);
-  // The mark is taken before the flush: everything journaled before it is in storage after.
-  JournalPosition mark = journal_->last_durable();
+  // The marks are taken before the flush: everything journaled before them is in storage
+  // after it.
+  std::vector<JournalPosition> marks;
+  for (const auto& journal : journals_) marks.push_back(journal->last_durable());
   Status st = storage_->flush();
   if (!st.ok()) {
     set_read_only(fmt::format("ledger storage flush failed: {}", st.to_string()));
     return st;
   }
-  return journal_->checkpoint_complete(mark);
+  Status result;
+  for (size_t j = 0; j < journals_.size(); ++j) {
+    Status done = journals_[j]->checkpoint_complete(marks[j]);
+    if (!done.ok() && result.ok()) result = done;
+  }
+  return result;
 }
 
 Result<uint64_t> Bookie::garbage_collect(const std::function<bool(int64_t)>& is_live) {
@@ -341,7 +372,9 @@ Result<uint64_t> Bookie::garbage_collect(const std::function<bool(int64_t)>& is_
 }
 
 void Bookie::check_disks() {
-  for (const auto& dir : {config_.journal_directories.front(), config_.ledger_directories.front()}) {
+  std::vector<std::string> dirs = config_.journal_directories;
+  dirs.push_back(config_.ledger_directories.front());
+  for (const auto& dir : dirs) {
     auto usage = env_.disk_usage(dir);
     if (!usage.ok() || usage->total_bytes == 0) continue;
     double used = 1.0 - static_cast<double>(usage->free_bytes) /

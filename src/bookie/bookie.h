@@ -86,7 +86,9 @@ class Bookie {
   Env& env_;
   log::Logger log_;
   std::unique_ptr<LedgerStorage> storage_;
-  std::unique_ptr<Journal> journal_;
+  // One per journalDirectories entry; a ledger's records all go to journal_for(ledger).
+  std::vector<std::unique_ptr<Journal>> journals_;
+  Journal& journal_for(int64_t ledger_id);
   std::atomic<bool> read_only_{false};
   std::function<void()> on_read_only_;
   std::mutex callbacks_mu_;

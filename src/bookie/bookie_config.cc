@@ -26,9 +26,10 @@ void bind_bookie_config(ConfigSchema& s, BookieConfig* c) {
 
 void bind_bookie_storage_config(ConfigSchema& s, BookieConfig* c) {
   s.bind("journalDirectories", &c->journal_directories,
-         "Journal directory (write-ahead log); put it on its own disk");
+         "Journal directories (write-ahead logs), each best on its own disk; a ledger's "
+         "records go to journal (ledger id mod count)");
   s.bind("ledgerDirectories", &c->ledger_directories,
-         "Ledger storage directory (entry logs + index)");
+         "Ledger storage directory (entry logs + index); exactly one");
   s.bind("journalMaxSizeMB", &c->journal_max_size_mb, "Roll journal files past this size")
       .range(1, 1 << 20);
   s.bind("journalPreAllocSizeMB", &c->journal_pre_alloc_size_mb,

@@ -3,6 +3,7 @@
 
 #include "bookie/bookie.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -224,6 +225,57 @@ TEST_F(BookieTest, AcknowledgedEntriesSurviveACrash) {
   bookie_.reset();
   open();
   EXPECT_EQ(read(9, 199).status, bookie_wire::OK);
+}
+
+TEST_F(BookieTest, SeveralJournalDirectoriesShareTheLedgersAndAllReplay) {
+  config_.journal_directories = {(dir_ / "journal-a").string(), (dir_ / "journal-b").string()};
+  BookieConfig config = config_;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    auto b = Bookie::open(config);
+    if (!b.ok()) ::_exit(1);
+    for (int64_t ledger : {10, 11}) {  // ledger id modulo 2 picks the journal
+      for (int i = 0; i < 50; ++i) {
+        std::promise<BookieStatus> p;
+        (*b)->add_entry(add_req(ledger, i), entry(ledger, i, i - 1, fmt::format("e{}", i)),
+                        [&](BookieStatus s) { p.set_value(s); });
+        if (p.get_future().get() != bookie_wire::OK) ::_exit(2);
+      }
+    }
+    ::_exit(0);  // no checkpoint, no flush: what SIGKILL leaves
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  // Each journal directory holds one ledger's records.
+  for (const char* name : {"journal-a", "journal-b"}) {
+    uintmax_t bytes = 0;
+    for (const auto& f : std::filesystem::directory_iterator(dir_ / name / "current")) {
+      if (f.path().extension() == ".txn") bytes += f.file_size();
+    }
+    EXPECT_GT(bytes, 50u * 2) << name;
+  }
+  open();  // replays both journals
+  for (int64_t ledger : {10, 11}) {
+    for (int i = 0; i < 50; ++i) {
+      ReadResult r = read(ledger, i);
+      ASSERT_EQ(r.status, bookie_wire::OK) << ledger << ":" << i;
+      EXPECT_EQ(protocol::unpack_entry(r.entry, ledger, i)->view(), fmt::format("e{}", i));
+    }
+  }
+  ASSERT_TRUE(bookie_->checkpoint().ok());
+  bookie_.reset();
+  open();
+  EXPECT_EQ(read(11, 49).status, bookie_wire::OK);
+}
+
+TEST_F(BookieTest, MoreThanOneLedgerDirectoryIsRefusedClearly) {
+  config_.ledger_directories = {(dir_ / "l1").string(), (dir_ / "l2").string()};
+  auto b = Bookie::open(config_);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("ledgerDirectories"), std::string::npos)
+      << b.status().to_string();
 }
 
 TEST_F(BookieTest, FailedJournalSyncMakesTheBookieReadOnlyWithoutFalseAcks) {
