@@ -10,6 +10,7 @@
 #include "broker/schema_registry.h"
 #include "broker/topic.h"
 #include "common/version.h"
+#include "common/write_batch.h"
 #include "protocol/topic_name.h"
 
 namespace magnetar::broker {
@@ -118,7 +119,7 @@ Task<void> Connection::write_loop() {
       continue;
     }
     // Everything queued goes out in one gathered write.
-    net::take_write_batch(out_, batch, buffers, 512, 4 * 1024 * 1024);
+    take_write_batch(out_, batch, buffers, 512, 4 * 1024 * 1024);
     boost::system::error_code ec;
     co_await stream_->write(buffers, ec);
     if (ec) {

@@ -5,6 +5,7 @@
 #include <boost/asio/connect.hpp>
 
 #include "common/version.h"
+#include "common/write_batch.h"
 #include "net/tls.h"
 
 namespace magnetar::client {
@@ -273,7 +274,7 @@ Task<void> ClientConnection::write_loop() {
       co_await write_wakeup_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       continue;
     }
-    net::take_write_batch(out_, batch, buffers, 256, 4 * 1024 * 1024);
+    take_write_batch(out_, batch, buffers, 256, 4 * 1024 * 1024);
     boost::system::error_code ec;
     co_await stream_->write(buffers, ec);
     if (ec) {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/metrics.h"
+#include "common/write_batch.h"
 
 namespace magnetar::ledger {
 
@@ -28,6 +29,9 @@ namespace {
 // Each read from a bookie socket lands in a fresh block of this size; decoded entries are
 // slices of it (no copy when a frame arrives in one read).
 constexpr size_t kReadChunk = 64 * 1024;
+// Bounds of one gathered write (IOV_MAX is 1024 on Linux).
+constexpr size_t kMaxWritePieces = 1024;
+constexpr size_t kMaxWriteBytes = 4 << 20;
 
 const char* op_name(size_t op) {
   static constexpr const char* kNames[] = {"add", "read", "read_lac", "info"};
@@ -304,10 +308,11 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
     return BookieResponse::OP_NOT_SET;
   }
 
-  // Writes everything queued in one gathered write, sleeping on wakeup_ when nothing is.
+  // Writes what is queued in gathered writes, sleeping on wakeup_ when nothing is.
   Task<void> write_loop() {
     auto self = shared_from_this();
     std::vector<asio::const_buffer> iov;
+    std::vector<BufferChain> batch;
     while (!dead_) {
       if (outbox_.empty()) {
         writer_asleep_ = true;
@@ -316,14 +321,10 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
         writer_asleep_ = false;
         continue;
       }
-      std::deque<BufferChain> batch;
-      batch.swap(outbox_);
-      iov.clear();
-      for (const BufferChain& frame : batch) {
-        for (const Buffer& b : frame.buffers()) iov.emplace_back(b.data(), b.size());
-      }
+      take_write_batch(outbox_, batch, iov, kMaxWritePieces, kMaxWriteBytes);
       boost::system::error_code ec;
       co_await asio::async_write(socket_, iov, asio::redirect_error(asio::use_awaitable, ec));
+      batch.clear();  // written: release the frames now
       if (ec) {
         fail(Errc::kUnavailable, fmt::format("write failed: {}", ec.message()));
         co_return;

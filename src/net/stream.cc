@@ -131,21 +131,6 @@ std::unique_ptr<Stream> tcp_stream(tcp::socket socket) {
   return std::make_unique<TcpStream>(std::move(socket));
 }
 
-void take_write_batch(std::deque<BufferChain>& queue, std::vector<BufferChain>& batch,
-                      std::vector<asio::const_buffer>& iov, size_t max_pieces, size_t max_bytes) {
-  batch.clear();
-  iov.clear();
-  size_t bytes = 0;
-  while (!queue.empty() && (batch.empty() || (iov.size() < max_pieces && bytes < max_bytes))) {
-    batch.push_back(std::move(queue.front()));
-    queue.pop_front();
-    for (const Buffer& b : batch.back().buffers()) {
-      iov.emplace_back(b.data(), b.size());
-      bytes += b.size();
-    }
-  }
-}
-
 std::string describe_error(const error_code& ec) {
   if (ec == asio::ssl::error::stream_truncated) {
     return "the peer closed the connection in the middle of TLS";

@@ -67,12 +67,6 @@ std::unique_ptr<Stream> tcp_stream(asio::ip::tcp::socket socket);
 std::unique_ptr<Stream> tls_stream(asio::ip::tcp::socket socket,
                                    std::shared_ptr<TlsContext> context);
 
-// Moves frames from the front of `queue` into `batch` (which keeps them alive) and their
-// pieces into `iov`, for one gathered write: at most `max_pieces` pieces and about
-// `max_bytes` bytes (at least one frame). `batch` and `iov` are cleared first.
-void take_write_batch(std::deque<BufferChain>& queue, std::vector<BufferChain>& batch,
-                      std::vector<asio::const_buffer>& iov, size_t max_pieces, size_t max_bytes);
-
 // A TLS (ssl category) error as text, for logs and statuses: OpenSSL's reason, e.g.
 // "tlsv13 alert certificate required"; other errors: their message.
 std::string describe_error(const boost::system::error_code& ec);

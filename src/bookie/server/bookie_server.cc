@@ -11,9 +11,16 @@
 #include <nlohmann/json.hpp>
 
 #include "metadata/paths.h"
+#include "common/write_batch.h"
 #include "protocol/bookie_frame.h"
 
 namespace magnetar::bookie {
+
+namespace {
+// Bounds of one gathered write (IOV_MAX is 1024 on Linux).
+constexpr size_t kMaxWritePieces = 1024;
+constexpr size_t kMaxWriteBytes = 4 << 20;
+}  // namespace
 
 using asio::ip::tcp;
 using bookie_wire::BookieRequest;
@@ -199,6 +206,7 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
   Task<void> write_loop() {
     auto self = shared_from_this();
     std::vector<asio::const_buffer> iov;
+    std::vector<BufferChain> batch;
     while (!closed_) {
       if (outbox_.empty()) {
         writer_asleep_ = true;
@@ -207,15 +215,11 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
         writer_asleep_ = false;
         continue;
       }
-      // Everything queued goes out in one gathered write.
-      std::deque<BufferChain> batch;
-      batch.swap(outbox_);
-      iov.clear();
-      for (const BufferChain& c : batch) {
-        for (const Buffer& b : c.buffers()) iov.emplace_back(b.data(), b.size());
-      }
+      // What is queued goes out in gathered writes (bounded, see take_write_batch).
+      take_write_batch(outbox_, batch, iov, kMaxWritePieces, kMaxWriteBytes);
       boost::system::error_code ec;
       co_await asio::async_write(socket_, iov, asio::redirect_error(asio::use_awaitable, ec));
+      batch.clear();  // written: release the frames now
       if (ec) {
         close();
         co_return;
