@@ -28,6 +28,7 @@
 #include "common/metrics.h"
 #include "ledger/bookie_client.h"
 #include "ledger/bookkeeper.h"
+#include "latency_report.h"
 #include "local_bookie.h"
 #include "metadata/metadata_store.h"
 #include "protocol/bookie_entry.h"
@@ -45,6 +46,7 @@ std::filesystem::path bench_dir() {
 }
 
 using bench::LocalBookie;
+using bench::report_latency;
 
 std::map<int64_t, double> g_max_rate;  // entry size -> adds/s measured at full pipelining
 
@@ -101,25 +103,12 @@ std::vector<AddLatency> run_adds(magnetar::testing::EventLoop& loop, ledger::Boo
   return latencies;
 }
 
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
-
 // The pace of the latency rows: half the full-pipelining rate measured for `size`, or
 // $MAGNETAR_BENCH_RATE.
 double latency_rate(size_t size) {
   if (const char* fixed = std::getenv("MAGNETAR_BENCH_RATE")) return std::atof(fixed);
   auto it = g_max_rate.find(static_cast<int64_t>(size));
   return it != g_max_rate.end() ? it->second / 2 : 1000;
-}
-
-void report_latency(benchmark::State& state, double rate, const std::vector<double>& all) {
-  state.counters["rate_per_s"] = rate;
-  state.counters["p50_ms"] = percentile(all, 0.50);
-  state.counters["p99_ms"] = percentile(all, 0.99);
-  state.counters["p999_ms"] = percentile(all, 0.999);
-  state.counters["max_ms"] = *std::max_element(all.begin(), all.end());
 }
 
 void BM_BookieAdd(benchmark::State& state) {

@@ -19,6 +19,7 @@
 
 #include "bookie/journal/journal.h"
 #include "common/env.h"
+#include "latency_report.h"
 
 namespace magnetar::bookie {
 namespace {
@@ -145,15 +146,7 @@ void BM_JournalAppendLatency(benchmark::State& state) {
   }
   journal.reset();
   std::filesystem::remove_all(dir);
-  std::sort(latencies.begin(), latencies.end());
-  auto at = [&](double p) {
-    return latencies[std::min(latencies.size() - 1, static_cast<size_t>(p * latencies.size()))];
-  };
-  state.counters["rate_per_s"] = rate;
-  state.counters["p50_ms"] = at(0.5);
-  state.counters["p99_ms"] = at(0.99);
-  state.counters["p999_ms"] = at(0.999);
-  state.counters["max_ms"] = latencies.back();
+  bench::report_latency(state, rate, std::move(latencies));
 }
 BENCHMARK(BM_JournalAppendLatency)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
