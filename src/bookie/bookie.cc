@@ -173,34 +173,45 @@ void Bookie::on_read_only(std::function<void()> callback) {
 void Bookie::add_entry(bookie_wire::AddRequest request, Buffer entry, AddCallback done) {
   asio::post(workers_, [this, request = std::move(request), entry = std::move(entry),
                         done = std::move(done)]() mutable {
-    const int64_t ledger = request.ledger_id();
-    const int64_t entry_id = request.entry_id();
-    if (read_only_) return done(bookie_wire::READ_ONLY);
-    auto header = protocol::peek_entry_header(entry);
-    if (!header.ok() || header->ledger_id != ledger || header->entry_id != entry_id ||
-        entry_id < 0) {
-      return done(bookie_wire::BAD_REQUEST);
-    }
-    bool new_ledger = !storage_->ledger_info(ledger).ok();
-    Status key = storage_->set_master_key(ledger, request.master_key());
-    if (!key.ok()) return done(to_bookie_status(key));
-    auto info = storage_->ledger_info(ledger);
-    if (!info.ok()) return done(to_bookie_status(info.status()));
-    if (info->fenced && !request.recovery()) return done(bookie_wire::FENCED);
-    Status stored = storage_->add_entry(ledger, entry_id, entry, header->lac);
-    if (!stored.ok()) return done(to_bookie_status(stored));
-    if (new_ledger) {
-      journal_for(ledger).append(JournalRecord{JournalRecordType::kMasterKey, ledger, -1,
-                                     Buffer::copy_of(request.master_key())},
-                       [](Status, JournalPosition) {});
-    }
-    journal_for(ledger).append(
-        JournalRecord{JournalRecordType::kEntry, ledger, entry_id, std::move(entry)},
-                     [this, ledger, done = std::move(done)](Status st, JournalPosition) {
-                       done(st.ok() ? bookie_wire::OK : bookie_wire::IO_ERROR);
-                       if (st.ok()) complete_waiters(ledger);
-                     });
+    store_add(std::move(request), std::move(entry), std::move(done));
   });
+}
+
+void Bookie::add_entries(std::vector<Add> adds) {
+  if (adds.empty()) return;
+  asio::post(workers_, [this, adds = std::move(adds)]() mutable {
+    for (Add& a : adds) store_add(std::move(a.request), std::move(a.entry), std::move(a.done));
+  });
+}
+
+void Bookie::store_add(bookie_wire::AddRequest request, Buffer entry, AddCallback done) {
+  const int64_t ledger = request.ledger_id();
+  const int64_t entry_id = request.entry_id();
+  if (read_only_) return done(bookie_wire::READ_ONLY);
+  auto header = protocol::peek_entry_header(entry);
+  if (!header.ok() || header->ledger_id != ledger || header->entry_id != entry_id ||
+      entry_id < 0) {
+    return done(bookie_wire::BAD_REQUEST);
+  }
+  bool new_ledger = !storage_->ledger_info(ledger).ok();
+  Status key = storage_->set_master_key(ledger, request.master_key());
+  if (!key.ok()) return done(to_bookie_status(key));
+  auto info = storage_->ledger_info(ledger);
+  if (!info.ok()) return done(to_bookie_status(info.status()));
+  if (info->fenced && !request.recovery()) return done(bookie_wire::FENCED);
+  Status stored = storage_->add_entry(ledger, entry_id, entry, header->lac);
+  if (!stored.ok()) return done(to_bookie_status(stored));
+  if (new_ledger) {
+    journal_for(ledger).append(JournalRecord{JournalRecordType::kMasterKey, ledger, -1,
+                                             Buffer::copy_of(request.master_key())},
+                               [](Status, JournalPosition) {});
+  }
+  journal_for(ledger).append(
+      JournalRecord{JournalRecordType::kEntry, ledger, entry_id, std::move(entry)},
+      [this, ledger, done = std::move(done)](Status st, JournalPosition) {
+        done(st.ok() ? bookie_wire::OK : bookie_wire::IO_ERROR);
+        if (st.ok()) complete_waiters(ledger);
+      });
 }
 
 void Bookie::read_entry(const bookie_wire::ReadRequest& request, ReadCallback done) {

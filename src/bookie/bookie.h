@@ -48,6 +48,14 @@ class Bookie {
 
   // `entry` is the packaged entry (protocol/bookie_entry.h) exactly as the client sent it.
   void add_entry(bookie_wire::AddRequest request, Buffer entry, AddCallback done);
+  struct Add {
+    bookie_wire::AddRequest request;
+    Buffer entry;
+    AddCallback done;
+  };
+  // add_entry() for several adds at once, in order: one hand-off to the storage workers (the
+  // server passes the adds of one socket read).
+  void add_entries(std::vector<Add> adds);
   // Fence reads, plain reads, reads of the last entry (-1) and long-poll reads.
   void read_entry(const bookie_wire::ReadRequest& request, ReadCallback done);
   bookie_wire::ReadLacResponse read_lac(int64_t ledger_id);
@@ -68,6 +76,8 @@ class Bookie {
   Result<uint64_t> garbage_collect(const std::function<bool(int64_t)>& is_live);
 
  private:
+  // An add, on a storage worker.
+  void store_add(bookie_wire::AddRequest request, Buffer entry, AddCallback done);
   Bookie(const BookieConfig& config, Env& env);
   Status start();
   void checkpoint_loop();

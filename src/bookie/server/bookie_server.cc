@@ -84,6 +84,7 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
         if (!frame->has_value()) break;
         dispatch(std::move(**frame));
       }
+      hand_off_adds();
     }
     close();
   }
@@ -103,6 +104,8 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     auto self = shared_from_this();
     auto executor = socket_.get_executor();
     Held held{loop_.lock(), self};
+    // Other requests keep their place after the adds before them.
+    if (req.op_case() != BookieRequest::kAdd) hand_off_adds();
     switch (req.op_case()) {
       case BookieRequest::kAdd: {
         // The request moves on to the bookie; the answer needs only its ids.
@@ -110,8 +113,8 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
         auto answer = [held, id, ledger_id, entry_id](BookieStatus st) {
           held.conn->answer_add(AddAnswer{id, ledger_id, entry_id, st});
         };
-        bookie_.add_entry(std::move(*frame.header.mutable_add()), std::move(frame.body),
-                          std::move(answer));
+        adds_.push_back(Bookie::Add{std::move(*frame.header.mutable_add()),
+                                    std::move(frame.body), std::move(answer)});
         return;
       }
       case BookieRequest::kRead: {
@@ -151,6 +154,13 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     }
     log_.warn("closing connection: request {} has no operation this bookie knows", id);
     close();
+  }
+
+  // The adds decoded from one read go to the storage workers in one hand-off.
+  void hand_off_adds() {
+    if (adds_.empty()) return;
+    bookie_.add_entries(std::move(adds_));
+    adds_.clear();
   }
 
   void send(const BookieResponse& response, Buffer body) {
@@ -238,6 +248,7 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
   asio::steady_timer wakeup_;
   bool writer_asleep_ = false;
   std::deque<BufferChain> outbox_;
+  std::vector<Bookie::Add> adds_;  // decoded from the current read, not yet handed off
   bool closed_ = false;
   // Add answers from journal threads, drained on the loop (answer_add()).
   std::mutex answers_mu_;
