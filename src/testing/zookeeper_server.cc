@@ -205,7 +205,10 @@ ZooKeeperServer::~ZooKeeperServer() {
 
 Result<std::unique_ptr<ZooKeeperServer>> ZooKeeperServer::start(ZooKeeperOptions options) {
   for (int attempt = 1;; ++attempt) {
-    MAGNETAR_ASSIGN_OR_RETURN(std::vector<int> ports, pick_free_ports(1));
+    std::vector<int> ports = {options.port};
+    if (options.port == 0) {
+      MAGNETAR_ASSIGN_OR_RETURN(ports, pick_free_ports(1));
+    }
     MAGNETAR_ASSIGN_OR_RETURN(auto server, prepare(options, ports[0], 0, ""));
     const auto began = Clock::now();
     Status st = server->spawn();
@@ -216,7 +219,7 @@ Result<std::unique_ptr<ZooKeeperServer>> ZooKeeperServer::start(ZooKeeperOptions
                     server->dir());
       return server;
     }
-    if (attempt == kMaxStartAttempts || !server->lost_port_race()) return st;
+    if (attempt == kMaxStartAttempts || options.port != 0 || !server->lost_port_race()) return st;
     logger().warn("port {} was taken before zookeeper bound it; retrying", server->port());
   }
 }
@@ -291,7 +294,8 @@ std::string ZooKeeperServer::log_tail(int lines) const {
 }
 
 bool ZooKeeperServer::lost_port_race() const {
-  return log_tail(200).find("Address already in use") != std::string::npos;
+  return other_server_on_port_ ||
+         log_tail(200).find("Address already in use") != std::string::npos;
 }
 
 std::string ZooKeeperServer::describe_exit() const {
@@ -386,7 +390,21 @@ Status ZooKeeperServer::wait_until_serving(milliseconds timeout) {
     }
     Result<std::string> answer =
         four_letter_word(port_, "srvr", std::min(remaining(deadline), milliseconds(1000)));
-    if (answer.ok() && answer->find("Mode: ") != std::string::npos) return Status::OK();
+    if (answer.ok() && answer->find("Mode: ") != std::string::npos) {
+      // Ours, or another test's server that took the port first (ours then fails to bind,
+      // but a JVM takes a while to exit)? `conf` names the data directory.
+      Result<std::string> conf =
+          four_letter_word(port_, "conf", std::min(remaining(deadline), milliseconds(1000)));
+      const size_t at = conf.ok() ? conf->find("dataDir=") : std::string::npos;
+      if (at == std::string::npos || conf->compare(at + 8, dir_.size(), dir_) == 0) {
+        return Status::OK();
+      }
+      other_server_on_port_ = true;
+      const std::string theirs = conf->substr(at, conf->find('\n', at) - at);
+      return Status(Errc::kUnavailable,
+                    fmt::format("zookeeper at {}: the port is served by another zookeeper ({})",
+                                connect_string(), theirs));
+    }
     last_answer = answer.ok() ? answer->substr(0, answer->find('\n')) : answer.status().to_string();
     if (Clock::now() >= deadline) {
       return Status(Errc::kTimeout,

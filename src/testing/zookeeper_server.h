@@ -36,6 +36,9 @@ struct ZooKeeperOptions {
   std::string java_binary = "/usr/bin/java";
   // Empty: the Debian jars in /usr/share/java (see default_zookeeper_classpath()).
   std::string classpath;
+  // 0: a free port, picked again if another process takes it first. Otherwise this port and
+  // no retry (tests of the fixture itself).
+  int port = 0;
 };
 
 // The classpath of Debian's ZooKeeper server with its log4j 1.2 backend; NotFound names any
@@ -105,7 +108,8 @@ class ZooKeeperServer {
   Status spawn();
   // Reaps the JVM if it exits within `timeout`; true when it is gone.
   bool wait_for_exit(std::chrono::milliseconds timeout);
-  // True when the log shows that a port we picked was taken before the JVM bound it.
+  // True when a port we picked was taken before the JVM bound it: its log says so, or
+  // another server answered on it (wait_until_serving() checks the data directory).
   bool lost_port_race() const;
   std::string describe_exit() const;
 
@@ -115,6 +119,7 @@ class ZooKeeperServer {
   mutable pid_t pid_ = -1;        // -1 when not running
   mutable int exit_status_ = -1;  // waitpid status of the last JVM; -1 if unknown
   bool paused_ = false;           // SIGSTOPped by pause(), not yet resumed
+  bool other_server_on_port_ = false;  // another zookeeper answered on port_
 };
 
 // N servers forming one quorum on 127.0.0.1, each with its own client, quorum and election port.

@@ -153,6 +153,21 @@ TEST(ZooKeeperServerTest, FailedStartQuotesTheJvmLog) {
   EXPECT_TRUE(ZooKeeperServer::start(options).status().is(Errc::kNotFound));
 }
 
+TEST(ZooKeeperServerTest, AnotherServerOnThePortIsNotMistakenForOurs) {
+  // Two tests can pick the same free port; the second JVM then fails to bind, but the first
+  // answers on the port meanwhile. The fixture must not take that answer as its own.
+  auto first = ZooKeeperServer::start();
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  ZooKeeperOptions options;
+  options.port = (*first)->port();
+  options.start_timeout = 10s;
+  auto second = ZooKeeperServer::start(options);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("another zookeeper"), std::string::npos)
+      << second.status().to_string();
+  EXPECT_TRUE(four_letter_word((*first)->port(), "ruok", 5s).ok());  // the first one is fine
+}
+
 TEST(ZooKeeperServerTest, JvmDiesWithTheTestProcess) {
   // A child process stands in for a crashing test: it starts a server, reports the port and
   // directory, and is SIGKILLed. PR_SET_PDEATHSIG must take the JVM down with it.
