@@ -171,10 +171,9 @@ void Bookie::on_read_only(std::function<void()> callback) {
 }
 
 void Bookie::add_entry(bookie_wire::AddRequest request, Buffer entry, AddCallback done) {
-  asio::post(workers_, [this, request = std::move(request), entry = std::move(entry),
-                        done = std::move(done)]() mutable {
-    store_add(std::move(request), std::move(entry), std::move(done));
-  });
+  std::vector<Add> one;
+  one.push_back(Add{std::move(request), std::move(entry), std::move(done)});
+  add_entries(std::move(one));
 }
 
 void Bookie::add_entries(std::vector<Add> adds) {

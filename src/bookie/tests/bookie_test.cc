@@ -9,9 +9,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <future>
+#include <set>
 
 #include "bookie/bookie_config.h"
+#include "bookie/journal/journal.h"
 #include "common/config.h"
 #include "protocol/bookie_entry.h"
 
@@ -61,10 +64,29 @@ class BookieTest : public ::testing::Test {
 
   BookieStatus add(int64_t ledger, int64_t id, int64_t lac, std::string_view payload,
                    std::string key = "key", bool recovery = false) {
+    return add_to(*bookie_, ledger, id, lac, payload, std::move(key), recovery);
+  }
+  static BookieStatus add_to(Bookie& b, int64_t ledger, int64_t id, int64_t lac,
+                             std::string_view payload, std::string key = "key",
+                             bool recovery = false) {
     std::promise<BookieStatus> p;
-    bookie_->add_entry(add_req(ledger, id, key, recovery), entry(ledger, id, lac, payload),
-                       [&](BookieStatus s) { p.set_value(s); });
+    b.add_entry(add_req(ledger, id, key, recovery), entry(ledger, id, lac, payload),
+                [&](BookieStatus s) { p.set_value(s); });
     return p.get_future().get();
+  }
+
+  // Runs `body` against a bookie opened on config_ in a forked child, which then exits with
+  // no checkpoint, flush or destructor: what a SIGKILL leaves. True when `body` returned true.
+  bool in_crashing_child(const std::function<bool(Bookie&)>& body) {
+    BookieConfig config = config_;
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      auto b = Bookie::open(config);
+      ::_exit(b.ok() && body(**b) ? 0 : 1);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
 
   struct ReadResult {
@@ -145,24 +167,17 @@ TEST_F(BookieTest, FenceStopsNormalAddsButNotRecoveryAdds) {
 }
 
 TEST_F(BookieTest, FenceOfALedgerWithoutEntriesSurvivesACrash) {
-  BookieConfig config = config_;
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    auto b = Bookie::open(config);
-    if (!b.ok()) ::_exit(1);
+  ASSERT_TRUE(in_crashing_child([](Bookie& b) {
     bookie_wire::ReadRequest fence;
     fence.set_ledger_id(21);
     fence.set_entry_id(-1);
     fence.set_fence(true);
     fence.set_master_key("key");
     std::promise<BookieStatus> p;
-    (*b)->read_entry(fence, [&](BookieStatus s, Buffer, int64_t) { p.set_value(s); });
+    b.read_entry(fence, [&](BookieStatus s, Buffer, int64_t) { p.set_value(s); });
     p.get_future().get();  // answered once the fence is durable (NO_ENTRY: nothing stored)
-    ::_exit(0);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return true;
+  }));
   open();  // replays the fence record of a ledger storage never saw
   EXPECT_EQ(add(21, 0, -1, "old writer"), bookie_wire::FENCED);
   EXPECT_EQ(add(21, 0, -1, "recovery", "key", /*recovery=*/true), bookie_wire::OK);
@@ -197,28 +212,17 @@ TEST_F(BookieTest, LongPollReadTimesOut) {
 }
 
 TEST_F(BookieTest, AcknowledgedEntriesSurviveACrash) {
-  BookieConfig config = config_;
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    auto b = Bookie::open(config);
-    if (!b.ok()) ::_exit(1);
+  ASSERT_TRUE(in_crashing_child([](Bookie& b) {
     for (int i = 0; i < 200; ++i) {
-      std::promise<BookieStatus> p;
-      (*b)->add_entry(add_req(9, i), entry(9, i, i - 1, "entry-" + std::to_string(i)),
-                      [&](BookieStatus s) { p.set_value(s); });
-      if (p.get_future().get() != bookie_wire::OK) ::_exit(2);
+      if (add_to(b, 9, i, i - 1, fmt::format("entry-{}", i)) != bookie_wire::OK) return false;
     }
-    ::_exit(0);  // no checkpoint, no flush, no destructor: what SIGKILL leaves
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+    return true;
+  }));
   open();  // replays the journal
   for (int i = 0; i < 200; ++i) {
     ReadResult r = read(9, i);
     ASSERT_EQ(r.status, bookie_wire::OK) << i;
-    EXPECT_EQ(protocol::unpack_entry(r.entry, 9, i)->view(), "entry-" + std::to_string(i));
+    EXPECT_EQ(protocol::unpack_entry(r.entry, 9, i)->view(), fmt::format("entry-{}", i));
   }
   // And again after a checkpoint trimmed the journal.
   ASSERT_TRUE(bookie_->checkpoint().ok());
@@ -229,32 +233,28 @@ TEST_F(BookieTest, AcknowledgedEntriesSurviveACrash) {
 
 TEST_F(BookieTest, SeveralJournalDirectoriesShareTheLedgersAndAllReplay) {
   config_.journal_directories = {(dir_ / "journal-a").string(), (dir_ / "journal-b").string()};
-  BookieConfig config = config_;
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    auto b = Bookie::open(config);
-    if (!b.ok()) ::_exit(1);
+  ASSERT_TRUE(in_crashing_child([](Bookie& b) {
     for (int64_t ledger : {10, 11}) {  // ledger id modulo 2 picks the journal
       for (int i = 0; i < 50; ++i) {
-        std::promise<BookieStatus> p;
-        (*b)->add_entry(add_req(ledger, i), entry(ledger, i, i - 1, fmt::format("e{}", i)),
-                        [&](BookieStatus s) { p.set_value(s); });
-        if (p.get_future().get() != bookie_wire::OK) ::_exit(2);
+        if (add_to(b, ledger, i, i - 1, fmt::format("e{}", i)) != bookie_wire::OK) return false;
       }
     }
-    ::_exit(0);  // no checkpoint, no flush: what SIGKILL leaves
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
-  // Each journal directory holds one ledger's records.
-  for (const char* name : {"journal-a", "journal-b"}) {
-    uintmax_t bytes = 0;
-    for (const auto& f : std::filesystem::directory_iterator(dir_ / name / "current")) {
-      if (f.path().extension() == ".txn") bytes += f.file_size();
-    }
-    EXPECT_GT(bytes, 50u * 2) << name;
+    return true;
+  }));
+  // Each journal holds exactly one ledger's entries: 10 (even) in the first, 11 in the second.
+  for (int64_t ledger : {10, 11}) {
+    JournalOptions o;
+    o.dir = config_.journal_directories[static_cast<size_t>(ledger % 2)];
+    std::set<int64_t> ledgers;
+    int entries = 0;
+    auto replayed = Journal::replay(o, posix_env(), [&](const JournalRecord& r, JournalPosition) {
+      ledgers.insert(r.ledger_id);
+      entries += r.type == JournalRecordType::kEntry ? 1 : 0;
+      return Status::OK();
+    });
+    ASSERT_TRUE(replayed.ok()) << replayed.status().to_string();
+    EXPECT_EQ(ledgers, std::set<int64_t>{ledger}) << o.dir;
+    EXPECT_EQ(entries, 50) << o.dir;
   }
   open();  // replays both journals
   for (int64_t ledger : {10, 11}) {
