@@ -466,6 +466,9 @@ Status LedgerStorage::flush_locked() {
 
   for (auto& [log_id, u] : usage) log_usage_[log_id] = std::move(u);
   metrics_->entry_log_bytes->set(static_cast<double>(log_bytes_));
+  // The flushed entries are freed after the cache lock is released: tens of thousands of
+  // them take milliseconds to free, and adds wait for that lock.
+  WriteCache flushed;
   {
     std::lock_guard lock(cache_mu_);
     {
@@ -479,7 +482,7 @@ Status LedgerStorage::flush_locked() {
         st.durable_meta_version = std::max(st.durable_meta_version, p.meta_version);
       }
     }
-    flushing_->clear();
+    std::swap(flushed, *flushing_);
     update_cache_gauge_locked();
     cache_cv_.notify_all();
   }
