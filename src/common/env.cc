@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -230,6 +231,10 @@ class FaultyWritableFile final : public WritableFile {
   }
   Status sync() override {
     if (env_.fail_sync) return io_error("fdatasync of", path_, EIO);
+    env_.syncs_started.fetch_add(1);
+    if (int delay = env_.sync_delay_ms.load(); delay > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+    }
     MAGNETAR_TRY(base_->sync());
     env_.syncs.fetch_add(1);
     return Status::OK();

@@ -99,6 +99,8 @@ class FaultInjectionEnv final : public Env {
   std::atomic<bool> disk_full{false};       // append()/preallocate() fail with ENOSPC
   std::atomic<bool> fail_writes{false};     // append() fails with EIO
   std::atomic<uint64_t> syncs{0};           // successful sync() calls, for assertions
+  std::atomic<uint64_t> syncs_started{0};   // sync() calls that got past fail_sync
+  std::atomic<int> sync_delay_ms{0};        // every file sync() first sleeps this long (slow disk)
   std::atomic<uint64_t> free_bytes_override{0};  // non-zero: what disk_usage() reports free
 
   Result<std::unique_ptr<WritableFile>> new_writable_file(const std::string& path) override;

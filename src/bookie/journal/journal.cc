@@ -22,7 +22,9 @@
 // SyncRequest. The sync thread owns a second handle of the same file, used only for
 // fdatasync (which covers the inode, whichever descriptor wrote), coalesces every request
 // queued while it was syncing into one fdatasync, and hands completions to the callback
-// thread, which runs them in order. No lock is ever held across I/O, except checkpoint_mu_,
+// thread, which runs them in order (with sync_data off the writer hands them over itself,
+// once written). Appenders wait while queue_size records are in flight; the callback thread
+// wakes them as it completes records. No lock is ever held across I/O, except checkpoint_mu_,
 // which only serializes checkpoint_complete() callers.
 
 #include "bookie/journal/journal.h"
@@ -167,6 +169,7 @@ void name_thread(const char* name) {
 struct Families {
   metrics::Family<metrics::Counter>* adds;
   metrics::Family<metrics::Counter>* rejected;
+  metrics::Family<metrics::Counter>* queue_full_waits;
   metrics::Family<metrics::Counter>* bytes;
   metrics::Family<metrics::Counter>* syncs;
   metrics::Family<metrics::Histogram>* sync_latency;
@@ -188,7 +191,10 @@ const Families& families() {
         must(reg.counter("magnetar_bookie_journal_add_total", "Records accepted by the journal",
                          {"journal"})),
         must(reg.counter("magnetar_bookie_journal_add_rejected_total",
-                         "Appends rejected (journal failed, queue full, record too large)",
+                         "Appends rejected (journal failed or closing, record too large)",
+                         {"journal"})),
+        must(reg.counter("magnetar_bookie_journal_queue_full_waits_total",
+                         "Appends that waited because journalQueueSize records were in flight",
                          {"journal"})),
         must(reg.counter("magnetar_bookie_journal_written_bytes_total",
                          "Bytes written to journal files", {"journal"})),
@@ -325,6 +331,7 @@ struct Journal::Impl {
     const Families& f = families();
     adds = f.adds->get(options.dir);
     rejected = f.rejected->get(options.dir);
+    queue_full_waits = f.queue_full_waits->get(options.dir);
     bytes = f.bytes->get(options.dir);
     syncs = f.syncs->get(options.dir);
     sync_latency = f.sync_latency->get(options.dir);
@@ -336,6 +343,7 @@ struct Journal::Impl {
     const Families& f = families();
     f.adds->remove(options.dir);
     f.rejected->remove(options.dir);
+    f.queue_full_waits->remove(options.dir);
     f.bytes->remove(options.dir);
     f.syncs->remove(options.dir);
     f.sync_latency->remove(options.dir);
@@ -347,7 +355,7 @@ struct Journal::Impl {
   Env& env;
   const log::Logger log;
 
-  std::shared_ptr<metrics::Counter> adds, rejected, bytes, syncs;
+  std::shared_ptr<metrics::Counter> adds, rejected, queue_full_waits, bytes, syncs;
   std::shared_ptr<metrics::Histogram> sync_latency, group_size;
   std::shared_ptr<metrics::Gauge> in_flight_gauge;
 
@@ -355,6 +363,8 @@ struct Journal::Impl {
   mutable std::mutex mu_;
   std::condition_variable writer_cv_;   // the writer waits for records / stop
   std::condition_variable durable_cv_;  // a rolling writer waits for the old file's sync
+  std::condition_variable space_cv_;    // appenders wait for in_flight_ < queue_size
+  size_t space_waiters_ = 0;
   std::deque<Pending> queue_;
   size_t queued_bytes_ = 0;  // encoded size of queue_
   size_t in_flight_ = 0;     // accepted, callback not yet run; <= queue_size
@@ -453,6 +463,11 @@ struct Journal::Impl {
 
   // ---------------------------------------------------------------- failure
 
+  Status failure() const {
+    std::lock_guard lock(mu_);
+    return failure_;
+  }
+
   // Makes `st` the sticky failure (unless one is set already) and returns the sticky status.
   // The first failure is logged and announced. Called without locks held.
   Status fail(const Status& st, const std::string& path) {
@@ -472,6 +487,7 @@ struct Journal::Impl {
                  st.to_string());
       durable_cv_.notify_all();
       writer_cv_.notify_all();
+      space_cv_.notify_all();
       post_failure_notice();
     }
     return sticky;
@@ -504,14 +520,19 @@ struct Journal::Impl {
     bool wake = false;
     size_t depth = 0;
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
+      if (in_flight_ >= options.queue_size && failure_.ok() && !stopping_) {
+        ++space_waiters_;
+        queue_full_waits->inc();
+        space_cv_.wait(lock, [&] {
+          return in_flight_ < options.queue_size || !failure_.ok() || stopping_;
+        });
+        --space_waiters_;
+      }
       if (!failure_.ok()) {
         refused = failure_;
       } else if (stopping_) {
         refused = Status(Errc::kCancelled, "journal is closing");
-      } else if (in_flight_ >= options.queue_size) {
-        refused = Status(Errc::kResourceExhausted,
-                         fmt::format("journal queue full: {} records in flight", in_flight_));
       } else {
         bool was_empty = queue_.empty();
         queue_.push_back(Pending{std::move(record), std::move(done), Clock::now()});
@@ -629,7 +650,15 @@ struct Journal::Impl {
     if (group_.empty() && !roll) return;
     SyncRequest req;
     req.end = JournalPosition{file_id_, file_->size()};
-    req.completions = std::move(group_);
+    if (options.sync_data) {
+      req.completions = std::move(group_);
+    } else {
+      // Acknowledged once written, here: not behind the sync thread, whose periodic
+      // fdatasync of a second's worth of data would hold every ack back meanwhile.
+      Status st = failure();
+      for (auto& c : group_) c.status = st;
+      post_completions(std::move(group_));
+    }
     req.must_sync = roll;
     group_.clear();
     push_sync(std::move(req));
@@ -742,10 +771,7 @@ struct Journal::Impl {
           std::move(req.completions.begin(), req.completions.end(), std::back_inserter(waiting));
           need_sync = true;
         } else {
-          // Acked once written; the data is synced within kLazySyncInterval.
-          Status st = sync_failed_;
-          for (auto& c : req.completions) c.status = st;
-          post_completions(std::move(req.completions));
+          // Acked by the writer once written; the data is synced within kLazySyncInterval.
           if (sync_failed_.ok() && written_ > synced_ && !unsynced_since_) {
             unsynced_since_ = Clock::now();
           }
@@ -824,11 +850,14 @@ struct Journal::Impl {
       }
       if (counted > 0) {
         size_t depth;
+        bool waiters;
         {
           std::lock_guard lock(mu_);
           in_flight_ -= counted;
           depth = in_flight_;
+          waiters = space_waiters_ > 0;
         }
+        if (waiters) space_cv_.notify_all();
         in_flight_gauge->set(static_cast<double>(depth));
       }
     }
@@ -860,6 +889,7 @@ struct Journal::Impl {
       std::lock_guard lock(mu_);
       stopping_ = true;
     }
+    space_cv_.notify_all();
     writer_cv_.notify_all();
     writer_thread_.join();  // queues the final, synced request
     sync_thread_.join();    // completes everything written
@@ -909,8 +939,7 @@ JournalPosition Journal::last_durable() const {
 }
 
 Status Journal::failure() const {
-  std::lock_guard lock(impl_->mu_);
-  return impl_->failure_;
+  return impl_->failure();
 }
 
 void Journal::on_failure(std::function<void(const Status&)> callback) {

@@ -40,7 +40,8 @@ struct JournalOptions {
   // every roll and at close — acked records can be lost on power loss (not on a crash).
   bool sync_data = true;
   int max_backups = 5;        // journalMaxBackups: files older than the mark kept by a checkpoint
-  size_t queue_size = 10000;  // journalQueueSize: records in flight (accepted, not completed)
+  size_t queue_size = 10000;  // journalQueueSize: records in flight (accepted, not completed);
+                              // appenders wait beyond it
 };
 
 // A place in the journal: byte `offset` of file `file_id`. Ordered by file, then offset;
@@ -80,13 +81,15 @@ class Journal {
   // may race with or follow the destructor.
   ~Journal();
 
-  // Thread-safe, never blocks on I/O. `done` runs on the journal's callback thread, never on
+  // Thread-safe. Never blocks on I/O, but while queue_size records are in flight it waits
+  // for one of them to complete (back-pressure, as BookKeeper's bounded journal queue: a
+  // disk that falls behind slows the appenders down instead of failing their adds). Never
+  // call it from a journal callback. `done` runs on the journal's callback thread, never on
   // the caller's: with sync_data, once the record is fdatasync'd; without, once it is
   // written. It receives the position just past the record, or an error: kIoError or
-  // kResourceExhausted (disk full) after a failure, kResourceExhausted when queue_size
-  // records are already in flight, kInvalidArgument for a payload too large to encode.
-  // Accepted records complete in append order; a rejected append may complete before
-  // records accepted earlier.
+  // kResourceExhausted (disk full) after a failure, kCancelled once the journal is closing,
+  // kInvalidArgument for a payload too large to encode. Accepted records complete in append
+  // order; a rejected append may complete before records accepted earlier.
   void append(JournalRecord record, AppendCallback done);
 
   // Position just past the last fdatasync'd record: a valid checkpoint mark.

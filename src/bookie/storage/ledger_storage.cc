@@ -230,7 +230,7 @@ void LedgerStorage::run_flusher() {
 
 Status LedgerStorage::set_master_key(int64_t ledger_id, std::string_view master_key) {
   if (!valid_ledger_id(ledger_id)) return bad_ledger_id(ledger_id);
-  std::unique_lock lock(ledgers_mu_);
+  std::lock_guard lock(ledgers_mu_);
   auto [it, created] = ledgers_.try_emplace(ledger_id);
   LedgerState& st = it->second;
   if (created || st.master_key.empty()) {
@@ -248,7 +248,7 @@ Status LedgerStorage::set_master_key(int64_t ledger_id, std::string_view master_
 }
 
 Result<LedgerInfo> LedgerStorage::ledger_info(int64_t ledger_id) const {
-  std::shared_lock lock(ledgers_mu_);
+  std::lock_guard lock(ledgers_mu_);
   auto it = ledgers_.find(ledger_id);
   if (it == ledgers_.end()) return ledger_not_found(ledger_id);
   const LedgerState& st = it->second;
@@ -256,7 +256,7 @@ Result<LedgerInfo> LedgerStorage::ledger_info(int64_t ledger_id) const {
 }
 
 Result<bool> LedgerStorage::set_fenced(int64_t ledger_id) {
-  std::unique_lock lock(ledgers_mu_);
+  std::lock_guard lock(ledgers_mu_);
   auto it = ledgers_.find(ledger_id);
   if (it == ledgers_.end()) return ledger_not_found(ledger_id);
   if (it->second.fenced) return false;
@@ -266,7 +266,7 @@ Result<bool> LedgerStorage::set_fenced(int64_t ledger_id) {
 }
 
 std::vector<int64_t> LedgerStorage::ledgers() const {
-  std::shared_lock lock(ledgers_mu_);
+  std::lock_guard lock(ledgers_mu_);
   std::vector<int64_t> ids;
   ids.reserve(ledgers_.size());
   for (const auto& [id, st] : ledgers_) ids.push_back(id);
@@ -274,7 +274,7 @@ std::vector<int64_t> LedgerStorage::ledgers() const {
 }
 
 bool LedgerStorage::ledger_live(int64_t ledger_id) const {
-  std::shared_lock lock(ledgers_mu_);
+  std::lock_guard lock(ledgers_mu_);
   return ledgers_.contains(ledger_id);
 }
 
@@ -293,7 +293,7 @@ Status LedgerStorage::add_entry(int64_t ledger_id, int64_t entry_id, Buffer entr
   const size_t half = options_.write_cache_bytes / 2;
 
   {
-    std::unique_lock lock(ledgers_mu_);
+    std::lock_guard lock(ledgers_mu_);
     auto [it, created] = ledgers_.try_emplace(ledger_id);
     if (created) ++it->second.meta_version;  // persist the ledger with its first flush
   }
@@ -307,7 +307,7 @@ Status LedgerStorage::add_entry(int64_t ledger_id, int64_t entry_id, Buffer entr
     if (active_->find(ledger_id, entry_id) || flushing_->find(ledger_id, entry_id)) {
       return Status::OK();
     }
-    std::shared_lock ledgers_lock(ledgers_mu_);
+    std::lock_guard ledgers_lock(ledgers_mu_);
     auto it = ledgers_.find(ledger_id);
     if (it != ledgers_.end()) durable_last = it->second.durable_last_entry_id;
   }
@@ -345,7 +345,7 @@ Status LedgerStorage::add_entry(int64_t ledger_id, int64_t entry_id, Buffer entr
   }
 
   {
-    std::unique_lock lock(ledgers_mu_);
+    std::lock_guard lock(ledgers_mu_);
     auto it = ledgers_.find(ledger_id);
     if (it != ledgers_.end()) {  // absent only if deleted meanwhile; the flush drops the entry
       it->second.last_entry_id = std::max(it->second.last_entry_id, entry_id);
@@ -362,7 +362,7 @@ Result<Buffer> LedgerStorage::read_entry(int64_t ledger_id, int64_t entry_id) co
     return Status(Errc::kInvalidArgument, fmt::format("invalid entry id {}", entry_id));
   }
   {
-    std::shared_lock lock(ledgers_mu_);
+    std::lock_guard lock(ledgers_mu_);
     auto it = ledgers_.find(ledger_id);
     if (it == ledgers_.end()) return ledger_not_found(ledger_id);
     if (entry_id == -1) {
@@ -422,7 +422,7 @@ Status LedgerStorage::flush_locked() {
   };
   std::map<int64_t, Pending> pending;
   {
-    std::shared_lock lock(ledgers_mu_);
+    std::lock_guard lock(ledgers_mu_);
     auto snapshot = [&](int64_t id, const LedgerState& st) {
       pending.try_emplace(id, Pending{LedgerRecord{st.fenced, st.master_key, st.durable_lac,
                                                    st.durable_last_entry_id},
@@ -472,7 +472,7 @@ Status LedgerStorage::flush_locked() {
   {
     std::lock_guard lock(cache_mu_);
     {
-      std::unique_lock ledgers_lock(ledgers_mu_);
+      std::lock_guard ledgers_lock(ledgers_mu_);
       for (const auto& [id, p] : pending) {
         auto it = ledgers_.find(id);
         if (it == ledgers_.end()) continue;
@@ -540,7 +540,7 @@ Status LedgerStorage::delete_ledger(int64_t ledger_id) {
   std::lock_guard flush_lock(flush_mu_);
   if (failed_.load(std::memory_order_acquire)) return failure_status();
   {
-    std::unique_lock lock(ledgers_mu_);
+    std::lock_guard lock(ledgers_mu_);
     ledgers_.erase(ledger_id);
   }
   {
@@ -590,7 +590,7 @@ Result<uint64_t> LedgerStorage::collect_log(uint32_t log_id) {
   bool has_dead = false;
   LogUsage live_usage;
   if (auto u = log_usage_.find(log_id); u != log_usage_.end()) {
-    std::shared_lock lock(ledgers_mu_);
+    std::lock_guard lock(ledgers_mu_);
     for (const auto& [ledger, bytes] : u->second) {
       if (ledgers_.contains(ledger)) {
         live_usage[ledger] = bytes;

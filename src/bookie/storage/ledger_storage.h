@@ -178,7 +178,7 @@ class LedgerStorage {
   std::thread flusher_;  // runs flush() on request when flush_when_full
 
   // Guards ledgers_.
-  mutable std::shared_mutex ledgers_mu_;
+  mutable std::mutex ledgers_mu_;  // a plain mutex: tiny sections, taken several times per add
   std::map<int64_t, LedgerState> ledgers_;
 
   // Guards the set of readable logs. Readers hold it shared from the index look-up to the

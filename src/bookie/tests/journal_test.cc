@@ -525,13 +525,38 @@ TEST_F(JournalTest, WithoutSyncDataATimerSyncsWithinASecond) {
   EXPECT_EQ(env.syncs, at_open + 1) << "one timed sync, no spinning";
 }
 
-TEST_F(JournalTest, QueueFullRejectsWithResourceExhausted) {
+TEST_F(JournalTest, WithoutSyncDataASlowTimedSyncDoesNotHoldAcksBack) {
+  options_.sync_data = false;
+  FaultInjectionEnv env(posix_env());
+  auto j = open(env);
+  ASSERT_TRUE(j);
+  const uint64_t started_at_open = env.syncs_started;
+  append_and_wait(*j, 1, 0, 1);  // leaves unsynced data: the timer syncs it within a second
+  env.sync_delay_ms = 3000;      // and that sync takes three seconds
+  auto deadline = std::chrono::steady_clock::now() + 3s;
+  while (env.syncs_started == started_at_open && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_GT(env.syncs_started, started_at_open) << "the timed sync never started";
+  // The sync is under way: a new record is acknowledged once written, not after it.
+  Latch acked(1);
+  const auto appended = std::chrono::steady_clock::now();
+  j->append(record(1, 1, 100), [&](Status st, JournalPosition) {
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    acked.count_down();
+  });
+  ASSERT_TRUE(acked.wait());
+  EXPECT_LT(std::chrono::steady_clock::now() - appended, 1500ms);
+  env.sync_delay_ms = 0;
+}
+
+TEST_F(JournalTest, QueueFullMakesTheAppenderWaitInsteadOfFailing) {
   options_.queue_size = 4;
   auto j = open(posix_env());
   ASSERT_TRUE(j);
   Latch first_started(1), release(1);
   Latch all(5);
-  std::vector<Status> results(5);
+  std::vector<Status> results(5, Status(Errc::kInternal, "not completed"));
   // The first callback holds the callback thread, so nothing completes meanwhile.
   j->append(record(1, 0, 10), [&](Status st, JournalPosition) {
     results[0] = st;
@@ -540,16 +565,34 @@ TEST_F(JournalTest, QueueFullRejectsWithResourceExhausted) {
     all.count_down();
   });
   ASSERT_TRUE(first_started.wait());
-  for (int i = 1; i < 5; ++i) {
+  for (int i = 1; i < 4; ++i) {
     j->append(record(1, i, 10), [&, i](Status st, JournalPosition) {
       results[i] = std::move(st);
       all.count_down();
     });
   }
+  // Four records are in flight: the fifth append waits for one of them to complete.
+  std::atomic<bool> returned{false};
+  std::thread fifth([&] {
+    j->append(record(1, 4, 10), [&](Status st, JournalPosition) {
+      results[4] = std::move(st);
+      all.count_down();
+    });
+    returned = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(returned) << "append returned while the queue was full";
   release.count_down();
+  fifth.join();
+  EXPECT_TRUE(returned);
   ASSERT_TRUE(all.wait());
-  for (int i = 0; i < 4; ++i) EXPECT_TRUE(results[i].ok()) << i << results[i].to_string();
-  EXPECT_TRUE(results[4].is(Errc::kResourceExhausted)) << results[4].to_string();
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(results[i].ok()) << i << results[i].to_string();
+  auto records = [&] {
+    j.reset();
+    return replay();
+  }();
+  ASSERT_EQ(records.size(), 5u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(records[static_cast<size_t>(i)].record.entry_id, i);
 }
 
 TEST_F(JournalTest, RecordTypesAndNegativeIdsRoundTrip) {
