@@ -21,6 +21,10 @@ void bind_bookie_config(ConfigSchema& s, BookieConfig* c) {
   s.bind("httpServerPort", &c->http_server_port, "HTTP port (0 picks a free one)").range(0, 65535);
   s.bind("nettyMaxFrameSizeBytes", &c->max_frame_size, "Largest request frame accepted")
       .range(64 * 1024, 1 << 30);
+  s.bind("maxAddsInProgressLimit", &c->max_adds_in_progress,
+         "Adds received and not yet answered (all connections) past which the bookie stops "
+         "reading requests until some are answered; 0: no limit")
+      .range(0, int64_t{1} << 40);
   metadata::bind_metadata_config(s, &c->metadata);
 }
 

@@ -37,6 +37,9 @@ struct BookieConfig {
   bool http_server_enabled = true;             // /metrics (Prometheus)
   int32_t http_server_port = 8000;
   int32_t max_frame_size = 5 * 1024 * 1024 + 64 * 1024;  // nettyMaxFrameSizeBytes
+  // maxAddsInProgressLimit: adds received and not yet answered, over all connections, past
+  // which connections stop reading until answers bring the count back under it (0: no limit).
+  int64_t max_adds_in_progress = 0;
   metadata::MetadataConfig metadata;
 
   // "address:port", the bookie's id in the metadata store.

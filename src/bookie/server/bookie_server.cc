@@ -1,6 +1,8 @@
 #include "bookie/server/bookie_server.h"
 
+#include <atomic>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <set>
 
@@ -26,21 +28,78 @@ using asio::ip::tcp;
 using bookie_wire::BookieRequest;
 using bookie_wire::BookieResponse;
 
+// maxAddsInProgressLimit: adds handed to the bookie and not yet answered, over every
+// connection. At the limit a connection stops reading after its current read, so TCP pushes
+// back on its clients, until answers bring the count under the limit (BookKeeper disables
+// auto-read on the channel the same way). Shared by the server and its connections.
+class BookieServer::AddsInProgress {
+ public:
+  explicit AddsInProgress(int64_t limit) : limit_(limit) {}
+
+  void started(size_t n) { count_.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed); }
+  // Any thread. Wakes the paused readers once the count is under the limit.
+  void finished(size_t n) {
+    int64_t now = count_.fetch_sub(static_cast<int64_t>(n), std::memory_order_acq_rel) -
+                  static_cast<int64_t>(n);
+    if (now < limit_ && have_paused_.load(std::memory_order_acquire)) wake_all();
+  }
+  bool over() const {
+    return limit_ > 0 && count_.load(std::memory_order_acquire) >= limit_;
+  }
+  // Registers `resume` to run (on any thread) once the count is under the limit. False, and
+  // nothing registered, when it already is.
+  bool pause(std::function<void()> resume) {
+    std::lock_guard lock(mu_);
+    paused_.push_back(std::move(resume));
+    have_paused_.store(true, std::memory_order_release);
+    if (over()) return true;
+    paused_.pop_back();  // answers came meanwhile, and may have missed the flag
+    have_paused_.store(!paused_.empty(), std::memory_order_release);
+    return false;
+  }
+  // Drops every registered reader without running it (the server is stopping).
+  void clear() {
+    std::lock_guard lock(mu_);
+    paused_.clear();
+    have_paused_.store(false, std::memory_order_release);
+  }
+
+ private:
+  void wake_all() {
+    std::vector<std::function<void()>> woken;
+    {
+      std::lock_guard lock(mu_);
+      woken.swap(paused_);
+      have_paused_.store(false, std::memory_order_release);
+    }
+    for (auto& resume : woken) resume();
+  }
+
+  const int64_t limit_;
+  std::atomic<int64_t> count_{0};
+  std::atomic<bool> have_paused_{false};
+  std::mutex mu_;
+  std::vector<std::function<void()>> paused_;
+};
+
 // One client connection. Owned by shared_ptr: the read loop, the write loop and every
 // in-flight request hold it, so it lives until the last of them is done. All its state is
 // touched only on its loop (responses from bookie threads are posted there).
 class BookieServer::Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(std::shared_ptr<asio::io_context> loop, tcp::socket socket, Bookie& bookie,
-             uint32_t max_frame, log::Logger log)
+             uint32_t max_frame, std::shared_ptr<AddsInProgress> in_progress, log::Logger log)
       : loop_(std::move(loop)),
         socket_(std::move(socket)),
         executor_(socket_.get_executor()),
         bookie_(bookie),
         decoder_(max_frame),
+        in_progress_(std::move(in_progress)),
         log_(std::move(log)),
-        wakeup_(socket_.get_executor()) {
+        wakeup_(socket_.get_executor()),
+        resume_(socket_.get_executor()) {
     wakeup_.expires_at(asio::steady_timer::time_point::max());
+    resume_.expires_at(asio::steady_timer::time_point::max());
   }
 
   void start() {
@@ -60,6 +119,7 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
     wakeup_.cancel();
+    resume_.cancel();
   }
 
  private:
@@ -85,8 +145,25 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
         dispatch(std::move(**frame));
       }
       hand_off_adds();
+      if (in_progress_->over()) co_await wait_for_answers();
     }
     close();
+  }
+
+  // Paused at maxAddsInProgressLimit: nothing more is read until answers bring the count
+  // under the limit (or the connection closes).
+  Task<void> wait_for_answers() {
+    // Holds the loop weakly: it may be woken by a journal thread after the server is gone.
+    auto resume = [weak = weak_from_this(), weak_loop = loop_] {
+      if (auto loop = weak_loop.lock()) {
+        asio::post(*loop, [weak] {
+          if (auto self = weak.lock()) self->resume_.cancel();
+        });
+      }
+    };
+    if (!in_progress_->pause(std::move(resume))) co_return;
+    boost::system::error_code ec;
+    co_await resume_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
 
   // What a bookie callback holds: this connection and its loop. The callbacks run (and are
@@ -159,6 +236,7 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
   // The adds decoded from one read go to the storage workers in one hand-off.
   void hand_off_adds() {
     if (adds_.empty()) return;
+    in_progress_->started(adds_.size());
     bookie_.add_entries(std::move(adds_));
     adds_.clear();
   }
@@ -183,6 +261,7 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
   // Called on a journal thread once an add is durable (or failed). The answers of one journal
   // group reach the loop together: the first queues one drain, the rest ride along.
   void answer_add(AddAnswer a) {
+    in_progress_->finished(1);
     bool post = false;
     {
       std::lock_guard<std::mutex> lock(answers_mu_);
@@ -244,8 +323,10 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
   const Executor executor_;  // the loop's; safe to read from journal threads
   Bookie& bookie_;
   protocol::BookieRequestDecoder decoder_;
+  const std::shared_ptr<AddsInProgress> in_progress_;
   log::Logger log_;
   asio::steady_timer wakeup_;
+  asio::steady_timer resume_;  // cancelled to resume reading (wait_for_answers)
   bool writer_asleep_ = false;
   std::deque<BufferChain> outbox_;
   std::vector<Bookie::Add> adds_;  // decoded from the current read, not yet handed off
@@ -261,7 +342,8 @@ BookieServer::BookieServer(const BookieConfig& config, Bookie& bookie,
     : config_(config),
       bookie_(bookie),
       store_(std::move(store)),
-      log_(log::Logger("bookie").with("bookie", config.bookie_id())) {}
+      log_(log::Logger("bookie").with("bookie", config.bookie_id())),
+      adds_in_progress_(std::make_shared<AddsInProgress>(config.max_adds_in_progress)) {}
 
 Result<std::unique_ptr<BookieServer>> BookieServer::start(
     const BookieConfig& config, Bookie& bookie, std::shared_ptr<metadata::MetadataStore> store) {
@@ -322,7 +404,8 @@ Task<void> BookieServer::accept_loop() {
     }
     socket.set_option(tcp::no_delay(true), ec);
     auto conn = std::make_shared<Connection>(loop, std::move(socket), bookie_,
-                                             static_cast<uint32_t>(config_.max_frame_size), log_);
+                                             static_cast<uint32_t>(config_.max_frame_size),
+                                             adds_in_progress_, log_);
     {
       std::lock_guard<std::mutex> lock(connections_mu_);
       std::erase_if(connections_, [](const std::weak_ptr<Connection>& w) { return w.expired(); });
@@ -452,6 +535,7 @@ void BookieServer::stop() {
     }
     connections_.clear();
   }
+  adds_in_progress_->clear();
   // Let the loops finish their connections' coroutines; force whatever is left after 2 s.
   guards_.clear();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);

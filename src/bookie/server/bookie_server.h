@@ -42,6 +42,7 @@ class BookieServer {
 
  private:
   class Connection;
+  class AddsInProgress;
   BookieServer(const BookieConfig& config, Bookie& bookie,
                std::shared_ptr<metadata::MetadataStore> store);
   Status listen();
@@ -59,6 +60,7 @@ class BookieServer {
   Bookie& bookie_;
   std::shared_ptr<metadata::MetadataStore> store_;
   log::Logger log_;
+  std::shared_ptr<AddsInProgress> adds_in_progress_;  // maxAddsInProgressLimit
   // Shared: bookie callbacks of in-flight requests hold their loop, so a completion that
   // arrives after the server is gone is queued on a live (stopped) context and dropped.
   std::vector<std::shared_ptr<asio::io_context>> loops_;

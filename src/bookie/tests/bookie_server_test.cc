@@ -62,12 +62,20 @@ class BookieServerTest : public ::testing::Test {
     config_.ledger_directories = {(dir_ / "ledgers").string()};
     config_.bookie_port = 0;
     config_.journal_max_group_wait_msec = 1;
-    auto b = Bookie::open(config_);
+    start();
+  }
+  void start() {
+    auto b = Bookie::open(config_, env_);
     ASSERT_TRUE(b.ok()) << b.status().to_string();
     bookie_ = std::move(b).value();
     auto s = BookieServer::start(config_, *bookie_, nullptr);
     ASSERT_TRUE(s.ok()) << s.status().to_string();
     server_ = std::move(s).value();
+  }
+  void restart() {
+    server_.reset();
+    bookie_.reset();
+    start();
   }
   void TearDown() override {
     server_.reset();
@@ -89,6 +97,7 @@ class BookieServerTest : public ::testing::Test {
   }
 
   std::filesystem::path dir_;
+  FaultInjectionEnv env_{posix_env()};
   BookieConfig config_;
   std::unique_ptr<Bookie> bookie_;
   std::unique_ptr<BookieServer> server_;
@@ -123,6 +132,30 @@ TEST_F(BookieServerTest, PipelinedAddsThenReads) {
   auto i = c.receive();
   ASSERT_TRUE(i.has_value());
   EXPECT_GT(i->header.info().total_disk_bytes(), 0u);
+}
+
+TEST_F(BookieServerTest, AtMaxAddsInProgressTheBookieStopsReadingUntilAnswersCome) {
+  config_.max_adds_in_progress = 1;
+  env_.sync_delay_ms = 100;  // every journal group takes 100 ms to become durable
+  ASSERT_NO_FATAL_FAILURE(restart());
+  Client c(server_->port());
+  // 30 adds of 20 KiB: one 64 KiB socket read holds at most four of them, and each read's
+  // adds must be answered (one sync, >= 100 ms) before the next read. Without the limit
+  // the bookie reads them all at once and two or three groups cover them (~0.3 s).
+  constexpr int kEntries = 30;
+  const std::string payload(20 << 10, 'p');
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kEntries; ++i) {
+    c.send(add(i, 13, i), protocol::package_entry(protocol::EntryHeader{13, i, i - 1, 0},
+                                                  BufferChain(Buffer::copy_of(payload))));
+  }
+  for (int i = 0; i < kEntries; ++i) {
+    auto r = c.receive();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->header.add().status(), bookie_wire::OK);
+  }
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(700));
+  env_.sync_delay_ms = 0;
 }
 
 TEST_F(BookieServerTest, GarbageClosesOnlyThatConnection) {
