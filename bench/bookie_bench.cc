@@ -164,6 +164,7 @@ void BM_BookieAddLatency(benchmark::State& state) {
   const char* dump = std::getenv("MAGNETAR_BENCH_LATENCY_DUMP");
   std::FILE* out =
       dump != nullptr ? std::fopen(fmt::format("{}-{}.txt", dump, size).c_str(), "w") : nullptr;
+  bench::HiccupMeter hiccups;
   for (auto _ : state) {
     auto lat = run_adds(loop, client, b->id(), 1, next, count, size, 1 << 20, rate);
     next += count;
@@ -176,7 +177,7 @@ void BM_BookieAddLatency(benchmark::State& state) {
   if (std::getenv("MAGNETAR_BENCH_METRICS") != nullptr) {
     std::fprintf(stderr, "%s", metrics::default_registry().expose().c_str());
   }
-  report_latency(state, rate, all);
+  report_latency(state, rate, all, hiccups);
   loop.await([&]() -> Task<bool> {
     co_await client.close();
     co_return true;
@@ -213,6 +214,7 @@ void BM_DiskGroupCommitFloor(benchmark::State& state) {
   const std::string record(size, 'f');
   std::string group;
   std::vector<double> all;
+  bench::HiccupMeter hiccups;
   for (auto _ : state) {
     const auto t0 = Clock::now();
     auto arrival = [&](int i) {
@@ -236,7 +238,7 @@ void BM_DiskGroupCommitFloor(benchmark::State& state) {
       written = arrived;
     }
   }
-  report_latency(state, rate, all);
+  report_latency(state, rate, all, hiccups);
   (void)file->close();
   std::filesystem::remove_all(dir);
 }

@@ -125,6 +125,7 @@ void BM_JournalAppendLatency(benchmark::State& state) {
   std::mutex mu;
   std::condition_variable cv;
   int finished = 0;
+  bench::HiccupMeter hiccups;
   for (auto _ : state) {
     const auto t0 = Clock::now();
     for (int i = 0; i < count; ++i) {
@@ -146,7 +147,7 @@ void BM_JournalAppendLatency(benchmark::State& state) {
   }
   journal.reset();
   std::filesystem::remove_all(dir);
-  bench::report_latency(state, rate, std::move(latencies));
+  bench::report_latency(state, rate, std::move(latencies), hiccups);
 }
 BENCHMARK(BM_JournalAppendLatency)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
