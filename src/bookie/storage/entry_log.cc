@@ -13,9 +13,13 @@ namespace magnetar::bookie {
 namespace {
 
 constexpr char kMagic[4] = {'M', 'G', 'E', 'L'};
-// Staged records are written out once they exceed this.
-constexpr size_t kStageLimit = 1 << 20;
-constexpr uint64_t kMaxDirtyBytes = 4 << 20;
+// Staged records are written out once they exceed this, and the write-back of what is
+// more than kMaxDirtyBytes behind is waited for. Small, so that the disk's queue never holds
+// more than ~0.5 MiB of entry log ahead of a journal fdatasync on the same disk: with 1 MiB
+// and 4 MiB the add p99 at 135 k × 1 KiB adds/s was 13.5 ms, with 256 KiB and 512 KiB
+// 6-7.5 ms, at the same throughput (docs/performance.md).
+constexpr size_t kStageLimit = 256 << 10;
+constexpr uint64_t kMaxDirtyBytes = 512 << 10;
 // A scan reads the log in blocks of at least this size.
 constexpr size_t kScanBlock = 1 << 20;
 

@@ -440,17 +440,36 @@ Status LedgerStorage::flush_locked() {
 
   LedgerIndex::Batch batch(*index_);
   std::map<uint32_t, LogUsage> added;
+  // Entries come sorted by ledger: the ledger's record and the bytes it adds to the current
+  // log are looked up once per run of one ledger in one log, not once per entry.
+  auto p = pending.end();
+  int64_t run_ledger = INT64_MIN;
+  uint32_t run_log = 0;
+  uint64_t run_bytes = 0;
+  auto end_run = [&] {
+    if (run_bytes > 0) added[run_log][run_ledger] += run_bytes;
+    run_bytes = 0;
+  };
   for (const auto& [key, e] : entries) {
-    auto p = pending.find(key.first);
+    if (key.first != run_ledger) {
+      end_run();
+      run_ledger = key.first;
+      p = pending.find(key.first);
+    }
     if (p == pending.end()) continue;  // the ledger was deleted while its entry was cached
     MAGNETAR_ASSIGN_OR_RETURN(EntryLocation loc,
                               append_record(key.first, key.second, e.bytes.view()));
     batch.put_location(key.first, key.second, loc);
-    added[loc.log_id][key.first] += WriteCache::charge(e.bytes);
+    if (loc.log_id != run_log) {
+      end_run();
+      run_log = loc.log_id;
+    }
+    run_bytes += WriteCache::charge(e.bytes);
     LedgerRecord& r = p->second.record;
     r.last_entry_id = std::max(r.last_entry_id, key.second);
     r.lac = std::max(r.lac, e.lac);
   }
+  end_run();
   if (!added.empty()) {
     if (Status s = writer_->sync(); !s.ok()) return fail(std::move(s));
   }
