@@ -230,6 +230,10 @@ class FaultyWritableFile final : public WritableFile {
     return base_->append(data, n);
   }
   Status sync() override {
+    if (int left = env_.syncs_before_failure.load(); left >= 0) {
+      if (left == 0) env_.fail_sync = true;
+      env_.syncs_before_failure = left - 1;
+    }
     if (env_.fail_sync) return io_error("fdatasync of", path_, EIO);
     env_.syncs_started.fetch_add(1);
     if (int delay = env_.sync_delay_ms.load(); delay > 0) {

@@ -96,6 +96,7 @@ class FaultInjectionEnv final : public Env {
   explicit FaultInjectionEnv(Env& base) : base_(base) {}
 
   std::atomic<bool> fail_sync{false};       // sync() fails with EIO
+  std::atomic<int> syncs_before_failure{-1};  // >= 0: file syncs that succeed before fail_sync
   std::atomic<bool> disk_full{false};       // append()/preallocate() fail with ENOSPC
   std::atomic<bool> fail_writes{false};     // append() fails with EIO
   std::atomic<uint64_t> syncs{0};           // successful sync() calls, for assertions

@@ -14,8 +14,13 @@
 //               value := (ledger_id u64 | bytes u64)*           -- sorted by ledger
 //
 // `bytes` counts whole records (header included) written for that ledger into that log.
-// Every mutation goes through a Batch written with sync, so the three families always
-// agree with each other after a crash.
+// Every mutation goes through a Batch written with sync. A flush writes its locations in
+// several batches, each with the usage of the logs written so far, and the ledger records
+// in its last one. After a crash in between, the index may locate entries past a ledger's
+// durable last entry id: the journal replays every entry past that id into the write cache
+// (add_entry consults the index only at or below it) and the next flush writes them again
+// and points the index at the new copies. The old copies stay counted in their log's usage
+// (a little space GC will not reclaim after such a crash), never the other way round.
 //
 // Thread-safety: all methods may be called from any thread (RocksDB is thread-safe). A
 // Batch belongs to one thread.

@@ -14,6 +14,12 @@ using Clock = std::chrono::steady_clock;
 
 // Disk space is reserved ahead of entry-log writes in chunks of at most this size.
 constexpr uint64_t kPreallocateChunk = 8ull << 20;
+// A flush writes entry locations to the index in batches of this many, each after the entry
+// log is synced up to them, rather than in one batch at the end: one RocksDB write of a
+// whole 32 MiB half (~37 k locations, a 1 MiB WAL record and its fsync, ~12 ms) held the
+// journal's fdatasyncs behind it; in 4 096s the add p99 at 135 k x 1 KiB/s went from
+// 6.2-6.5 ms to 4.9-5.1 ms and the worst add from 12 to 8 ms.
+constexpr size_t kLocationsPerIndexBatch = 4096;
 
 // Ledger ids are non-negative (BookKeeper's are); INT64_MAX is excluded so that the key
 // range of a ledger's entries, [ledger, ledger + 1), can always be written down.
@@ -450,6 +456,19 @@ Status LedgerStorage::flush_locked() {
     if (run_bytes > 0) added[run_log][run_ledger] += run_bytes;
     run_bytes = 0;
   };
+  // Puts the usage of every log this flush wrote to, its records so far included, and
+  // returns it.
+  auto put_usage = [&](LedgerIndex::Batch& b) {
+    end_run();
+    std::map<uint32_t, LogUsage> merged_usage;
+    for (const auto& [log_id, delta] : added) {
+      LogUsage merged = log_usage_[log_id];
+      for (const auto& [ledger, bytes] : delta) merged[ledger] += bytes;
+      b.put_log_usage(log_id, merged);
+      merged_usage.emplace(log_id, std::move(merged));
+    }
+    return merged_usage;
+  };
   for (const auto& [key, e] : entries) {
     if (key.first != run_ledger) {
       end_run();
@@ -460,6 +479,14 @@ Status LedgerStorage::flush_locked() {
     MAGNETAR_ASSIGN_OR_RETURN(EntryLocation loc,
                               append_record(key.first, key.second, e.bytes.view()));
     batch.put_location(key.first, key.second, loc);
+    if (batch.count() >= kLocationsPerIndexBatch) {
+      // With the usage of the logs so far (GC never takes a log whose records the index
+      // names for dead), but ahead of the ledger records written at the end: see
+      // ledger_index.h for why a crash in between loses nothing.
+      if (Status s = writer_->sync(); !s.ok()) return fail(std::move(s));
+      (void)put_usage(batch);
+      if (Status s = index_->write(batch); !s.ok()) return fail(std::move(s));
+    }
     if (loc.log_id != run_log) {
       end_run();
       run_log = loc.log_id;
@@ -474,13 +501,7 @@ Status LedgerStorage::flush_locked() {
     if (Status s = writer_->sync(); !s.ok()) return fail(std::move(s));
   }
   for (const auto& [id, p] : pending) batch.put_ledger(id, p.record);
-  std::map<uint32_t, LogUsage> usage;
-  for (const auto& [log_id, delta] : added) {
-    LogUsage merged = log_usage_[log_id];
-    for (const auto& [ledger, bytes] : delta) merged[ledger] += bytes;
-    batch.put_log_usage(log_id, merged);
-    usage.emplace(log_id, std::move(merged));
-  }
+  std::map<uint32_t, LogUsage> usage = put_usage(batch);
   if (Status s = index_->write(batch); !s.ok()) return fail(std::move(s));
 
   for (auto& [log_id, u] : usage) log_usage_[log_id] = std::move(u);

@@ -425,6 +425,46 @@ TEST_F(LedgerStorageTest, FailedSyncDuringFlushIsSticky) {
   expect_range(*s, 1, 0, 9);  // reads go on, from disk and from the cache
 }
 
+// A flush writes its entry locations to the index in batches of 4 096; a crash after the
+// first of them leaves the index naming entries that the ledger's durable state does not
+// cover yet. The journal's replay (add_entry of every entry again) must then restore
+// everything, and GC must not drop the new log those locations point into.
+TEST_F(LedgerStorageTest, ACrashBetweenTheIndexBatchesOfAFlushLosesNothing) {
+  auto o = options();
+  o.write_cache_bytes = 64 << 20;
+  o.entry_log_max_size = 64 << 20;
+  o.flush_when_full = false;
+  {
+    auto s = open(o);
+    add_range(*s, 1, 0, 9);
+    add_range(*s, 1, 5000, 5999);  // the durable last entry id becomes 5999
+    ASSERT_TRUE(s->flush().ok());
+  }
+  const auto logs_before = log_files();
+  FaultInjectionEnv env(posix_env());
+  {
+    auto s = open(o, env);  // a new entry log for what follows
+    add_range(*s, 1, 10, 4999);  // 4 990 entries: one batch of 4 096 locations, then the rest
+    env.syncs_before_failure = 1;  // the entry-log sync before the first batch succeeds
+    EXPECT_FALSE(s->flush().ok());
+    env.syncs_before_failure = -1;
+    env.fail_sync = false;
+  }
+  EXPECT_GT(log_files().size(), logs_before.size()) << "the failed flush wrote to a new log";
+  auto s = open(o);
+  ASSERT_TRUE(s->garbage_collect().ok());
+  add_range(*s, 1, 10, 4999);  // the journal's replay
+  ASSERT_TRUE(s->garbage_collect().ok());
+  expect_range(*s, 1, 0, 5999);
+  ASSERT_TRUE(s->flush().ok());
+  ASSERT_TRUE(s->garbage_collect().ok());
+  expect_range(*s, 1, 0, 5999);
+  s.reset();
+  s = open(o);
+  ASSERT_TRUE(s->garbage_collect().ok());
+  expect_range(*s, 1, 0, 5999);
+}
+
 TEST_F(LedgerStorageTest, DiskFullDuringFlushIsSticky) {
   FaultInjectionEnv env(posix_env());
   auto s = open(options(), env);
