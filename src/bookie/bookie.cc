@@ -192,15 +192,12 @@ void Bookie::store_add(bookie_wire::AddRequest request, Buffer entry, AddCallbac
       entry_id < 0) {
     return done(bookie_wire::BAD_REQUEST);
   }
-  bool new_ledger = !storage_->ledger_info(ledger).ok();
-  Status key = storage_->set_master_key(ledger, request.master_key());
-  if (!key.ok()) return done(to_bookie_status(key));
-  auto info = storage_->ledger_info(ledger);
-  if (!info.ok()) return done(to_bookie_status(info.status()));
-  if (info->fenced && !request.recovery()) return done(bookie_wire::FENCED);
+  auto key = storage_->check_master_key(ledger, request.master_key());
+  if (!key.ok()) return done(to_bookie_status(key.status()));
+  if (key->fenced && !request.recovery()) return done(bookie_wire::FENCED);
   Status stored = storage_->add_entry(ledger, entry_id, entry, header->lac);
   if (!stored.ok()) return done(to_bookie_status(stored));
-  if (new_ledger) {
+  if (key->created) {
     journal_for(ledger).append(JournalRecord{JournalRecordType::kMasterKey, ledger, -1,
                                              Buffer::copy_of(request.master_key())},
                                [](Status, JournalPosition) {});

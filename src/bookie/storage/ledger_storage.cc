@@ -235,6 +235,11 @@ void LedgerStorage::run_flusher() {
 // ---- ledgers ----
 
 Status LedgerStorage::set_master_key(int64_t ledger_id, std::string_view master_key) {
+  return check_master_key(ledger_id, master_key).status();
+}
+
+Result<LedgerStorage::KeyCheck> LedgerStorage::check_master_key(int64_t ledger_id,
+                                                                std::string_view master_key) {
   if (!valid_ledger_id(ledger_id)) return bad_ledger_id(ledger_id);
   std::lock_guard lock(ledgers_mu_);
   auto [it, created] = ledgers_.try_emplace(ledger_id);
@@ -244,13 +249,13 @@ Status LedgerStorage::set_master_key(int64_t ledger_id, std::string_view master_
       st.master_key.assign(master_key);
       ++st.meta_version;
     }
-    return Status::OK();
+    return KeyCheck{created, st.fenced};
   }
   if (st.master_key != master_key) {
     return Status(Errc::kPermissionDenied,
                   fmt::format("master key mismatch for ledger {}", ledger_id));
   }
-  return Status::OK();
+  return KeyCheck{false, st.fenced};
 }
 
 Result<LedgerInfo> LedgerStorage::ledger_info(int64_t ledger_id) const {

@@ -84,6 +84,13 @@ class LedgerStorage {
   // Errc::kPermissionDenied, the bookie's EUA). A ledger first created by add_entry() has
   // no key yet and takes the first one presented.
   Status set_master_key(int64_t ledger_id, std::string_view master_key);
+  // set_master_key() that also says, under the same lock, whether the ledger was created by
+  // this call and whether it is fenced (what an add needs to know, without copying the key).
+  struct KeyCheck {
+    bool created = false;
+    bool fenced = false;
+  };
+  Result<KeyCheck> check_master_key(int64_t ledger_id, std::string_view master_key);
   Result<LedgerInfo> ledger_info(int64_t ledger_id) const;  // kNotFound if unknown
   // Fences; returns true if it was not fenced before. Fencing is persisted (at the next
   // flush; the journal's fence record covers the gap). kNotFound if the ledger is unknown.
