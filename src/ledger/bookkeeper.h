@@ -54,7 +54,7 @@ struct BookKeeperOptions {
   std::shared_ptr<PlacementPolicy> placement;
   // Entry reads one LedgerHandle::read() or recovery keeps in flight at once (values below
   // 1 count as 1). Recovery also bounds its concurrent recovery adds by it.
-  int max_parallel_reads = 64;
+  int max_parallel_reads = 128;
 };
 
 struct LedgerEntry {
