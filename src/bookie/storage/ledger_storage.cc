@@ -297,10 +297,9 @@ Status LedgerStorage::add_entry(int64_t ledger_id, int64_t entry_id, Buffer entr
     return Status(Errc::kInvalidArgument, fmt::format("invalid entry id {}", entry_id));
   }
   if (failed_.load(std::memory_order_acquire)) return failure_status();
-  // A private copy: the caller's buffer may be a slice of a much larger network read, which
-  // the cache would otherwise pin while charging only the slice.
-  Buffer bytes = Buffer::copy_of(entry.data(), entry.size());
-  const size_t charge = WriteCache::charge(bytes);
+  // The cache copies the bytes: the caller's buffer may be a slice of a much larger network
+  // read, which the cache would otherwise pin while charging only the slice.
+  const size_t charge = WriteCache::charge(entry.size());
   const size_t half = options_.write_cache_bytes / 2;
 
   {
@@ -351,7 +350,7 @@ Status LedgerStorage::add_entry(int64_t ledger_id, int64_t entry_id, Buffer entr
                                   options_.max_throttle.count(), entry_id, ledger_id));
       }
     }
-    active_->insert(ledger_id, entry_id, std::move(bytes), lac);
+    active_->insert(ledger_id, entry_id, entry.data(), entry.size(), lac);
     update_cache_gauge_locked();
   }
 
@@ -385,8 +384,10 @@ Result<Buffer> LedgerStorage::read_entry(int64_t ledger_id, int64_t entry_id) co
   }
   {
     std::lock_guard lock(cache_mu_);
-    if (const WriteCache::Entry* e = active_->find(ledger_id, entry_id)) return e->bytes;
-    if (const WriteCache::Entry* e = flushing_->find(ledger_id, entry_id)) return e->bytes;
+    if (const WriteCache::Slot* e = active_->find(ledger_id, entry_id)) return active_->bytes(*e);
+    if (const WriteCache::Slot* e = flushing_->find(ledger_id, entry_id)) {
+      return flushing_->bytes(*e);
+    }
   }
   std::shared_lock lock(logs_mu_);
   MAGNETAR_ASSIGN_OR_RETURN(std::optional<EntryLocation> loc,
@@ -422,7 +423,7 @@ Status LedgerStorage::flush_locked() {
   }
   // Only holders of flush_mu_ change the flushing half, so it can be walked unlocked
   // while readers look entries up in it.
-  const WriteCache::Map& entries = flushing_->entries();
+  const std::vector<const WriteCache::Slot*> entries = flushing_->sorted();
 
   // The ledger records this flush writes: ledgers with entries in this half, and those whose
   // fence bit or key changed. The LAC and last entry id written are those of flushed
@@ -442,9 +443,9 @@ Status LedgerStorage::flush_locked() {
     for (const auto& [id, st] : ledgers_) {
       if (st.meta_version != st.durable_meta_version) snapshot(id, st);
     }
-    for (auto it = entries.begin(); it != entries.end();
-         it = entries.lower_bound({it->first.first + 1, INT64_MIN})) {
-      auto lit = ledgers_.find(it->first.first);
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (i > 0 && entries[i]->ledger_id == entries[i - 1]->ledger_id) continue;
+      auto lit = ledgers_.find(entries[i]->ledger_id);
       if (lit != ledgers_.end()) snapshot(lit->first, lit->second);
     }
   }
@@ -474,16 +475,16 @@ Status LedgerStorage::flush_locked() {
     }
     return merged_usage;
   };
-  for (const auto& [key, e] : entries) {
-    if (key.first != run_ledger) {
+  for (const WriteCache::Slot* e : entries) {
+    if (e->ledger_id != run_ledger) {
       end_run();
-      run_ledger = key.first;
-      p = pending.find(key.first);
+      run_ledger = e->ledger_id;
+      p = pending.find(e->ledger_id);
     }
     if (p == pending.end()) continue;  // the ledger was deleted while its entry was cached
     MAGNETAR_ASSIGN_OR_RETURN(EntryLocation loc,
-                              append_record(key.first, key.second, e.bytes.view()));
-    batch.put_location(key.first, key.second, loc);
+                              append_record(e->ledger_id, e->entry_id, flushing_->view(*e)));
+    batch.put_location(e->ledger_id, e->entry_id, loc);
     if (batch.count() >= kLocationsPerIndexBatch) {
       // With the usage of the logs so far (GC never takes a log whose records the index
       // names for dead), but ahead of the ledger records written at the end: see
@@ -496,10 +497,10 @@ Status LedgerStorage::flush_locked() {
       end_run();
       run_log = loc.log_id;
     }
-    run_bytes += WriteCache::charge(e.bytes);
+    run_bytes += WriteCache::charge(e->size);
     LedgerRecord& r = p->second.record;
-    r.last_entry_id = std::max(r.last_entry_id, key.second);
-    r.lac = std::max(r.lac, e.lac);
+    r.last_entry_id = std::max(r.last_entry_id, e->entry_id);
+    r.lac = std::max(r.lac, e->lac);
   }
   end_run();
   if (!added.empty()) {
@@ -511,9 +512,6 @@ Status LedgerStorage::flush_locked() {
 
   for (auto& [log_id, u] : usage) log_usage_[log_id] = std::move(u);
   metrics_->entry_log_bytes->set(static_cast<double>(log_bytes_));
-  // The flushed entries are freed after the cache lock is released: tens of thousands of
-  // them take milliseconds to free, and adds wait for that lock.
-  WriteCache flushed;
   {
     std::lock_guard lock(cache_mu_);
     {
@@ -527,7 +525,7 @@ Status LedgerStorage::flush_locked() {
         st.durable_meta_version = std::max(st.durable_meta_version, p.meta_version);
       }
     }
-    std::swap(flushed, *flushing_);
+    flushing_->clear();  // cheap: no per-entry allocation to free
     update_cache_gauge_locked();
     cache_cv_.notify_all();
   }
