@@ -235,6 +235,44 @@ void Bookie::read_entry(const bookie_wire::ReadRequest& request, ReadCallback do
   });
 }
 
+void Bookie::read_range(const bookie_wire::ReadRangeRequest& request, ReadRangeCallback done) {
+  asio::post(workers_, [this, request, done = std::move(done)]() mutable {
+    const int64_t ledger = request.ledger_id();
+    if (request.first_entry_id() < 0 || request.max_entries() == 0) {
+      return done(bookie_wire::BAD_REQUEST, {}, -1);
+    }
+    auto info = storage_->ledger_info(ledger);
+    if (!info.ok()) return done(bookie_wire::NO_LEDGER, {}, -1);
+    const uint32_t max_entries = std::min(request.max_entries(), kMaxRangeEntries);
+    const uint64_t frame_room = static_cast<uint64_t>(config_.max_frame_size) - (64 << 10);
+    const uint64_t max_bytes =
+        request.has_max_bytes() ? std::min(request.max_bytes(), frame_room) : frame_room;
+    std::vector<Buffer> entries;
+    uint64_t bytes = 0;
+    BookieStatus stopped = bookie_wire::OK;
+    for (int64_t e = request.first_entry_id(); entries.size() < max_entries; ++e) {
+      auto entry = storage_->read_entry(ledger, e);
+      if (!entry.ok()) {
+        if (entry.status().is(Errc::kCorruption)) {
+          log_.with("ledger_id", ledger).with("entry_id", e)
+              .error("stored entry is corrupt: {}", entry.status().to_string());
+          stopped = bookie_wire::IO_ERROR;
+        } else if (entry.status().is(Errc::kNotFound)) {
+          stopped = bookie_wire::NO_ENTRY;
+        } else {
+          stopped = to_bookie_status(entry.status());
+        }
+        break;
+      }
+      if (!entries.empty() && bytes + entry->size() > max_bytes) break;
+      bytes += entry->size();
+      entries.push_back(std::move(entry).value());
+    }
+    BookieStatus status = entries.empty() ? stopped : bookie_wire::OK;
+    done(status, std::move(entries), info->lac);
+  });
+}
+
 void Bookie::do_read(const bookie_wire::ReadRequest& request, ReadCallback done) {
   const int64_t ledger = request.ledger_id();
   auto info = storage_->ledger_info(ledger);

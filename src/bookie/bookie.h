@@ -58,6 +58,12 @@ class Bookie {
   void add_entries(std::vector<Add> adds);
   // Fence reads, plain reads, reads of the last entry (-1) and long-poll reads.
   void read_entry(const bookie_wire::ReadRequest& request, ReadCallback done);
+  // Consecutive entries in one answer (bookie_wire::ReadRangeRequest): at most
+  // kMaxRangeEntries, and within nettyMaxFrameSizeBytes less 64 KiB once the first is in.
+  static constexpr uint32_t kMaxRangeEntries = 1024;
+  using ReadRangeCallback =
+      std::function<void(BookieStatus, std::vector<Buffer> entries, int64_t lac)>;
+  void read_range(const bookie_wire::ReadRangeRequest& request, ReadRangeCallback done);
   bookie_wire::ReadLacResponse read_lac(int64_t ledger_id);
   bookie_wire::BookieInfoResponse info();
 

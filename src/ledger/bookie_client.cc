@@ -34,7 +34,7 @@ constexpr size_t kMaxWritePieces = 1024;
 constexpr size_t kMaxWriteBytes = 4 << 20;
 
 const char* op_name(size_t op) {
-  static constexpr const char* kNames[] = {"add", "read", "read_lac", "info"};
+  static constexpr const char* kNames[] = {"add", "read", "read_lac", "info", "read_range"};
   return kNames[op];
 }
 
@@ -304,6 +304,7 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
       case Op::kRead: return BookieResponse::kRead;
       case Op::kReadLac: return BookieResponse::kReadLac;
       case Op::kInfo: return BookieResponse::kInfo;
+      case Op::kReadRange: return BookieResponse::kReadRange;
     }
     return BookieResponse::OP_NOT_SET;
   }
@@ -490,6 +491,42 @@ Task<Result<ReadResult>> BookieClient::read(std::string bookie, bookie_wire::Rea
   if (read.has_lac()) out.lac = read.lac();
   if (out.status == bookie_wire::OK) out.entry = std::move(response->body);
   co_return out;
+}
+
+void BookieClient::async_read_range(const std::string& bookie,
+                                    bookie_wire::ReadRangeRequest request,
+                                    ReadRangeCallback done) {
+  // Room for the frame's sizes and header besides the entries.
+  const uint64_t room = options_.max_frame_size > (64u << 10) ? options_.max_frame_size - (64u << 10)
+                                                               : options_.max_frame_size / 2;
+  request.set_max_bytes(request.has_max_bytes() ? std::min<uint64_t>(request.max_bytes(), room)
+                                                : room);
+  BookieRequest r;
+  *r.mutable_read_range() = std::move(request);
+  send(Op::kReadRange, bookie, std::move(r), BufferChain(), options_.request_timeout,
+       [done = std::move(done), bookie](Result<ResponseFrame> response) {
+         if (!response.ok()) return done(std::move(response).status());
+         const bookie_wire::ReadRangeResponse& rr = response->header.read_range();
+         ReadRangeResult out;
+         out.status = rr.status();
+         if (rr.has_lac()) out.lac = rr.lac();
+         if (out.status == bookie_wire::OK) {
+           const Buffer& body = response->body;
+           size_t at = 0;
+           for (uint32_t size : rr.entry_sizes()) {
+             if (size > body.size() - at) break;
+             out.entries.push_back(body.slice(at, size));
+             at += size;
+           }
+           if (at != body.size() || out.entries.size() != static_cast<size_t>(rr.entry_sizes_size())) {
+             return done(Status(Errc::kCorruption,
+                                fmt::format("bookie {}: read-range answer of {} bytes does not "
+                                            "match its {} entry sizes",
+                                            bookie, body.size(), rr.entry_sizes_size())));
+           }
+         }
+         done(std::move(out));
+       });
 }
 
 Task<Result<bookie_wire::ReadLacResponse>> BookieClient::read_lac(std::string bookie,

@@ -31,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 #include <unordered_map>
 
 #include "common/asio.h"
@@ -63,6 +64,12 @@ struct ReadResult {
   int64_t lac = -1;  // the highest LAC the bookie knows for the ledger, -1 when it sent none
 };
 
+struct ReadRangeResult {
+  bookie_wire::BookieStatus status = bookie_wire::OK;
+  std::vector<Buffer> entries;  // packaged entries from the first requested on; empty unless OK
+  int64_t lac = -1;
+};
+
 class BookieClient {
  public:
   // `executor` is the event loop every call must run on.
@@ -84,6 +91,12 @@ class BookieClient {
   // Plain, fencing and long-poll reads (a long poll's deadline is request_timeout plus the
   // request's timeout_ms).
   Task<Result<ReadResult>> read(std::string bookie, bookie_wire::ReadRequest request);
+  // Consecutive entries in one round trip (bookie_wire::ReadRangeRequest). The request's
+  // max_bytes is capped so that the answer fits max_frame_size. kCorruption when the answer's
+  // sizes do not add up to its body.
+  using ReadRangeCallback = std::function<void(Result<ReadRangeResult>)>;
+  void async_read_range(const std::string& bookie, bookie_wire::ReadRangeRequest request,
+                        ReadRangeCallback done);
   Task<Result<bookie_wire::ReadLacResponse>> read_lac(std::string bookie, int64_t ledger_id);
   Task<Result<bookie_wire::BookieInfoResponse>> info(std::string bookie);
 
@@ -99,8 +112,8 @@ class BookieClient {
   struct OpMetrics;
   using ResponseFrame = protocol::BookieFrame<bookie_wire::BookieResponse>;
   using Callback = std::function<void(Result<ResponseFrame>)>;
-  enum class Op { kAdd = 0, kRead, kReadLac, kInfo };
-  static constexpr size_t kOps = 4;
+  enum class Op { kAdd = 0, kRead, kReadLac, kInfo, kReadRange };
+  static constexpr size_t kOps = 5;
 
   // Sends `request` (+ `body`) to `bookie`; `done` gets the answer, kTimeout after `timeout`
   // or the transport's failure, later on the executor (never inside this call).

@@ -615,6 +615,86 @@ class LedgerHandle::ReadAhead {
   bool stopped_ = false;
 };
 
+Task<int64_t> LedgerHandle::read_ranges(int64_t first, int64_t last,
+                                        std::vector<LedgerEntry>& out) {
+  auto self = shared_from_this();
+  struct State : Joiner {
+    std::map<int64_t, Result<ReadRangeResult>> done;  // by the piece's first entry
+  };
+  auto state = std::make_shared<State>();
+  const int window = std::max(1, bk_.options().max_parallel_reads / kRangeEntries);
+  std::map<int64_t, int64_t> pieces;  // first -> last of each piece issued, not yet taken
+  int64_t next_issue = first;
+  int64_t next = first;  // the first entry not yet appended to `out`
+  bool stop = false;
+  auto issue = [&] {
+    while (!stop && next_issue <= last && static_cast<int>(pieces.size()) < window) {
+      int64_t piece_last = std::min(last, next_issue + kRangeEntries - 1);
+      // A piece never spans two ensembles.
+      for (const Segment& seg : metadata_.segments) {
+        if (seg.first_entry_id > next_issue && seg.first_entry_id <= piece_last) {
+          piece_last = seg.first_entry_id - 1;
+        }
+      }
+      const std::vector<std::string>& ensemble = metadata_.ensemble_for(next_issue);
+      const size_t n = ensemble.size();
+      size_t pick = static_cast<size_t>(next_issue / kRangeEntries) % n;
+      for (size_t k = 0; k < n && suspects_.count(ensemble[pick]); ++k) pick = (pick + 1) % n;
+      bookie_wire::ReadRangeRequest request;
+      request.set_ledger_id(id());
+      request.set_first_entry_id(next_issue);
+      request.set_max_entries(static_cast<uint32_t>(piece_last - next_issue + 1));
+      const int64_t start = next_issue;
+      const std::string bookie = ensemble[pick];
+      ++state->running;
+      auto answered = [state, self, start, bookie](Result<ReadRangeResult> r) {
+        if (!r.ok()) {
+          self->suspects_.insert(bookie);
+        } else {
+          self->suspects_.erase(bookie);
+        }
+        state->done.emplace(start, std::move(r));
+        state->finished();
+      };
+      bk_.client().async_read_range(bookie, std::move(request), std::move(answered));
+      pieces.emplace(start, piece_last);
+      next_issue = piece_last + 1;
+    }
+  };
+  issue();
+  while (!stop && !pieces.empty()) {
+    const auto [start, piece_last] = *pieces.begin();
+    while (!state->done.count(start)) co_await next_completion(state);
+    Result<ReadRangeResult> got = std::move(state->done.extract(start).mapped());
+    pieces.erase(pieces.begin());
+    const auto wanted = static_cast<size_t>(piece_last - start + 1);
+    if (!got.ok() || got->status != bookie_wire::OK) {
+      stop = true;
+      break;
+    }
+    for (size_t i = 0; i < got->entries.size() && i < wanted; ++i) {
+      const int64_t entry_id = start + static_cast<int64_t>(i);
+      auto payload = protocol::unpack_entry(got->entries[i], id(), entry_id, nullptr);
+      if (!payload.ok()) {
+        log_.warn("bad copy of entry {} in a range read: {}; reading it from the replicas",
+                  entry_id, payload.status().to_string());
+        stop = true;
+        break;
+      }
+      LedgerEntry entry;
+      entry.entry_id = entry_id;
+      entry.payload = std::move(payload).value();
+      out.push_back(std::move(entry));
+      next = entry_id + 1;
+    }
+    if (got->entries.size() < wanted) stop = true;
+    issue();
+  }
+  // Pieces still in flight hold only the shared state and the handle: let them finish.
+  while (state->running > 0) co_await next_completion(state);
+  co_return next;
+}
+
 Task<Result<std::vector<LedgerEntry>>> LedgerHandle::read(int64_t first, int64_t last) {
   auto self = shared_from_this();
   if (first < 0 || last < first) {
@@ -627,6 +707,10 @@ Task<Result<std::vector<LedgerEntry>>> LedgerHandle::read(int64_t first, int64_t
   }
   std::vector<LedgerEntry> out;
   out.reserve(static_cast<size_t>(last - first + 1));
+  if (metadata_.ensemble_size == metadata_.write_quorum) {
+    first = co_await read_ranges(first, last, out);
+    if (first > last) co_return out;
+  }
   ReadAhead reads(*this, first, last);
   Status error;
   for (int64_t e = first; e <= last; ++e) {

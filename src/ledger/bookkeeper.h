@@ -139,6 +139,14 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
     int unreachable = 0;  // replicas that failed, answered an error or sent a bad copy
   };
   class ReadAhead;
+  // read()'s fast path when every bookie of an ensemble stores every entry (E == Qw): the
+  // range in pieces of kRangeEntries, each from one bookie in one round trip (rotating over
+  // the ensemble), a few pieces in flight. Appends the entries got, in order, to `out` and
+  // returns the first entry not read: past `last`, or where a piece came back short, failed
+  // or held a bad copy (the per-entry reads, with their fallback to other replicas, go on
+  // from there).
+  static constexpr int kRangeEntries = 32;
+  Task<int64_t> read_ranges(int64_t first, int64_t last, std::vector<LedgerEntry>& out);
   void send(const std::shared_ptr<PendingAdd>& p, int index);
   void on_add_answer(PendingAdd& p, int index, const std::string& bookie, Result<AddResult> r);
   void try_complete();

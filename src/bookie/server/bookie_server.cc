@@ -212,6 +212,32 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
         });
         return;
       }
+      case BookieRequest::kReadRange: {
+        const int64_t ledger_id = req.read_range().ledger_id();
+        const int64_t first = req.read_range().first_entry_id();
+        auto answered = [held, executor, id, ledger_id, first](
+                            BookieStatus st, std::vector<Buffer> entries, int64_t lac) {
+          const std::shared_ptr<Connection>& self = held.conn;
+          asio::post(executor, [self, id, ledger_id, first, st, entries = std::move(entries),
+                                lac]() mutable {
+            BookieResponse r;
+            r.set_request_id(id);
+            auto* rr = r.mutable_read_range();
+            rr->set_status(st);
+            rr->set_ledger_id(ledger_id);
+            rr->set_first_entry_id(first);
+            rr->set_lac(lac);
+            BufferChain body;
+            for (Buffer& e : entries) {
+              rr->add_entry_sizes(static_cast<uint32_t>(e.size()));
+              body.append(std::move(e));
+            }
+            self->send(r, std::move(body));
+          });
+        };
+        bookie_.read_range(req.read_range(), std::move(answered));
+        return;
+      }
       case BookieRequest::kReadLac: {
         BookieResponse r;
         r.set_request_id(id);
@@ -242,8 +268,11 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
   }
 
   void send(const BookieResponse& response, Buffer body) {
+    send(response, BufferChain(std::move(body)));
+  }
+  void send(const BookieResponse& response, BufferChain body) {
     if (closed_) return;
-    BufferChain frame = protocol::encode_bookie_frame(response, BufferChain(std::move(body)));
+    BufferChain frame = protocol::encode_bookie_frame(response, body);
     outbox_.push_back(std::move(frame));
     if (writer_asleep_) {
       writer_asleep_ = false;

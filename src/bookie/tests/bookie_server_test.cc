@@ -158,6 +158,48 @@ TEST_F(BookieServerTest, AtMaxAddsInProgressTheBookieStopsReadingUntilAnswersCom
   env_.sync_delay_ms = 0;
 }
 
+TEST_F(BookieServerTest, ReadRangeAnswersConsecutiveEntriesInOneResponse) {
+  Client c(server_->port());
+  for (int i = 0; i < 10; ++i) c.send(add(i, 14, i), body(14, i));
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(c.receive()->header.add().status(), bookie_wire::OK);
+  auto range = [&](uint64_t id, int64_t ledger, int64_t first, uint32_t max_entries,
+                   uint64_t max_bytes = 0) {
+    bookie_wire::BookieRequest r;
+    r.set_request_id(id);
+    r.mutable_read_range()->set_ledger_id(ledger);
+    r.mutable_read_range()->set_first_entry_id(first);
+    r.mutable_read_range()->set_max_entries(max_entries);
+    if (max_bytes > 0) r.mutable_read_range()->set_max_bytes(max_bytes);
+    c.send(r);
+    auto got = c.receive();
+    EXPECT_TRUE(got.has_value());
+    EXPECT_TRUE(got->header.has_read_range());
+    return got;
+  };
+  // Entries 3..7, back to back in the body.
+  auto r = range(100, 14, 3, 5);
+  ASSERT_EQ(r->header.read_range().status(), bookie_wire::OK);
+  ASSERT_EQ(r->header.read_range().entry_sizes_size(), 5);
+  EXPECT_EQ(r->header.read_range().first_entry_id(), 3);
+  size_t at = 0;
+  for (int i = 0; i < 5; ++i) {
+    const uint32_t size = r->header.read_range().entry_sizes(i);
+    EXPECT_EQ(protocol::unpack_entry(r->body.slice(at, size), 14, 3 + i)->view(),
+              "payload-" + std::to_string(3 + i));
+    at += size;
+  }
+  EXPECT_EQ(at, r->body.size());
+  // It stops before the first entry the bookie lacks; with nothing at all it says why.
+  r = range(101, 14, 8, 100);
+  EXPECT_EQ(r->header.read_range().entry_sizes_size(), 2);
+  EXPECT_EQ(range(102, 14, 10, 5)->header.read_range().status(), bookie_wire::NO_ENTRY);
+  EXPECT_EQ(range(103, 99, 0, 5)->header.read_range().status(), bookie_wire::NO_LEDGER);
+  EXPECT_EQ(range(104, 14, 0, 0)->header.read_range().status(), bookie_wire::BAD_REQUEST);
+  // max_bytes: the first entry always, then only what fits.
+  r = range(105, 14, 0, 10, 1);
+  EXPECT_EQ(r->header.read_range().entry_sizes_size(), 1);
+}
+
 TEST_F(BookieServerTest, GarbageClosesOnlyThatConnection) {
   Client good(server_->port());
   Client bad(server_->port());

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <numeric>
 
+#include "common/metrics.h"
 #include "ledger/bookkeeper.h"
 #include "ledger/tests/ledger_test_support.h"
 
@@ -325,6 +326,55 @@ TEST(LedgerHandleTest, TwoThousandEntriesReadBackInOneCallInEntryOrder) {
   auto reader = c.await(reader_bk.open((*lh)->id(), "p", false));
   ASSERT_TRUE(reader.ok()) << reader.status().to_string();
   expect_entries(c.await((*reader)->read(0, 1999)), payloads);
+}
+
+double bookie_requests(const std::string& op) {
+  auto family = metrics::default_registry().counter(
+      "magnetar_ledger_bookie_requests_total", "Requests sent to bookies", {"op"});
+  return family.ok() ? (*family)->get(op)->value() : -1;
+}
+
+TEST(LedgerHandleTest, AnEnsembleThatStoresEveryEntryIsReadInRanges) {
+  Cluster c(test_name());
+  for (int i = 0; i < 3; ++i) c.add_bookie();
+  BookKeeper bk(c.store(), c.executor());
+  auto lh = c.await(bk.create(3, 3, 2, "p"));
+  ASSERT_TRUE(lh.ok()) << lh.status().to_string();
+  const std::vector<std::string> payloads = numbered(0, 500);
+  ASSERT_EQ(add_concurrently(c, *lh, payloads), payloads.size());
+  ASSERT_TRUE(c.await((*lh)->close()).ok());
+  const double ranges_before = bookie_requests("read_range");
+  const double reads_before = bookie_requests("read");
+  auto reader = c.await(bk.open((*lh)->id(), "p", false));
+  ASSERT_TRUE(reader.ok()) << reader.status().to_string();
+  expect_entries(c.await((*reader)->read(0, 499)), payloads);
+  // 500 entries in pieces of 32: 16 range requests, no single-entry read.
+  EXPECT_EQ(bookie_requests("read_range") - ranges_before, 16);
+  EXPECT_EQ(bookie_requests("read") - reads_before, 0);
+  // A middle slice, and a range that ends inside a piece.
+  auto middle = c.await((*reader)->read(100, 140));
+  ASSERT_TRUE(middle.ok()) << middle.status().to_string();
+  ASSERT_EQ(middle->size(), 41u);
+  EXPECT_EQ(middle->front().payload.view(), "entry-100");
+  EXPECT_EQ(middle->back().payload.view(), "entry-140");
+}
+
+TEST(LedgerHandleTest, RangeReadsFallBackToSingleReadsWhereABookieIsMissingEntries) {
+  Cluster c(test_name());
+  for (int i = 0; i < 3; ++i) c.add_bookie();
+  BookKeeper bk(c.store(), c.executor());
+  auto lh = c.await(bk.create(3, 3, 2, "p"));
+  ASSERT_TRUE(lh.ok()) << lh.status().to_string();
+  const std::vector<std::string> payloads = numbered(0, 200);
+  ASSERT_EQ(add_concurrently(c, *lh, payloads), payloads.size());
+  ASSERT_TRUE(c.await((*lh)->close()).ok());
+  // One bookie of three is gone: its pieces fail and those entries come from the others.
+  c.find((*lh)->metadata().segments.front().ensemble[1])->stop();
+  BookKeeper reader_bk(c.store(), c.executor());
+  auto reader = c.await(reader_bk.open((*lh)->id(), "p", false));
+  ASSERT_TRUE(reader.ok()) << reader.status().to_string();
+  expect_entries(c.await((*reader)->read(0, 199)), payloads);
+  expect_entries(c.await((*reader)->read(0, 199)), payloads);  // the bookie is now a suspect
 }
 
 TEST(LedgerHandleTest, ParallelReadFallsBackWhenABookieIsStopped) {
