@@ -511,19 +511,12 @@ void BookieClient::async_read_range(const std::string& bookie,
          out.status = rr.status();
          if (rr.has_lac()) out.lac = rr.lac();
          if (out.status == bookie_wire::OK) {
-           const Buffer& body = response->body;
-           size_t at = 0;
-           for (uint32_t size : rr.entry_sizes()) {
-             if (size > body.size() - at) break;
-             out.entries.push_back(body.slice(at, size));
-             at += size;
+           auto entries = protocol::split_read_range(rr, response->body);
+           if (!entries.ok()) {
+             return done(Status(Errc::kCorruption, fmt::format("bookie {}: {}", bookie,
+                                                               entries.status().message())));
            }
-           if (at != body.size() || out.entries.size() != static_cast<size_t>(rr.entry_sizes_size())) {
-             return done(Status(Errc::kCorruption,
-                                fmt::format("bookie {}: read-range answer of {} bytes does not "
-                                            "match its {} entry sizes",
-                                            bookie, body.size(), rr.entry_sizes_size())));
-           }
+           out.entries = std::move(entries).value();
          }
          done(std::move(out));
        });

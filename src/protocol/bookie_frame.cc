@@ -59,4 +59,26 @@ Status BookieFrameDecoder<Header>::bad_header() {
 template class BookieFrameDecoder<bookie_wire::BookieRequest>;
 template class BookieFrameDecoder<bookie_wire::BookieResponse>;
 
+Result<std::vector<Buffer>> split_read_range(const bookie_wire::ReadRangeResponse& response,
+                                             const Buffer& body) {
+  std::vector<Buffer> entries;
+  entries.reserve(static_cast<size_t>(response.entry_sizes_size()));
+  size_t at = 0;
+  for (uint32_t size : response.entry_sizes()) {
+    if (size > body.size() - at) {
+      return Status(Errc::kCorruption,
+                    fmt::format("read-range answer: entry {} of {} bytes runs past its body of {}",
+                                entries.size(), size, body.size()));
+    }
+    entries.push_back(body.slice(at, size));
+    at += size;
+  }
+  if (at != body.size()) {
+    return Status(Errc::kCorruption,
+                  fmt::format("read-range answer: {} entry sizes cover {} of its {} body bytes",
+                              response.entry_sizes_size(), at, body.size()));
+  }
+  return entries;
+}
+
 }  // namespace magnetar::protocol

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "common/buffer.h"
 #include "common/status.h"
@@ -76,5 +77,10 @@ class BookieFrameDecoder {
 
 using BookieRequestDecoder = BookieFrameDecoder<bookie_wire::BookieRequest>;
 using BookieResponseDecoder = BookieFrameDecoder<bookie_wire::BookieResponse>;
+
+// The entries of a read_range answer: `body` cut by its entry_sizes (slices, no copy).
+// kCorruption when the sizes do not add up to the body exactly.
+Result<std::vector<Buffer>> split_read_range(const bookie_wire::ReadRangeResponse& response,
+                                             const Buffer& body);
 
 }  // namespace magnetar::protocol

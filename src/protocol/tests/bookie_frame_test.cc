@@ -102,5 +102,23 @@ TEST(BookieFrameTest, RandomGarbageNeverCrashes) {
   }
 }
 
+TEST(BookieFrameTest, ReadRangeBodyIsCutByItsSizesOrRejected) {
+  bookie_wire::ReadRangeResponse r;
+  r.set_status(bookie_wire::OK);
+  r.set_ledger_id(1);
+  r.set_first_entry_id(0);
+  for (uint32_t size : {3u, 0u, 5u}) r.add_entry_sizes(size);
+  auto entries = split_read_range(r, Buffer::copy_of("abc12345"));
+  ASSERT_TRUE(entries.ok()) << entries.status().to_string();
+  ASSERT_EQ(entries->size(), 3u);
+  EXPECT_EQ((*entries)[0].view(), "abc");
+  EXPECT_EQ((*entries)[1].view(), "");
+  EXPECT_EQ((*entries)[2].view(), "12345");
+  EXPECT_TRUE(split_read_range(r, Buffer::copy_of("abc1234")).status().is(Errc::kCorruption));
+  EXPECT_TRUE(split_read_range(r, Buffer::copy_of("abc123456")).status().is(Errc::kCorruption));
+  r.add_entry_sizes(UINT32_MAX);
+  EXPECT_TRUE(split_read_range(r, Buffer::copy_of("abc12345")).status().is(Errc::kCorruption));
+}
+
 }  // namespace
 }  // namespace magnetar::protocol
