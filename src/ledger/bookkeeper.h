@@ -14,6 +14,9 @@
 //    BookKeeperOptions::max_parallel_reads entries in flight at once (each with its own
 //    replica fallback) and returned in entry order; the first entry (in entry order) that
 //    no replica could serve fails the whole read, once every read in flight has finished.
+//    When every bookie stores every entry (E == Qw), pieces of the range are first read
+//    with one read_range request each (see read_ranges), the per-entry reads taking over
+//    from the first piece that fails.
 //  - open(recovery = true): fences the last ensemble (no old writer can reach Qa again),
 //    then reads the ledger forward from the highest LAC any bookie knows with the same bounded
 //    read-ahead; past the LAC, each entry read is
