@@ -283,6 +283,14 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
     Pending p = std::move(it->second);
     pending_.erase(it);
     OpMetrics& m = *metrics_[static_cast<size_t>(p.op)];
+    if (frame.header.op_case() == BookieResponse::OP_NOT_SET && frame.header.has_unsupported_op()) {
+      // An older bookie: this operation fails, the connection is fine.
+      m.failures->inc();
+      Status st(Errc::kNotSupported,
+                fmt::format("bookie {} does not support the {} operation", bookie_, op_name(static_cast<size_t>(p.op))));
+      asio::post(executor_, [done = std::move(p.done), st]() { done(st); });
+      return;
+    }
     if (frame.header.op_case() != expected_op(p.op)) {
       const std::string why = fmt::format("answered request {} with op {} instead of {}", id,
                                           static_cast<int>(frame.header.op_case()),

@@ -639,7 +639,14 @@ Task<int64_t> LedgerHandle::read_ranges(int64_t first, int64_t last,
       const std::vector<std::string>& ensemble = metadata_.ensemble_for(next_issue);
       const size_t n = ensemble.size();
       size_t pick = static_cast<size_t>(next_issue / kRangeEntries) % n;
-      for (size_t k = 0; k < n && suspects_.count(ensemble[pick]); ++k) pick = (pick + 1) % n;
+      auto avoid = [&](const std::string& b) {
+        return suspects_.count(b) > 0 || no_range_reads_.count(b) > 0;
+      };
+      for (size_t k = 0; k < n && avoid(ensemble[pick]); ++k) pick = (pick + 1) % n;
+      if (no_range_reads_.count(ensemble[pick])) {
+        stop = true;  // no bookie of this ensemble can: per-entry reads from here
+        break;
+      }
       bookie_wire::ReadRangeRequest request;
       request.set_ledger_id(id());
       request.set_first_entry_id(next_issue);
@@ -648,7 +655,9 @@ Task<int64_t> LedgerHandle::read_ranges(int64_t first, int64_t last,
       const std::string bookie = ensemble[pick];
       ++state->running;
       auto answered = [state, self, start, bookie](Result<ReadRangeResult> r) {
-        if (!r.ok()) {
+        if (!r.ok() && r.status().is(Errc::kNotSupported)) {
+          self->no_range_reads_.insert(bookie);  // an older bookie
+        } else if (!r.ok()) {
           self->suspects_.insert(bookie);
         } else {
           self->suspects_.erase(bookie);

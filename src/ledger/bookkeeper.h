@@ -181,6 +181,7 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   bool changing_ensemble_ = false;
   std::set<std::string> failed_bookies_;  // waiting for (or excluded by) an ensemble change
   std::set<std::string> suspects_;        // failed a read: tried last until they answer again
+  std::set<std::string> no_range_reads_;  // answered read_range as unsupported (older bookies)
   bool change_retry_scheduled_ = false;   // degraded: no replacement yet, retry on a timer
 };
 

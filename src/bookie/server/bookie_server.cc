@@ -255,8 +255,12 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
       case BookieRequest::OP_NOT_SET:
         break;
     }
-    log_.warn("closing connection: request {} has no operation this bookie knows", id);
-    close();
+    // An operation of a newer protocol (or none): that request fails, the others go on.
+    log_.debug("request {} has no operation this bookie knows: answered BAD_REQUEST", id);
+    BookieResponse r;
+    r.set_request_id(id);
+    r.set_unsupported_op(bookie_wire::BAD_REQUEST);
+    send(r, Buffer());
   }
 
   // The adds decoded from one read go to the storage workers in one hand-off.

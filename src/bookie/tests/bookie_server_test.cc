@@ -200,6 +200,22 @@ TEST_F(BookieServerTest, ReadRangeAnswersConsecutiveEntriesInOneResponse) {
   EXPECT_EQ(r->header.read_range().entry_sizes_size(), 1);
 }
 
+TEST_F(BookieServerTest, AnOperationTheBookieDoesNotKnowFailsOnlyThatRequest) {
+  Client c(server_->port());
+  bookie_wire::BookieRequest unknown;  // what a newer client's new operation looks like here
+  unknown.set_request_id(7);
+  c.send(unknown);
+  auto r = c.receive();
+  ASSERT_TRUE(r.has_value()) << "the bookie closed the connection";
+  EXPECT_EQ(r->header.request_id(), 7u);
+  EXPECT_EQ(r->header.op_case(), bookie_wire::BookieResponse::OP_NOT_SET);
+  EXPECT_EQ(r->header.unsupported_op(), bookie_wire::BAD_REQUEST);
+  c.send(add(8, 15, 0), body(15, 0));
+  auto a = c.receive();
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->header.add().status(), bookie_wire::OK);
+}
+
 TEST_F(BookieServerTest, GarbageClosesOnlyThatConnection) {
   Client good(server_->port());
   Client bad(server_->port());
