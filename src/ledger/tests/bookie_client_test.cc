@@ -415,6 +415,46 @@ TEST_F(BookieClientTest, GarbageFromABookieClosesTheConnection) {
   }
 }
 
+TEST_F(BookieClientTest, AnOperationAnOlderBookieDoesNotKnowFailsOnlyThatRequest) {
+  // Answers every request as an older bookie answers an operation it does not know.
+  FakeBookie older(loop_.context(), [](std::shared_ptr<tcp::socket> s) -> Task<void> {
+    protocol::BookieRequestDecoder decoder(1 << 20);
+    std::vector<char> chunk(65536);
+    while (true) {
+      boost::system::error_code ec;
+      size_t n = co_await s->async_read_some(asio::buffer(chunk),
+                                             asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) co_return;
+      decoder.feed(Buffer::copy_of(chunk.data(), n));
+      while (true) {
+        auto frame = decoder.next();
+        if (!frame.ok() || !frame->has_value()) break;
+        bookie_wire::BookieResponse r;
+        r.set_request_id((**frame).header.request_id());
+        r.set_unsupported_op(bookie_wire::BAD_REQUEST);
+        const std::string bytes = protocol::encode_bookie_frame(r).to_string();
+        co_await asio::async_write(*s, asio::buffer(bytes),
+                                   asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) co_return;
+      }
+    }
+  });
+  BookieClient client(loop_.executor(), fast_options());
+  std::optional<Result<ReadRangeResult>> range;
+  bookie_wire::ReadRangeRequest request;
+  request.set_ledger_id(1);
+  request.set_first_entry_id(0);
+  request.set_max_entries(8);
+  client.async_read_range(older.id(), request, [&](Result<ReadRangeResult> r) { range = r; });
+  ASSERT_TRUE(loop_.run_until([&] { return range.has_value(); }, 5s));
+  ASSERT_FALSE(range->ok());
+  EXPECT_TRUE(range->status().is(Errc::kNotSupported)) << range->status().to_string();
+  // The same connection answers the next request (the fake accepts only one connection).
+  auto info = loop_.await(client.info(older.id()));
+  ASSERT_FALSE(info.ok());
+  EXPECT_TRUE(info.status().is(Errc::kNotSupported)) << info.status().to_string();
+}
+
 TEST_F(BookieClientTest, DisconnectFailsPendingAndNextRequestReconnects) {
   BookieClient client(loop_.executor(), fast_options());
   ASSERT_NO_FATAL_FAILURE(seed(client, 8));
