@@ -462,18 +462,10 @@ Status LedgerStorage::flush_locked() {
     if (run_bytes > 0) added[run_log][run_ledger] += run_bytes;
     run_bytes = 0;
   };
-  // Puts the usage of every log this flush wrote to, its records so far included, and
-  // returns it.
+  // Puts the usage of every log this flush wrote to, its records so far included.
   auto put_usage = [&](LedgerIndex::Batch& b) {
     end_run();
-    std::map<uint32_t, LogUsage> merged_usage;
-    for (const auto& [log_id, delta] : added) {
-      LogUsage merged = log_usage_[log_id];
-      for (const auto& [ledger, bytes] : delta) merged[ledger] += bytes;
-      b.put_log_usage(log_id, merged);
-      merged_usage.emplace(log_id, std::move(merged));
-    }
-    return merged_usage;
+    return put_merged_usage(added, b);
   };
   for (const WriteCache::Slot* e : entries) {
     if (e->ledger_id != run_ledger) {
@@ -531,6 +523,18 @@ Status LedgerStorage::flush_locked() {
   }
   metrics_->flush_latency_ms->observe(ms_since(start));
   return Status::OK();
+}
+
+std::map<uint32_t, LogUsage> LedgerStorage::put_merged_usage(
+    const std::map<uint32_t, LogUsage>& added, LedgerIndex::Batch& batch) {
+  std::map<uint32_t, LogUsage> usage;
+  for (const auto& [log_id, delta] : added) {
+    LogUsage merged = log_usage_[log_id];
+    for (const auto& [ledger, bytes] : delta) merged[ledger] += bytes;
+    batch.put_log_usage(log_id, merged);
+    usage.emplace(log_id, std::move(merged));
+  }
+  return usage;
 }
 
 Result<EntryLocation> LedgerStorage::append_record(int64_t ledger_id, int64_t entry_id,
@@ -707,13 +711,7 @@ Result<uint64_t> LedgerStorage::compact_log(uint32_t log_id, uint64_t live_bytes
     if (Status s = writer_->sync(); !s.ok()) return fail(std::move(s));
   }
   batch.delete_log_usage(log_id);
-  std::map<uint32_t, LogUsage> usage;
-  for (const auto& [to_log, delta] : added) {
-    LogUsage merged = log_usage_[to_log];
-    for (const auto& [ledger, bytes] : delta) merged[ledger] += bytes;
-    batch.put_log_usage(to_log, merged);
-    usage.emplace(to_log, std::move(merged));
-  }
+  std::map<uint32_t, LogUsage> usage = put_merged_usage(added, batch);
   if (Status s = index_->write(batch); !s.ok()) return fail(std::move(s));
   log_usage_.erase(log_id);
   for (auto& [to_log, u] : usage) log_usage_[to_log] = std::move(u);

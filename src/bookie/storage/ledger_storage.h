@@ -146,6 +146,10 @@ class LedgerStorage {
   // bytes freed (0 when it declines, for instance when it finds fewer live bytes than
   // `live_bytes`, the index's count).
   Result<uint64_t> compact_log(uint32_t log_id, uint64_t live_bytes);
+  // log_usage_ of each log in `added` plus the bytes `added` gives it per ledger, put into
+  // `batch`; returned so the caller adopts it once the batch is written. Needs flush_mu_.
+  std::map<uint32_t, LogUsage> put_merged_usage(const std::map<uint32_t, LogUsage>& added,
+                                                LedgerIndex::Batch& batch);
   // Forgets and deletes the file of a log nothing points into; returns its size.
   uint64_t remove_log(uint32_t log_id);
 
