@@ -43,6 +43,30 @@ struct Joiner {
   }
 };
 
+// Captured (as a shared_ptr) by an operation's completion handler, which calls finish()
+// instead of Joiner::finished(). If the handler is destroyed without running — its executor
+// was destroyed at shutdown with the operation pending — the owner sleeping in
+// next_completion() is dropped with its `resume` (asio destroys its suspended frames):
+// otherwise that frame (holding the Joiner) and the Joiner (holding the frame) would keep
+// each other, and whatever the frame holds, alive forever.
+class JoinerShare {
+ public:
+  explicit JoinerShare(std::shared_ptr<Joiner> joiner) : joiner_(std::move(joiner)) {}
+  JoinerShare(const JoinerShare&) = delete;
+  JoinerShare& operator=(const JoinerShare&) = delete;
+  ~JoinerShare() {
+    if (!finished_) joiner_->resume = nullptr;
+  }
+  void finish() {
+    finished_ = true;
+    joiner_->finished();
+  }
+
+ private:
+  std::shared_ptr<Joiner> joiner_;
+  bool finished_ = false;
+};
+
 // Resumes the caller after the next Joiner::finished(). Precondition: an operation is
 // running that will call it. Not a coroutine, on purpose (see await_callback).
 template <typename J>
@@ -593,14 +617,15 @@ class LedgerHandle::ReadAhead {
     while (!stopped_ && next_issue_ <= last_ && next_issue_ - next_take_ < window_) {
       const int64_t entry_id = next_issue_++;
       ++state_->running;
-      auto on_done = [state = state_, self = handle_.shared_from_this(), entry_id](
+      auto share = std::make_shared<JoinerShare>(state_);
+      auto on_done = [state = state_, share, self = handle_.shared_from_this(), entry_id](
                          std::exception_ptr error, EntryRead read) {
         if (error) {
           read.status = ledger_error(Errc::kInternal, self->id(),
                                      fmt::format("read of entry {} threw", entry_id));
         }
         state->done.emplace(entry_id, std::move(read));
-        state->finished();
+        share->finish();
       };
       asio::co_spawn(handle_.bk_.executor(), handle_.read_entry(entry_id), std::move(on_done));
     }
@@ -654,7 +679,8 @@ Task<int64_t> LedgerHandle::read_ranges(int64_t first, int64_t last,
       const int64_t start = next_issue;
       const std::string bookie = ensemble[pick];
       ++state->running;
-      auto answered = [state, self, start, bookie](Result<ReadRangeResult> r) {
+      auto share = std::make_shared<JoinerShare>(state);
+      auto answered = [state, share, self, start, bookie](Result<ReadRangeResult> r) {
         if (!r.ok() && r.status().is(Errc::kNotSupported)) {
           self->no_range_reads_.insert(bookie);  // an older bookie
         } else if (!r.ok()) {
@@ -663,7 +689,7 @@ Task<int64_t> LedgerHandle::read_ranges(int64_t first, int64_t last,
           self->suspects_.erase(bookie);
         }
         state->done.emplace(start, std::move(r));
-        state->finished();
+        share->finish();
       };
       bk_.client().async_read_range(bookie, std::move(request), std::move(answered));
       pieces.emplace(start, piece_last);
@@ -842,6 +868,8 @@ Task<Status> LedgerHandle::recover() {
     const std::vector<std::string>& writers = metadata_.ensemble_for(e);
     ++adds->running;
     adds->entries[e] = {0, static_cast<int>(write_set.size())};
+    // One share for the entry: the last of its Qw adds to answer finishes it.
+    auto share = std::make_shared<JoinerShare>(adds);
     for (int index : write_set) {
       bookie_wire::AddRequest add;
       add.set_ledger_id(id());
@@ -850,7 +878,7 @@ Task<Status> LedgerHandle::recover() {
       add.set_recovery(true);
       std::string bookie = writers[static_cast<size_t>(index)];
       BufferChain copy = packaged;
-      auto on_done = [adds, self, e, Qa](std::exception_ptr thrown, bool stored) {
+      auto on_done = [adds, share, self, e, Qa](std::exception_ptr thrown, bool stored) {
         auto& [acks, left] = adds->entries[e];
         if (!thrown && stored) ++acks;
         if (--left > 0) return;
@@ -861,7 +889,7 @@ Task<Status> LedgerHandle::recover() {
                                                  e, acks, Qa));
         }
         adds->entries.erase(e);
-        adds->finished();
+        share->finish();
       };
       asio::co_spawn(bk_.executor(),
                      recovery_add(bk_.client(), std::move(bookie), std::move(add), std::move(copy)),
