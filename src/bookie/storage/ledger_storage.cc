@@ -477,19 +477,19 @@ Status LedgerStorage::flush_locked() {
     MAGNETAR_ASSIGN_OR_RETURN(EntryLocation loc,
                               append_record(e->ledger_id, e->entry_id, flushing_->view(*e)));
     batch.put_location(e->ledger_id, e->entry_id, loc);
-    if (batch.count() >= kLocationsPerIndexBatch) {
-      // With the usage of the logs so far (GC never takes a log whose records the index
-      // names for dead), but ahead of the ledger records written at the end: see
-      // ledger_index.h for why a crash in between loses nothing.
-      if (Status s = writer_->sync(); !s.ok()) return fail(std::move(s));
-      (void)put_usage(batch);
-      if (Status s = index_->write(batch); !s.ok()) return fail(std::move(s));
-    }
     if (loc.log_id != run_log) {
       end_run();
       run_log = loc.log_id;
     }
     run_bytes += WriteCache::charge(e->size);
+    if (batch.count() >= kLocationsPerIndexBatch) {
+      // With the usage of the logs so far, this record's included (GC never takes a log
+      // whose records the index names for dead), but ahead of the ledger records written at
+      // the end: see ledger_index.h for why a crash in between loses nothing.
+      if (Status s = writer_->sync(); !s.ok()) return fail(std::move(s));
+      (void)put_usage(batch);
+      if (Status s = index_->write(batch); !s.ok()) return fail(std::move(s));
+    }
     LedgerRecord& r = p->second.record;
     r.last_entry_id = std::max(r.last_entry_id, e->entry_id);
     r.lac = std::max(r.lac, e->lac);
