@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
@@ -19,6 +20,7 @@
 
 #include "bookie/journal/journal.h"
 #include "common/env.h"
+#include "common/metrics.h"
 #include "latency_report.h"
 
 namespace magnetar::bookie {
@@ -95,7 +97,8 @@ BENCHMARK(BM_JournalAppend)
 // The journal alone at a steady pace ($MAGNETAR_BENCH_RATE records/s, default 10 000; 1 KiB,
 // flush when the queue runs empty, 3 s): per-record latency from append to callback. Beside
 // bookie_bench's BM_BookieAddLatency it tells the journal's share of an add's tail from the
-// network's, the server's and the ledger storage's.
+// network's, the server's and the ledger storage's. $MAGNETAR_BENCH_METRICS=1 prints the
+// metrics registry afterwards (the journal's fdatasync and append-to-callback histograms).
 void BM_JournalAppendLatency(benchmark::State& state) {
   const char* rate_env = std::getenv("MAGNETAR_BENCH_RATE");
   const double rate = rate_env != nullptr ? std::atof(rate_env) : 10000;
@@ -144,6 +147,9 @@ void BM_JournalAppendLatency(benchmark::State& state) {
     }
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return finished == count; });
+  }
+  if (std::getenv("MAGNETAR_BENCH_METRICS") != nullptr) {  // before the journal drops them
+    std::fprintf(stderr, "%s", metrics::default_registry().expose().c_str());
   }
   journal.reset();
   std::filesystem::remove_all(dir);

@@ -103,6 +103,8 @@ std::string join(const std::vector<std::string>& parts) {
 }
 
 constexpr std::array<double, 9> kLatencyBucketsMs = {0.5, 1, 5, 10, 20, 50, 100, 200, 1000};
+constexpr std::array<double, 14> kFineLatencyBucketsMs = {0.05, 0.1, 0.25, 0.5, 0.75, 1,   2,
+                                                          3,    5,   10,   20,  50,   200, 1000};
 
 }  // namespace
 
@@ -116,6 +118,10 @@ bool valid_label_name(std::string_view name) noexcept {
 
 std::span<const double> default_latency_buckets_ms() noexcept {
   return kLatencyBucketsMs;
+}
+
+std::span<const double> fine_latency_buckets_ms() noexcept {
+  return kFineLatencyBucketsMs;
 }
 
 std::string_view to_string(Type t) noexcept {

@@ -46,6 +46,9 @@ bool valid_label_name(std::string_view name) noexcept;
 
 // Upper bounds in milliseconds, those Pulsar brokers use for their latency histograms.
 std::span<const double> default_latency_buckets_ms() noexcept;
+// Upper bounds in milliseconds resolving the sub-millisecond range: for the steps of a
+// bookie add (journal, fdatasync), whose whole budget is about a millisecond.
+std::span<const double> fine_latency_buckets_ms() noexcept;
 
 // A monotonic total. Integral increments are exact (a 64-bit count); fractional ones are
 // summed separately as a double. Negative and NaN increments are dropped: a counter never

@@ -173,6 +173,7 @@ struct Families {
   metrics::Family<metrics::Counter>* bytes;
   metrics::Family<metrics::Counter>* syncs;
   metrics::Family<metrics::Histogram>* sync_latency;
+  metrics::Family<metrics::Histogram>* add_latency;
   metrics::Family<metrics::Histogram>* group_size;
   metrics::Family<metrics::Gauge>* in_flight;
 };
@@ -201,7 +202,11 @@ const Families& families() {
         must(reg.counter("magnetar_bookie_journal_sync_total", "fdatasync calls on journal files",
                          {"journal"})),
         must(reg.histogram("magnetar_bookie_journal_sync_latency_ms",
-                           "Latency of one journal fdatasync, ms", {"journal"})),
+                           "Latency of one journal fdatasync, ms", {"journal"},
+                           metrics::fine_latency_buckets_ms())),
+        must(reg.histogram("magnetar_bookie_journal_add_latency_ms",
+                           "From a record's append to its callback (written and synced), ms",
+                           {"journal"}, metrics::fine_latency_buckets_ms())),
         must(reg.histogram("magnetar_bookie_journal_group_size",
                            "Records written by one journal write()", {"journal"}, kGroupBuckets)),
         must(reg.gauge("magnetar_bookie_journal_queue_size",
@@ -217,6 +222,7 @@ struct Completion {
   Status status;
   JournalPosition position;
   bool counted = true;  // accepted, so it holds a slot of in_flight_
+  Clock::time_point appended{};  // unset for records never accepted
 };
 
 // Reads a journal file front to back in large chunks.
@@ -335,6 +341,7 @@ struct Journal::Impl {
     bytes = f.bytes->get(options.dir);
     syncs = f.syncs->get(options.dir);
     sync_latency = f.sync_latency->get(options.dir);
+    add_latency = f.add_latency->get(options.dir);
     group_size = f.group_size->get(options.dir);
     in_flight_gauge = f.in_flight->get(options.dir);
   }
@@ -347,6 +354,7 @@ struct Journal::Impl {
     f.bytes->remove(options.dir);
     f.syncs->remove(options.dir);
     f.sync_latency->remove(options.dir);
+    f.add_latency->remove(options.dir);
     f.group_size->remove(options.dir);
     f.in_flight->remove(options.dir);
   }
@@ -356,7 +364,7 @@ struct Journal::Impl {
   const log::Logger log;
 
   std::shared_ptr<metrics::Counter> adds, rejected, queue_full_waits, bytes, syncs;
-  std::shared_ptr<metrics::Histogram> sync_latency, group_size;
+  std::shared_ptr<metrics::Histogram> sync_latency, add_latency, group_size;
   std::shared_ptr<metrics::Gauge> in_flight_gauge;
 
   // --- Shared state, guarded by mu_. ---
@@ -610,7 +618,7 @@ struct Journal::Impl {
 
   void add_record(Pending p) {
     if (writer_failed_) {
-      group_.push_back(Completion{std::move(p.done), Status(), {}, true});
+      group_.push_back(Completion{std::move(p.done), Status(), {}, true, p.enqueued});
       return;
     }
     size_t size = kRecordPrefixSize + kBodyFixedSize + p.record.payload.size();
@@ -620,14 +628,15 @@ struct Journal::Impl {
       flush_group(true);
       if (!writer_failed_) roll();
       if (writer_failed_) {
-        group_.push_back(Completion{std::move(p.done), Status(), {}, true});
+        group_.push_back(Completion{std::move(p.done), Status(), {}, true, p.enqueued});
         return;
       }
     }
     if (group_.empty()) group_start_ = p.enqueued;
     encode_record(buf_, p.record);
     group_.push_back(Completion{std::move(p.done), Status(),
-                                JournalPosition{file_id_, file_->size() + buf_.size()}, true});
+                                JournalPosition{file_id_, file_->size() + buf_.size()}, true,
+                                p.enqueued});
     if (buf_.size() >= options.buffered_writes_threshold) flush_group(false);
   }
 
@@ -844,7 +853,11 @@ struct Journal::Impl {
       }
       if (notice) run_failure_callback();
       size_t counted = 0;
+      const auto now = Clock::now();
       for (auto& c : batch) {
+        if (c.status.ok() && c.appended != Clock::time_point{}) {
+          add_latency->observe(std::chrono::duration<double, std::milli>(now - c.appended).count());
+        }
         if (c.done) c.done(std::move(c.status), c.position);
         counted += c.counted ? 1 : 0;
       }

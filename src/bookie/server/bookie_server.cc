@@ -13,12 +13,29 @@
 #include <nlohmann/json.hpp>
 
 #include "metadata/paths.h"
+#include "common/metrics.h"
 #include "common/write_batch.h"
 #include "protocol/bookie_frame.h"
 
 namespace magnetar::bookie {
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// From the read that brought an add to its answer queued for the socket: the bookie's part
+// of an add's latency (the journal's is magnetar_bookie_journal_add_latency_ms).
+metrics::Histogram& add_request_latency() {
+  static const std::shared_ptr<metrics::Histogram> h = [] {
+    auto family = metrics::default_registry().histogram(
+        "magnetar_bookie_add_request_latency_ms",
+        "From reading an add request to queueing its answer, ms", {},
+        metrics::fine_latency_buckets_ms());
+    MAGNETAR_ASSERT(family.ok(), family.status().to_string());
+    return (*family)->get();
+  }();
+  return *h;
+}
 // Bounds of one gathered write (IOV_MAX is 1024 on Linux).
 constexpr size_t kMaxWritePieces = 1024;
 constexpr size_t kMaxWriteBytes = 4 << 20;
@@ -132,6 +149,7 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
           asio::buffer(chunk.mutable_data(), chunk.size()),
           asio::redirect_error(asio::use_awaitable, ec));
       if (ec) break;
+      read_at_ = Clock::now();
       chunk.truncate(n);
       decoder_.feed(std::move(chunk));
       while (true) {
@@ -187,8 +205,8 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
       case BookieRequest::kAdd: {
         // The request moves on to the bookie; the answer needs only its ids.
         const int64_t ledger_id = req.add().ledger_id(), entry_id = req.add().entry_id();
-        auto answer = [held, id, ledger_id, entry_id](BookieStatus st) {
-          held.conn->answer_add(AddAnswer{id, ledger_id, entry_id, st});
+        auto answer = [held, id, ledger_id, entry_id, received = read_at_](BookieStatus st) {
+          held.conn->answer_add(AddAnswer{id, ledger_id, entry_id, st, received});
         };
         adds_.push_back(Bookie::Add{std::move(*frame.header.mutable_add()),
                                     std::move(frame.body), std::move(answer)});
@@ -289,6 +307,7 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     int64_t ledger_id;
     int64_t entry_id;
     BookieStatus status;
+    Clock::time_point received;
   };
 
   // Called on a journal thread once an add is durable (or failed). The answers of one journal
@@ -316,7 +335,10 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     }
     BookieResponse r;
     auto* add = r.mutable_add();
+    const auto now = Clock::now();
+    metrics::Histogram& latency = add_request_latency();
     for (const AddAnswer& a : answers) {
+      latency.observe(std::chrono::duration<double, std::milli>(now - a.received).count());
       r.set_request_id(a.request_id);
       add->set_status(a.status);
       add->set_ledger_id(a.ledger_id);
@@ -357,6 +379,7 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
   Bookie& bookie_;
   protocol::BookieRequestDecoder decoder_;
   const std::shared_ptr<AddsInProgress> in_progress_;
+  Clock::time_point read_at_;  // when the bytes being dispatched were read
   log::Logger log_;
   asio::steady_timer wakeup_;
   asio::steady_timer resume_;  // cancelled to resume reading (wait_for_answers)
