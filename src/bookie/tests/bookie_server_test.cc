@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "common/metrics.h"
 #include "protocol/bookie_entry.h"
 #include "metadata/paths.h"
 #include "protocol/bookie_frame.h"
@@ -132,6 +133,30 @@ TEST_F(BookieServerTest, PipelinedAddsThenReads) {
   auto i = c.receive();
   ASSERT_TRUE(i.has_value());
   EXPECT_GT(i->header.info().total_disk_bytes(), 0u);
+}
+
+// The process-wide count of add_request_latency observations (0 before the first answer).
+uint64_t add_request_latency_count() {
+  const std::string text = metrics::default_registry().expose();
+  const std::string key = "magnetar_bookie_add_request_latency_ms_count ";
+  auto at = text.find(key);
+  return at == std::string::npos ? 0 : std::stoull(text.substr(at + key.size()));
+}
+
+TEST_F(BookieServerTest, EachAnsweredAddIsTimedFromItsRequest) {
+  const uint64_t before = add_request_latency_count();
+  Client c(server_->port());
+  for (int i = 0; i < 20; ++i) c.send(add(i, 12, i), body(12, i));
+  for (int i = 0; i < 20; ++i) {
+    auto r = c.receive();
+    ASSERT_TRUE(r.has_value());
+    ASSERT_EQ(r->header.add().status(), bookie_wire::OK);
+  }
+  EXPECT_EQ(add_request_latency_count(), before + 20);
+  // Sub-millisecond buckets: an add on an idle bookie takes well under a millisecond.
+  const std::string text = metrics::default_registry().expose();
+  EXPECT_NE(text.find("magnetar_bookie_add_request_latency_ms_bucket{le=\"0.05\"}"),
+            std::string::npos);
 }
 
 TEST_F(BookieServerTest, AtMaxAddsInProgressTheBookieStopsReadingUntilAnswersCome) {

@@ -628,6 +628,12 @@ TEST_F(JournalTest, ExportsMetrics) {
   EXPECT_NE(text.find("magnetar_bookie_journal_add_total" + label + " 10"), std::string::npos)
       << text;
   EXPECT_NE(text.find("magnetar_bookie_journal_sync_latency_ms_count" + label), std::string::npos);
+  // Each record's append-to-callback time, observed before its callback ran.
+  EXPECT_NE(text.find("magnetar_bookie_journal_add_latency_ms_count" + label + " 10"),
+            std::string::npos);
+  EXPECT_NE(text.find("magnetar_bookie_journal_add_latency_ms_bucket{journal=\"" + dir_ +
+                      "\",le=\"0.25\"}"),
+            std::string::npos);
   EXPECT_NE(text.find("magnetar_bookie_journal_group_size_bucket"), std::string::npos);
   EXPECT_NE(text.find("magnetar_bookie_journal_queue_size" + label), std::string::npos);
 }
