@@ -368,7 +368,7 @@ TEST_F(JournalTest, ZerosWrittenAheadEndReplayAndAreTrimmedOnClose) {
     data_end = acks.back().second.offset;
     auto files = journal_files();
     ASSERT_EQ(files.size(), 1u);
-    EXPECT_GE(fs::file_size(files[0]), data_end + (1u << 20)) << "zeros ahead of the data";
+    EXPECT_GE(fs::file_size(files[0]), data_end + (512u << 10)) << "zeros ahead of the data";
   }
   auto files = journal_files();
   ASSERT_EQ(files.size(), 1u);
