@@ -32,6 +32,7 @@ JournalOptions journal_options(const BookieConfig& c, const std::string& dir) {
   o.flush_when_queue_empty = c.journal_flush_when_queue_empty;
   o.sync_data = c.journal_sync_data;
   o.max_backups = c.journal_max_backups;
+  o.reuse_files = c.journal_reuse_files;
   o.queue_size = static_cast<size_t>(c.journal_queue_size);
   return o;
 }

@@ -52,6 +52,9 @@ void bind_bookie_storage_config(ConfigSchema& s, BookieConfig* c) {
          "fdatasync before acknowledging (false risks acknowledged data on power loss)");
   s.bind("journalMaxBackups", &c->journal_max_backups, "Journal files kept after a checkpoint")
       .range(0, 1000);
+  s.bind("journalReuseFiles", &c->journal_reuse_files,
+         "Keep a journal file a checkpoint releases and write it again at the next roll (no "
+         "zeros written ahead of the data)");
   s.bind("journalQueueSize", &c->journal_queue_size, "Journal records in flight before further adds wait (back-pressure, never an error)")
       .range(1, 10000000);
   s.bind("dbStorage_writeCacheMaxSizeMb", &c->write_cache_max_size_mb,

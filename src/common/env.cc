@@ -28,8 +28,9 @@ Status io_error(std::string_view what, const std::string& path, int err) {
 
 class PosixWritableFile final : public WritableFile {
  public:
-  PosixWritableFile(std::string path, int fd, uint64_t size)
-      : path_(std::move(path)), fd_(fd), size_(size) {}
+  // `zeroed`: bytes past `size` already written (zeros, or a recycled file's old contents).
+  PosixWritableFile(std::string path, int fd, uint64_t size, uint64_t zeroed = 0)
+      : path_(std::move(path)), fd_(fd), size_(size), zeroed_(zeroed) {}
   ~PosixWritableFile() override {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -108,7 +109,7 @@ class PosixWritableFile final : public WritableFile {
   std::string path_;
   int fd_;
   uint64_t size_;
-  uint64_t zeroed_ = 0;  // [size_, zeroed_) holds zeros written by zero_fill
+  uint64_t zeroed_ = 0;  // [size_, zeroed_) holds zeros (zero_fill) or a recycled file's bytes
 };
 
 class PosixRandomAccessFile final : public RandomAccessFile {
@@ -162,6 +163,19 @@ class PosixEnv final : public Env {
     }
     return std::unique_ptr<WritableFile>(
         std::make_unique<PosixWritableFile>(path, fd, static_cast<uint64_t>(st.st_size)));
+  }
+
+  Result<std::unique_ptr<WritableFile>> recycle_writable_file(const std::string& path) override {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return io_error("open for reuse", path, errno);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      int err = errno;
+      ::close(fd);
+      return io_error("stat", path, err);
+    }
+    return std::unique_ptr<WritableFile>(
+        std::make_unique<PosixWritableFile>(path, fd, 0, static_cast<uint64_t>(st.st_size)));
   }
 
   Result<std::unique_ptr<RandomAccessFile>> open_file(const std::string& path) override {
@@ -298,6 +312,17 @@ Result<std::unique_ptr<WritableFile>> FaultInjectionEnv::new_writable_file(
     const std::string& path) {
   if (disk_full) return io_error("create", path, ENOSPC);
   MAGNETAR_ASSIGN_OR_RETURN(auto f, base_.new_writable_file(path));
+  return std::unique_ptr<WritableFile>(std::make_unique<FaultyWritableFile>(std::move(f), *this, path));
+}
+
+Result<std::unique_ptr<WritableFile>> Env::recycle_writable_file(const std::string& path) {
+  return Status(Errc::kNotSupported, fmt::format("cannot reuse '{}' here", path));
+}
+
+Result<std::unique_ptr<WritableFile>> FaultInjectionEnv::recycle_writable_file(
+    const std::string& path) {
+  if (fail_writes) return io_error("open for reuse", path, EIO);
+  MAGNETAR_ASSIGN_OR_RETURN(auto f, base_.recycle_writable_file(path));
   return std::unique_ptr<WritableFile>(std::make_unique<FaultyWritableFile>(std::move(f), *this, path));
 }
 

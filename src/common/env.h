@@ -70,6 +70,11 @@ class Env {
   virtual Result<std::unique_ptr<WritableFile>> new_writable_file(const std::string& path) = 0;
   // Opens for append, keeping the contents.
   virtual Result<std::unique_ptr<WritableFile>> reopen_writable_file(const std::string& path) = 0;
+  // Opens an existing file to be written again from its start (a recycled journal file):
+  // appends overwrite the old contents, which count as space already zero-filled (zero_fill
+  // starts past them), and close() trims what was never overwritten. kNotSupported where
+  // the Env has no such thing (the caller then creates a new file).
+  virtual Result<std::unique_ptr<WritableFile>> recycle_writable_file(const std::string& path);
   virtual Result<std::unique_ptr<RandomAccessFile>> open_file(const std::string& path) = 0;
   virtual Status create_dirs(const std::string& path) = 0;
   // Names (not paths) of a directory's entries, sorted.
@@ -106,6 +111,7 @@ class FaultInjectionEnv final : public Env {
 
   Result<std::unique_ptr<WritableFile>> new_writable_file(const std::string& path) override;
   Result<std::unique_ptr<WritableFile>> reopen_writable_file(const std::string& path) override;
+  Result<std::unique_ptr<WritableFile>> recycle_writable_file(const std::string& path) override;
   Result<std::unique_ptr<RandomAccessFile>> open_file(const std::string& path) override {
     return base_.open_file(path);
   }

@@ -2,20 +2,27 @@
 //
 //   <dir>/current/<id>.txn    id: the file id as 16 lowercase hex digits; ids strictly increase
 //                             (creation time in ms, bumped past every existing id)
+//   <dir>/current/<id>.spare  a file a checkpoint released, kept to be written again
+//                             (journalReuseFiles); never replayed
 //   file    := header record*
-//   header  := "MGJL" version:u32(=1) file_id:u64                              (16 bytes)
+//   header  := "MGJL" version:u32 file_id:u64                                  (16 bytes)
 //   record  := length:u32 crc:u32 body                   length = |body| = 17 + |payload|
 //   body    := type:u8 ledger_id:i64 entry_id:i64 payload  type: 1 entry, 2 master key,
 //                                                          3 fence, 4 explicit LAC
-//   crc     := crc32c(body)
+//   crc     := version 2: crc32c(file_id:u64 body), the file's id as a seed
+//              version 1 (files written before reuse existed): crc32c(body)
 //
 //   <dir>/lastMark := file_id:u64 offset:u64 crc32c(the 16 bytes before):u32     (20 bytes)
 //
 // A record never spans files. The file's size (not its preallocated extent) or the first
-// all-zero record prefix ends it: the writer keeps zeros written a few MiB ahead of the data
-// (closing a file trims those never overwritten). A record whose length is impossible, which
-// is cut short, or whose CRC does not match is a torn tail: a crash mid-write leaves one, and
-// nothing after it in that file was ever acknowledged.
+// all-zero record prefix ends it: the writer keeps zeros written ahead of the data (closing a
+// file trims those never overwritten). A record whose length is impossible, which is cut
+// short, or whose CRC does not match is a torn tail: a crash mid-write leaves one, and
+// nothing after it in that file was ever acknowledged. A reused file holds its earlier
+// contents past the new data; their CRCs were seeded with the earlier id, so the first of
+// them ends the file like a torn tail (a false match is a 1 in 2^32 chance per file end).
+// Reuse saves the zeros: the old contents are written blocks inside the file's size, so the
+// writer overwrites them without any zero-fill and its fdatasyncs carry data only.
 //
 // Threads. Appenders push onto queue_ (under mu_). The writer thread owns the current file's
 // append handle and the group buffer; it hands each written group to the sync thread as a
@@ -53,7 +60,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr char kMagic[4] = {'M', 'G', 'J', 'L'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // written; 1 is still replayed
 constexpr uint64_t kHeaderSize = 16;
 constexpr size_t kRecordPrefixSize = 8;  // length + crc
 constexpr size_t kBodyFixedSize = 17;    // type + ledger_id + entry_id
@@ -68,6 +75,8 @@ constexpr uint64_t kZeroAhead = 1 << 20;
 // With sync_data=false, written data is fdatasync'd at least this often
 // (journalPageCacheFlushIntervalMSec).
 constexpr auto kLazySyncInterval = std::chrono::seconds(1);
+// Released files kept for reuse, at most (journalReuseFiles): one is enough for the next roll.
+constexpr size_t kMaxSpares = 1;
 
 std::string current_dir(const std::string& dir) {
   return dir + "/current";
@@ -80,9 +89,15 @@ std::string format_position(const JournalPosition& p) {
   return fmt::format("{:016x}:{}", p.file_id, p.offset);
 }
 
-// The id of a "<16 hex>.txn" name; nullopt for anything else (temp files, strays).
-std::optional<uint64_t> parse_file_name(const std::string& name) {
-  if (name.size() != 20 || name.compare(16, 4, ".txn") != 0) return std::nullopt;
+std::string spare_path(const std::string& dir, uint64_t id) {
+  return fmt::format("{}/{:016x}.spare", current_dir(dir), id);
+}
+
+// The id of a "<16 hex><ext>" name; nullopt for anything else (temp files, strays).
+std::optional<uint64_t> parse_file_name(const std::string& name, std::string_view ext) {
+  if (name.size() != 16 + ext.size() || name.compare(16, ext.size(), ext) != 0) {
+    return std::nullopt;
+  }
   uint64_t id = 0;
   for (size_t i = 0; i < 16; ++i) {
     char c = name[i];
@@ -93,14 +108,16 @@ std::optional<uint64_t> parse_file_name(const std::string& name) {
   return id;
 }
 
-// Ids of the journal files in <dir>/current, ascending; empty when the directory is absent.
-Result<std::vector<uint64_t>> list_file_ids(Env& env, const std::string& dir) {
+// Ids of the journal files (ext ".txn") or spares (".spare") in <dir>/current, ascending;
+// empty when the directory is absent.
+Result<std::vector<uint64_t>> list_file_ids(Env& env, const std::string& dir,
+                                            std::string_view ext = ".txn") {
   std::string cur = current_dir(dir);
   if (!env.exists(cur)) return std::vector<uint64_t>{};
   MAGNETAR_ASSIGN_OR_RETURN(std::vector<std::string> names, env.list_dir(cur));
   std::vector<uint64_t> ids;
   for (const auto& n : names) {
-    if (auto id = parse_file_name(n)) ids.push_back(*id);
+    if (auto id = parse_file_name(n, ext)) ids.push_back(*id);
   }
   std::sort(ids.begin(), ids.end());
   return ids;
@@ -115,8 +132,17 @@ std::string encode_header(uint64_t file_id) {
   return h;
 }
 
-// Appends the encoded record to `out`; the caller checked the payload size.
-void encode_record(std::string& out, const JournalRecord& r) {
+// What a file's record CRCs start from: its id in version 2, nothing in version 1.
+uint32_t record_seed(uint32_t version, uint64_t file_id) {
+  if (version < 2) return 0;
+  uint8_t id[8];
+  store_be64(id, file_id);
+  return crc32c::value(id, sizeof id);
+}
+
+// Appends the encoded record to `out`; the caller checked the payload size. `seed`: the
+// file's record_seed().
+void encode_record(std::string& out, const JournalRecord& r, uint32_t seed) {
   size_t at = out.size();
   size_t body = kBodyFixedSize + r.payload.size();
   out.resize(at + kRecordPrefixSize + body);
@@ -127,7 +153,7 @@ void encode_record(std::string& out, const JournalRecord& r) {
   store_be64(b + 1, static_cast<uint64_t>(r.ledger_id));
   store_be64(b + 9, static_cast<uint64_t>(r.entry_id));
   if (!r.payload.empty()) std::memcpy(b + kBodyFixedSize, r.payload.data(), r.payload.size());
-  store_be32(p + 4, crc32c::value(b, body));
+  store_be32(p + 4, crc32c::extend(seed, b, body));
 }
 
 std::string encode_mark(const JournalPosition& m) {
@@ -267,10 +293,12 @@ Status replay_file(Env& env, const std::string& dir, uint64_t id, uint64_t start
   ChunkReader reader(*file, size);
   MAGNETAR_ASSIGN_OR_RETURN(Buffer header, reader.get(0, kHeaderSize));
   const uint8_t* h = header.data();
-  if (header.size() < kHeaderSize || std::memcmp(h, kMagic, 4) != 0 ||
-      load_be32(h + 4) != kVersion || load_be64(h + 8) != id) {
+  const uint32_t version = header.size() < kHeaderSize ? 0 : load_be32(h + 4);
+  if (header.size() < kHeaderSize || std::memcmp(h, kMagic, 4) != 0 || version < 1 ||
+      version > kVersion || load_be64(h + 8) != id) {
     return Status(Errc::kCorruption, fmt::format("'{}' has no valid journal header", path));
   }
+  const uint32_t seed = record_seed(version, id);
 
   uint64_t pos = std::max(start, kHeaderSize);
   bool zeros = false;  // the data ended where the zero-filled space begins
@@ -285,7 +313,7 @@ Status replay_file(Env& env, const std::string& dir, uint64_t id, uint64_t start
     }
     if (length < kBodyFixedSize || length > size - pos - kRecordPrefixSize) break;
     MAGNETAR_ASSIGN_OR_RETURN(Buffer body, reader.get(pos + kRecordPrefixSize, length));
-    if (body.size() < length || crc32c::value(body.data(), length) != crc) break;
+    if (body.size() < length || crc32c::extend(seed, body.data(), length) != crc) break;
     pos += kRecordPrefixSize + length;
     uint8_t type = body.data()[0];
     if (type < 1 || type > 4) {
@@ -303,7 +331,9 @@ Status replay_file(Env& env, const std::string& dir, uint64_t id, uint64_t start
   if (zeros) {
     log.debug("journal file {}: data ends at offset {}; zero-filled space follows", path, pos);
   } else if (pos < size) {
-    log.info("journal file {}: torn tail of {} bytes at offset {} ignored", path, size - pos, pos);
+    log.info("journal file {}: data ends at offset {}; the {} bytes after it (a torn record, or "
+             "what a reused file held before) are ignored",
+             path, pos, size - pos);
   }
   return Status::OK();
 }
@@ -395,7 +425,8 @@ struct Journal::Impl {
   std::string file_path_;
   uint64_t file_id_ = 0;
   uint64_t preallocated_ = 0;
-  uint64_t zeroed_ = 0;  // zeros written up to here (ahead of the data)
+  uint64_t zeroed_ = 0;  // written space (zeros, or a reused file's old bytes) up to here
+  uint32_t seed_ = 0;    // record_seed() of the current file
   std::string buf_;                // encoded records of the open group
   std::vector<Completion> group_;  // their callbacks, positions set
   Clock::time_point group_start_;  // enqueue time of the group's oldest record
@@ -429,27 +460,66 @@ struct Journal::Impl {
 
   // ---------------------------------------------------------------- files
 
-  // Creates journal file `id` and makes it durable (header, directory entry); on success the
-  // writer's handle is installed and the sync thread's handle returned.
+  // Creates journal file `id` (reusing a spare when there is one) and makes it durable
+  // (header, directory entry); on success the writer's handle is installed and the sync
+  // thread's handle returned.
   Result<std::unique_ptr<WritableFile>> create_file(uint64_t id) {
     std::string path = journal_file_path(options.dir, id);
-    MAGNETAR_ASSIGN_OR_RETURN(auto f, env.new_writable_file(path));
-    std::string header = encode_header(id);
-    MAGNETAR_TRY(f->append(header.data(), header.size()));
+    uint64_t reused = 0;  // bytes of earlier contents the new data will overwrite
+    std::unique_ptr<WritableFile> f;
+    if (options.reuse_files) f = take_spare(id, path, &reused);
+    if (!f) {
+      MAGNETAR_ASSIGN_OR_RETURN(f, env.new_writable_file(path));
+      std::string header = encode_header(id);
+      MAGNETAR_TRY(f->append(header.data(), header.size()));
+    }
     uint64_t prealloc = std::min(options.prealloc_size, options.max_file_size);
     if (prealloc > kHeaderSize) MAGNETAR_TRY(f->preallocate(prealloc));
-    const uint64_t zeroed = std::min(kHeaderSize + kZeroAhead, options.max_file_size);
-    MAGNETAR_TRY(f->zero_fill(zeroed));
+    const uint64_t zeroed =
+        std::max(std::min(kHeaderSize + kZeroAhead, options.max_file_size), reused);
+    MAGNETAR_TRY(f->zero_fill(zeroed));  // nothing to do when the old contents reach that far
     MAGNETAR_TRY(f->sync());
     MAGNETAR_TRY(env.sync_dir(current_dir(options.dir)));
     MAGNETAR_ASSIGN_OR_RETURN(auto sync_handle, env.reopen_writable_file(path));
     file_ = std::move(f);
     file_path_ = path;
     file_id_ = id;
-    preallocated_ = std::max<uint64_t>(prealloc, kHeaderSize);
+    seed_ = record_seed(kVersion, id);
+    preallocated_ = std::max({prealloc, kHeaderSize, reused});
     zeroed_ = std::max(zeroed, kHeaderSize);
     log.info("journal file {} started", path);
     return sync_handle;
+  }
+
+  // The oldest spare, made journal file `id`: its header is rewritten and synced under the
+  // spare's name, then it is renamed (a crash in between leaves a spare, never a .txn file
+  // with a wrong header). `reused` gets its size. A spare that cannot be reused is removed,
+  // and nullptr returned: the caller creates a new file.
+  std::unique_ptr<WritableFile> take_spare(uint64_t id, const std::string& path,
+                                           uint64_t* reused) {
+    auto spares = list_file_ids(env, options.dir, ".spare");
+    if (!spares.ok() || spares->empty()) return nullptr;
+    const std::string spare = spare_path(options.dir, spares->front());
+    auto attempt = [&]() -> Result<std::unique_ptr<WritableFile>> {
+      MAGNETAR_ASSIGN_OR_RETURN(auto reader, env.open_file(spare));
+      MAGNETAR_ASSIGN_OR_RETURN(*reused, reader->size());
+      MAGNETAR_ASSIGN_OR_RETURN(auto f, env.recycle_writable_file(spare));
+      std::string header = encode_header(id);
+      MAGNETAR_TRY(f->append(header.data(), header.size()));
+      MAGNETAR_TRY(f->sync());
+      MAGNETAR_TRY(env.rename(spare, path));
+      return f;
+    };
+    auto f = attempt();
+    if (f.ok()) {
+      log.info("journal file {} reuses {} ({} bytes)", path, spare, *reused);
+      return std::move(*f);
+    }
+    log.warn("cannot reuse journal file {}, starting a new file: {}", spare,
+             f.status().to_string());
+    *reused = 0;
+    (void)env.remove_file(spare);
+    return nullptr;
   }
 
   // Reserves disk space past `end` in prealloc_size chunks, never far beyond max_file_size,
@@ -636,7 +706,7 @@ struct Journal::Impl {
       }
     }
     if (group_.empty()) group_start_ = p.enqueued;
-    encode_record(buf_, p.record);
+    encode_record(buf_, p.record, seed_);
     group_.push_back(Completion{std::move(p.done), Status(),
                                 JournalPosition{file_id_, file_->size() + buf_.size()}, true,
                                 p.enqueued});
@@ -935,6 +1005,10 @@ Result<std::unique_ptr<Journal>> Journal::open(JournalOptions options, Env& env)
   MAGNETAR_TRY(env.create_dirs(current_dir(dir)));
   MAGNETAR_TRY(env.sync_dir(dir));
   MAGNETAR_ASSIGN_OR_RETURN(impl->last_mark_, read_mark(env, dir));
+  if (!impl->options.reuse_files) {  // spares of a run that reused files: space back
+    MAGNETAR_ASSIGN_OR_RETURN(std::vector<uint64_t> spares, list_file_ids(env, dir, ".spare"));
+    for (uint64_t spare : spares) MAGNETAR_TRY(env.remove_file(spare_path(dir, spare)));
+  }
   MAGNETAR_ASSIGN_OR_RETURN(std::vector<uint64_t> ids, list_file_ids(env, dir));
   uint64_t id = now_ms();
   if (!ids.empty()) id = std::max(id, ids.back() + 1);
@@ -989,9 +1063,25 @@ Status Journal::checkpoint_complete(JournalPosition mark) {
   auto older_end = std::lower_bound(ids.begin(), ids.end(), mark.file_id);
   size_t older = static_cast<size_t>(older_end - ids.begin());
   size_t keep = static_cast<size_t>(std::max(d.options.max_backups, 0));
+  size_t spares = kMaxSpares;  // none kept unless journalReuseFiles
+  if (d.options.reuse_files) {
+    auto listed = list_file_ids(d.env, d.options.dir, ".spare");
+    spares = listed.ok() ? listed->size() : kMaxSpares;
+  }
   Status result;
   for (size_t i = 0; i + keep < older; ++i) {
     std::string path = journal_file_path(d.options.dir, ids[i]);
+    if (spares < kMaxSpares) {
+      // Older than the mark: replay never reads it, under either name.
+      Status kept = d.env.rename(path, spare_path(d.options.dir, ids[i]));
+      if (kept.ok()) {
+        ++spares;
+        d.log.info("journal file {} kept for reuse after checkpoint {}", path,
+                   format_position(mark));
+        continue;
+      }
+      d.log.warn("keeping journal file {} for reuse: {}; removing it", path, kept.to_string());
+    }
     Status st = d.env.remove_file(path);
     if (st.ok()) {
       d.log.info("journal file {} removed after checkpoint {}", path, format_position(mark));

@@ -40,6 +40,9 @@ struct JournalOptions {
   // every roll and at close — acked records can be lost on power loss (not on a crash).
   bool sync_data = true;
   int max_backups = 5;        // journalMaxBackups: files older than the mark kept by a checkpoint
+  // journalReuseFiles: a file a checkpoint releases is kept (one at most) and written again
+  // at the next roll instead of a new file, which needs no zeros written ahead of its data.
+  bool reuse_files = false;
   size_t queue_size = 10000;  // journalQueueSize: records in flight (accepted, not completed);
                               // appenders wait beyond it
 };

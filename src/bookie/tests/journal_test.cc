@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/crc32c.h"
 #include "common/metrics.h"
 
 namespace magnetar::bookie {
@@ -387,6 +388,121 @@ TEST_F(JournalTest, ZerosWrittenAheadEndReplayAndAreTrimmedOnClose) {
   records = replay();
   ASSERT_EQ(records.size(), 15u);
   EXPECT_EQ(records.back().record.entry_id, 14);
+}
+
+std::vector<std::string> spare_files(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir + "/current")) {
+    if (e.path().extension() == ".spare") files.push_back(e.path().string());
+  }
+  return files;
+}
+
+// journalReuseFiles: a checkpoint keeps one released file as a spare, and the next roll
+// writes it again. A crash then leaves the file's earlier records behind the new ones; their
+// CRCs carry the earlier file id, so replay ends at the first of them.
+TEST_F(JournalTest, AReusedFileReplaysOnlyWhatWasWrittenSinceItsReuse) {
+  options_.max_file_size = 64 << 10;
+  options_.prealloc_size = 0;
+  options_.max_backups = 0;
+  options_.reuse_files = true;
+  std::string crashed_copy;  // the reused file as a crash would leave it
+  JournalPosition mark;
+  int64_t next = 0;
+  {
+    auto j = open(posix_env());
+    ASSERT_TRUE(j);
+    for (const auto& [st, pos] : append_and_wait(*j, 4, next, 1200, 200)) ASSERT_TRUE(st.ok());
+    next += 1200;
+    ASSERT_GE(journal_files().size(), 3u);
+    mark = j->last_durable();
+    ASSERT_TRUE(j->checkpoint_complete(mark).ok());
+    ASSERT_EQ(journal_files().size(), 1u) << "older files released";
+    auto spares = spare_files(dir_);
+    ASSERT_EQ(spares.size(), 1u) << "one kept for reuse, the others removed";
+    const uint64_t spare_size = fs::file_size(spares[0]);
+    ASSERT_GT(spare_size, 60u << 10);
+
+    // Fill the current file until the journal rolls into the spare, then a few records more.
+    std::vector<std::pair<Status, JournalPosition>> acks;
+    while (!spare_files(dir_).empty()) {
+      acks = append_and_wait(*j, 4, next, 10, 200);
+      for (const auto& [st, pos] : acks) ASSERT_TRUE(st.ok());
+      next += 10;
+    }
+    auto files = journal_files();
+    ASSERT_EQ(files.size(), 2u);
+    const uint64_t data_end = acks.back().second.offset;
+    ASSERT_EQ(acks.back().second.file_id, j->last_durable().file_id);
+    EXPECT_GE(fs::file_size(files.back()), spare_size) << "the spare's blocks, written again";
+    EXPECT_LT(data_end, spare_size / 2) << "earlier records lie past the new data";
+    crashed_copy = files.back() + ".crashed";
+    fs::copy_file(files.back(), crashed_copy);
+  }
+  auto files = journal_files();
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_LT(fs::file_size(files.back()), 60u << 10) << "a clean close trims the old contents";
+  fs::rename(crashed_copy, files.back());  // as after a crash
+
+  JournalPosition replay_mark;
+  auto records = replay(posix_env(), &replay_mark);
+  EXPECT_EQ(replay_mark, mark);
+  ASSERT_EQ(records.size(), static_cast<size_t>(next - 1200));
+  for (size_t i = 0; i < records.size(); ++i) {
+    ASSERT_EQ(records[i].record.entry_id, 1200 + static_cast<int64_t>(i));
+    EXPECT_EQ(records[i].record.payload, payload_for(4, records[i].record.entry_id, 200));
+  }
+}
+
+TEST_F(JournalTest, WithoutReuseSparesAreRemovedAndAnUnusableSpareIsSkipped) {
+  fs::create_directories(dir_ + "/current");
+  {
+    std::ofstream(dir_ + "/current/0000000000000001.spare") << std::string(1000, 'x');
+  }
+  auto j = open(posix_env());
+  ASSERT_TRUE(j);
+  EXPECT_TRUE(spare_files(dir_).empty()) << "journalReuseFiles=false: nothing kept";
+  j.reset();
+
+  // A "spare" that cannot be opened for writing (a directory) is skipped with a warning.
+  fs::create_directories(dir_ + "/current/0000000000000002.spare");
+  options_.reuse_files = true;
+  j = open(posix_env());
+  ASSERT_TRUE(j);
+  for (const auto& [st, pos] : append_and_wait(*j, 1, 0, 5)) ASSERT_TRUE(st.ok());
+  j.reset();
+  EXPECT_EQ(replay().size(), 5u);
+}
+
+// Files written before reuse existed (version 1: CRCs without the file id) still replay.
+TEST_F(JournalTest, VersionOneFilesStillReplay) {
+  fs::create_directories(dir_ + "/current");
+  const uint64_t id = 0x42;
+  std::string bytes = "MGJL";
+  auto be32 = [&](uint32_t v) {
+    for (int i = 3; i >= 0; --i) bytes.push_back(static_cast<char>(v >> (8 * i)));
+  };
+  auto be64 = [&](uint64_t v) {
+    for (int i = 7; i >= 0; --i) bytes.push_back(static_cast<char>(v >> (8 * i)));
+  };
+  be32(1);
+  be64(id);
+  std::string body(1, '\x01');
+  for (int i = 7; i >= 0; --i) body.push_back(static_cast<char>(uint64_t{9} >> (8 * i)));
+  for (int i = 7; i >= 0; --i) body.push_back(static_cast<char>(uint64_t{3} >> (8 * i)));
+  body += "v1-payload";
+  be32(static_cast<uint32_t>(body.size()));
+  be32(crc32c::value(body.data(), body.size()));
+  bytes += body;
+  {
+    std::ofstream out(journal_file_path(dir_, id), std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  auto records = replay();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].record.ledger_id, 9);
+  EXPECT_EQ(records[0].record.entry_id, 3);
+  EXPECT_EQ(records[0].record.payload.to_string(), "v1-payload");
 }
 
 TEST_F(JournalTest, GarbageAfterTheLastRecordEndsReplayCleanly) {
