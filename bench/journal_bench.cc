@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <condition_variable>
@@ -115,6 +116,14 @@ void BM_JournalAppendLatency(benchmark::State& state) {
     options.max_group_wait =
         std::chrono::microseconds(std::atoi(std::getenv("MAGNETAR_BENCH_GROUP_WAIT_US")));
   }
+  // $MAGNETAR_BENCH_REUSE=1: a journal in its steady state, writing over reused files
+  // (journalReuseFiles, 64 MiB files, checkpoints every 50 ms): no zeros ahead of the data.
+  const bool reuse = std::getenv("MAGNETAR_BENCH_REUSE") != nullptr;
+  if (reuse) {
+    options.reuse_files = true;
+    options.max_file_size = 64 << 20;
+    options.max_backups = 0;
+  }
   auto opened = Journal::open(options);
   if (!opened.ok()) {
     state.SkipWithError(opened.status().to_string().c_str());
@@ -124,6 +133,29 @@ void BM_JournalAppendLatency(benchmark::State& state) {
   Buffer payload = Buffer::allocate(1024);
   std::fill(payload.mutable_data(), payload.mutable_data() + payload.size(), uint8_t{'j'});
   using Clock = std::chrono::steady_clock;
+  std::atomic<bool> stop_checkpoints{false};
+  std::thread checkpointer;
+  if (reuse) {
+    checkpointer = std::thread([&] {
+      while (!stop_checkpoints) {
+        (void)journal->checkpoint_complete(journal->last_durable());
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+    // Warm up: three files' worth, so the measured records land in reused files.
+    std::mutex wmu;
+    std::condition_variable wcv;
+    int warm_left = 3 * 64 * 1024;
+    for (int i = 0; i < 3 * 64 * 1024; ++i) {
+      journal->append(JournalRecord{JournalRecordType::kEntry, 2, i, payload},
+                      [&](Status, JournalPosition) {
+                        std::lock_guard lock(wmu);
+                        if (--warm_left == 0) wcv.notify_one();
+                      });
+    }
+    std::unique_lock lock(wmu);
+    wcv.wait(lock, [&] { return warm_left == 0; });
+  }
   std::vector<double> latencies(static_cast<size_t>(count));
   std::mutex mu;
   std::condition_variable cv;
@@ -148,6 +180,8 @@ void BM_JournalAppendLatency(benchmark::State& state) {
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return finished == count; });
   }
+  stop_checkpoints = true;
+  if (checkpointer.joinable()) checkpointer.join();
   if (std::getenv("MAGNETAR_BENCH_METRICS") != nullptr) {  // before the journal drops them
     std::fprintf(stderr, "%s", metrics::default_registry().expose().c_str());
   }
