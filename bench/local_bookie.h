@@ -25,6 +25,12 @@ inline int env_int(const char* name, int fallback) {
   return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
 }
 
+// $MAGNETAR_BENCH_REUSE=1: bookies reuse their journal files (journalReuseFiles) and roll
+// them at 64 MiB, so a warmed-up bookie writes over reused files, with no zeros ahead.
+inline bool reuse_journal_files() {
+  return env_int("MAGNETAR_BENCH_REUSE", 0) == 1;
+}
+
 struct LocalBookie {
   bookie::BookieConfig config;
   std::unique_ptr<bookie::Bookie> bookie;
@@ -52,6 +58,11 @@ struct LocalBookie {
     config.write_cache_max_size_mb =
         env_int("MAGNETAR_BENCH_WRITE_CACHE_MB", config.write_cache_max_size_mb);
     config.journal_flush_when_queue_empty = env_int("MAGNETAR_BENCH_FLUSH_WHEN_EMPTY", 0) == 1;
+    if (reuse_journal_files()) {  // steady state: 64 MiB journal files, rolled and reused
+      config.journal_reuse_files = true;
+      config.journal_max_size_mb = 64;
+      config.journal_max_backups = 0;
+    }
     bookie = bookie::Bookie::open(config).value();
     server = bookie::BookieServer::start(config, *bookie, std::move(store)).value();
     config.bookie_port = server->port();
