@@ -13,8 +13,8 @@
 // can turn read-only. A failed fsync is never retried: the kernel may have dropped the dirty
 // pages it could not write, so a later "successful" fsync would prove nothing.
 //
-// Layout: <dir>/current/<16 hex digits of the file id>.txn, plus <dir>/lastMark. The on-disk
-// grammar is at the top of journal.cc.
+// Layout: <dir>/current/<16 hex digits of the file id>.txn (and, with reuse_files, one
+// <id>.spare), plus <dir>/lastMark. The on-disk grammar is at the top of journal.cc.
 
 #include <chrono>
 #include <compare>
