@@ -1007,7 +1007,10 @@ Result<std::unique_ptr<Journal>> Journal::open(JournalOptions options, Env& env)
   MAGNETAR_ASSIGN_OR_RETURN(impl->last_mark_, read_mark(env, dir));
   if (!impl->options.reuse_files) {  // spares of a run that reused files: space back
     MAGNETAR_ASSIGN_OR_RETURN(std::vector<uint64_t> spares, list_file_ids(env, dir, ".spare"));
-    for (uint64_t spare : spares) MAGNETAR_TRY(env.remove_file(spare_path(dir, spare)));
+    for (uint64_t spare : spares) {
+      Status st = env.remove_file(spare_path(dir, spare));
+      if (!st.ok()) impl->log.warn("removing spare journal file: {}", st.to_string());
+    }
   }
   MAGNETAR_ASSIGN_OR_RETURN(std::vector<uint64_t> ids, list_file_ids(env, dir));
   uint64_t id = now_ms();
