@@ -145,6 +145,25 @@ class PosixRandomAccessFile final : public RandomAccessFile {
 };
 
 class PosixEnv final : public Env {
+  // An existing file opened for writing: appends go after its contents (`from_start` false)
+  // or over them from offset 0, its contents then counting as written space ahead.
+  static Result<std::unique_ptr<WritableFile>> open_existing(const std::string& path, int flags,
+                                                             std::string_view what,
+                                                             bool from_start) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | flags);
+    if (fd < 0) return io_error(what, path, errno);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      int err = errno;
+      ::close(fd);
+      return io_error("stat", path, err);
+    }
+    const auto size = static_cast<uint64_t>(st.st_size);
+    return std::unique_ptr<WritableFile>(from_start
+                                             ? std::make_unique<PosixWritableFile>(path, fd, 0, size)
+                                             : std::make_unique<PosixWritableFile>(path, fd, size));
+  }
+
  public:
   Result<std::unique_ptr<WritableFile>> new_writable_file(const std::string& path) override {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -153,29 +172,11 @@ class PosixEnv final : public Env {
   }
 
   Result<std::unique_ptr<WritableFile>> reopen_writable_file(const std::string& path) override {
-    int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-    if (fd < 0) return io_error("open for append", path, errno);
-    struct stat st;
-    if (::fstat(fd, &st) != 0) {
-      int err = errno;
-      ::close(fd);
-      return io_error("stat", path, err);
-    }
-    return std::unique_ptr<WritableFile>(
-        std::make_unique<PosixWritableFile>(path, fd, static_cast<uint64_t>(st.st_size)));
+    return open_existing(path, O_APPEND, "open for append", false);
   }
 
   Result<std::unique_ptr<WritableFile>> recycle_writable_file(const std::string& path) override {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return io_error("open for reuse", path, errno);
-    struct stat st;
-    if (::fstat(fd, &st) != 0) {
-      int err = errno;
-      ::close(fd);
-      return io_error("stat", path, err);
-    }
-    return std::unique_ptr<WritableFile>(
-        std::make_unique<PosixWritableFile>(path, fd, 0, static_cast<uint64_t>(st.st_size)));
+    return open_existing(path, 0, "open for reuse", true);
   }
 
   Result<std::unique_ptr<RandomAccessFile>> open_file(const std::string& path) override {
