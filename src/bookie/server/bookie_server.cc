@@ -36,6 +36,7 @@ metrics::Histogram& add_request_latency() {
   }();
   return *h;
 }
+
 // Bounds of one gathered write (IOV_MAX is 1024 on Linux).
 constexpr size_t kMaxWritePieces = 1024;
 constexpr size_t kMaxWriteBytes = 4 << 20;
