@@ -640,20 +640,27 @@ class LedgerHandle::ReadAhead {
   bool stopped_ = false;
 };
 
-Task<int64_t> LedgerHandle::read_ranges(int64_t first, int64_t last,
-                                        std::vector<LedgerEntry>& out) {
+Task<Status> LedgerHandle::read_ranges(int64_t first, int64_t last,
+                                       std::vector<LedgerEntry>& out) {
   auto self = shared_from_this();
   struct State : Joiner {
     std::map<int64_t, Result<ReadRangeResult>> done;  // by the piece's first entry
   };
+  struct Piece {
+    int64_t last;
+    std::string bookie;
+  };
   auto state = std::make_shared<State>();
   const int window = std::max(1, bk_.options().max_parallel_reads / kRangeEntries);
-  std::map<int64_t, int64_t> pieces;  // first -> last of each piece issued, not yet taken
+  std::map<int64_t, Piece> pieces;     // by first entry: issued, not yet taken
+  std::set<std::string> came_up_short;  // answered a piece of this read without all of it
   int64_t next_issue = first;
-  int64_t next = first;  // the first entry not yet appended to `out`
-  bool stop = false;
+  int64_t next = first;    // the first entry not yet appended to `out`
+  bool no_ranges = false;  // no bookie of the ensemble serves ranges: per-entry reads from here
+  Status error;
   auto issue = [&] {
-    while (!stop && next_issue <= last && static_cast<int>(pieces.size()) < window) {
+    while (!no_ranges && error.ok() && next_issue <= last &&
+           static_cast<int>(pieces.size()) < window) {
       int64_t piece_last = std::min(last, next_issue + kRangeEntries - 1);
       // A piece never spans two ensembles.
       for (const Segment& seg : metadata_.segments) {
@@ -665,11 +672,12 @@ Task<int64_t> LedgerHandle::read_ranges(int64_t first, int64_t last,
       const size_t n = ensemble.size();
       size_t pick = static_cast<size_t>(next_issue / kRangeEntries) % n;
       auto avoid = [&](const std::string& b) {
-        return suspects_.count(b) > 0 || no_range_reads_.count(b) > 0;
+        return suspects_.count(b) > 0 || no_range_reads_.count(b) > 0 ||
+               came_up_short.count(b) > 0;
       };
       for (size_t k = 0; k < n && avoid(ensemble[pick]); ++k) pick = (pick + 1) % n;
       if (no_range_reads_.count(ensemble[pick])) {
-        stop = true;  // no bookie of this ensemble can: per-entry reads from here
+        no_ranges = true;
         break;
       }
       bookie_wire::ReadRangeRequest request;
@@ -692,60 +700,57 @@ Task<int64_t> LedgerHandle::read_ranges(int64_t first, int64_t last,
         share->finish();
       };
       bk_.client().async_read_range(bookie, std::move(request), std::move(answered));
-      pieces.emplace(start, piece_last);
+      pieces.emplace(start, Piece{piece_last, bookie});
       next_issue = piece_last + 1;
     }
   };
   issue();
-  while (!stop && !pieces.empty()) {
-    const auto [start, piece_last] = *pieces.begin();
+  while (error.ok() && !pieces.empty()) {
+    const int64_t start = pieces.begin()->first;
+    const Piece piece = pieces.begin()->second;
     while (!state->done.count(start)) co_await next_completion(state);
     Result<ReadRangeResult> got = std::move(state->done.extract(start).mapped());
     pieces.erase(pieces.begin());
-    const auto wanted = static_cast<size_t>(piece_last - start + 1);
-    if (!got.ok() || got->status != bookie_wire::OK) {
-      stop = true;
-      break;
-    }
-    for (size_t i = 0; i < got->entries.size() && i < wanted; ++i) {
-      const int64_t entry_id = start + static_cast<int64_t>(i);
-      auto payload = protocol::unpack_entry(got->entries[i], id(), entry_id, nullptr);
-      if (!payload.ok()) {
-        log_.warn("bad copy of entry {} in a range read: {}; reading it from the replicas",
-                  entry_id, payload.status().to_string());
-        stop = true;
-        break;
+    const auto wanted = static_cast<size_t>(piece.last - start + 1);
+    if (got.ok() && got->status == bookie_wire::OK) {
+      for (size_t i = 0; i < got->entries.size() && i < wanted; ++i) {
+        const int64_t entry_id = start + static_cast<int64_t>(i);
+        auto payload = protocol::unpack_entry(got->entries[i], id(), entry_id, nullptr);
+        if (!payload.ok()) {
+          log_.with("bookie", piece.bookie)
+              .warn("bad copy of entry {} in a range read: {}; reading it from the replicas",
+                    entry_id, payload.status().to_string());
+          break;
+        }
+        LedgerEntry entry;
+        entry.entry_id = entry_id;
+        entry.payload = std::move(payload).value();
+        out.push_back(std::move(entry));
+        next = entry_id + 1;
       }
-      LedgerEntry entry;
-      entry.entry_id = entry_id;
-      entry.payload = std::move(payload).value();
-      out.push_back(std::move(entry));
-      next = entry_id + 1;
     }
-    if (got->entries.size() < wanted) stop = true;
+    if (next <= piece.last) {
+      // A bookie that failed is a suspect already; one that answered without all of the
+      // piece (it lags behind the ack quorum, or held a bad copy) gets no more of this read.
+      if (got.ok()) came_up_short.insert(piece.bookie);
+      error = co_await read_singly(next, piece.last, out);
+      next = piece.last + 1;
+    }
     issue();
   }
   // Pieces still in flight hold only the shared state and the handle: let them finish.
   while (state->running > 0) co_await next_completion(state);
-  co_return next;
+  if (!error.ok()) co_return error;
+  if (next <= last) {
+    Status rest = co_await read_singly(next, last, out);
+    co_return rest;
+  }
+  co_return Status::OK();
 }
 
-Task<Result<std::vector<LedgerEntry>>> LedgerHandle::read(int64_t first, int64_t last) {
+Task<Status> LedgerHandle::read_singly(int64_t first, int64_t last,
+                                       std::vector<LedgerEntry>& out) {
   auto self = shared_from_this();
-  if (first < 0 || last < first) {
-    co_return ledger_error(Errc::kInvalidArgument, id(),
-                           fmt::format("bad entry range [{}, {}]", first, last));
-  }
-  if (last > lac_) {
-    co_return ledger_error(Errc::kInvalidArgument, id(),
-                           fmt::format("entry {} is past the last confirmed entry {}", last, lac_));
-  }
-  std::vector<LedgerEntry> out;
-  out.reserve(static_cast<size_t>(last - first + 1));
-  if (metadata_.ensemble_size == metadata_.write_quorum) {
-    first = co_await read_ranges(first, last, out);
-    if (first > last) co_return out;
-  }
   ReadAhead reads(*this, first, last);
   Status error;
   for (int64_t e = first; e <= last; ++e) {
@@ -760,7 +765,28 @@ Task<Result<std::vector<LedgerEntry>>> LedgerHandle::read(int64_t first, int64_t
     out.push_back(std::move(entry));
   }
   co_await reads.drain();
-  if (!error.ok()) co_return error;
+  co_return error;
+}
+
+Task<Result<std::vector<LedgerEntry>>> LedgerHandle::read(int64_t first, int64_t last) {
+  auto self = shared_from_this();
+  if (first < 0 || last < first) {
+    co_return ledger_error(Errc::kInvalidArgument, id(),
+                           fmt::format("bad entry range [{}, {}]", first, last));
+  }
+  if (last > lac_) {
+    co_return ledger_error(Errc::kInvalidArgument, id(),
+                           fmt::format("entry {} is past the last confirmed entry {}", last, lac_));
+  }
+  std::vector<LedgerEntry> out;
+  out.reserve(static_cast<size_t>(last - first + 1));
+  Status st;
+  if (metadata_.ensemble_size == metadata_.write_quorum) {
+    st = co_await read_ranges(first, last, out);
+  } else {
+    st = co_await read_singly(first, last, out);
+  }
+  if (!st.ok()) co_return st;
   co_return out;
 }
 

@@ -14,9 +14,9 @@
 //    BookKeeperOptions::max_parallel_reads entries in flight at once (each with its own
 //    replica fallback) and returned in entry order; the first entry (in entry order) that
 //    no replica could serve fails the whole read, once every read in flight has finished.
-//    When every bookie stores every entry (E == Qw), pieces of the range are first read
-//    with one read_range request each (see read_ranges), the per-entry reads taking over
-//    from the first piece that fails.
+//    When every bookie stores every entry (E == Qw), pieces of the range are read with one
+//    read_range request each (see read_ranges); a piece that fails or comes back short is
+//    read entry by entry, and the pieces after it go on as ranges.
 //  - open(recovery = true): fences the last ensemble (no old writer can reach Qa again),
 //    then reads the ledger forward from the highest LAC any bookie knows with the same bounded
 //    read-ahead; past the LAC, each entry read is
@@ -144,12 +144,16 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   class ReadAhead;
   // read()'s fast path when every bookie of an ensemble stores every entry (E == Qw): the
   // range in pieces of kRangeEntries, each from one bookie in one round trip (rotating over
-  // the ensemble), a few pieces in flight. Appends the entries got, in order, to `out` and
-  // returns the first entry not read: past `last`, or where a piece came back short, failed
-  // or held a bad copy (the per-entry reads, with their fallback to other replicas, go on
-  // from there).
+  // the ensemble), a few pieces in flight, appended to `out` in order. What a piece lacks
+  // (the bookie failed, held a bad copy, or does not have the entries yet: a replica
+  // outside the ack quorum may lag) is read entry by entry, and the rest of this read's
+  // pieces avoid that bookie. Bookies that cannot serve ranges (older versions) leave the
+  // rest to the per-entry reads. Fails as read() does.
   static constexpr int kRangeEntries = 32;
-  Task<int64_t> read_ranges(int64_t first, int64_t last, std::vector<LedgerEntry>& out);
+  Task<Status> read_ranges(int64_t first, int64_t last, std::vector<LedgerEntry>& out);
+  // Entries [first, last] one read each (ReadAhead), appended to `out` in order; the error
+  // of the first entry no replica could serve.
+  Task<Status> read_singly(int64_t first, int64_t last, std::vector<LedgerEntry>& out);
   void send(const std::shared_ptr<PendingAdd>& p, int index);
   void on_add_answer(PendingAdd& p, int index, const std::string& bookie, Result<AddResult> r);
   void try_complete();

@@ -53,16 +53,21 @@ class Cluster {
     b->config.bookie_port = 0;
     b->config.journal_max_group_wait_msec = 1;
     b->config.flush_interval_ms = 3600000;
-    auto opened = bookie::Bookie::open(b->config);
-    EXPECT_TRUE(opened.ok()) << opened.status().to_string();
-    b->bookie = std::move(opened).value();
-    std::shared_ptr<metadata::MetadataStore> shared(store_.get(), [](metadata::MetadataStore*) {});
-    auto server = bookie::BookieServer::start(b->config, *b->bookie, shared);
-    EXPECT_TRUE(server.ok()) << server.status().to_string();
-    b->server = std::move(server).value();
-    b->config.bookie_port = b->server->port();
     bookies_.push_back(std::move(b));
+    start(*bookies_.back());
     return *bookies_.back();
+  }
+
+  // (Re)starts a bookie on its directories; a restart keeps its port, hence its id.
+  void start(TestBookie& b) {
+    auto opened = bookie::Bookie::open(b.config);
+    ASSERT_TRUE(opened.ok()) << opened.status().to_string();
+    b.bookie = std::move(opened).value();
+    std::shared_ptr<metadata::MetadataStore> shared(store_.get(), [](metadata::MetadataStore*) {});
+    auto server = bookie::BookieServer::start(b.config, *b.bookie, shared);
+    ASSERT_TRUE(server.ok()) << server.status().to_string();
+    b.server = std::move(server).value();
+    b.config.bookie_port = b.server->port();
   }
 
   TestBookie* find(const std::string& id) {
