@@ -401,10 +401,11 @@ Status Bookie::checkpoint() {
   return result;
 }
 
-Result<uint64_t> Bookie::garbage_collect(const std::function<bool(int64_t)>& is_live) {
+std::vector<int64_t> Bookie::ledgers() const { return storage_->ledgers(); }
+
+Result<uint64_t> Bookie::garbage_collect(const std::vector<int64_t>& deleted) {
   int dropped = 0;
-  for (int64_t ledger : storage_->ledgers()) {
-    if (is_live(ledger)) continue;
+  for (int64_t ledger : deleted) {
     Status st = storage_->delete_ledger(ledger);
     if (!st.ok()) return st;
     ++dropped;

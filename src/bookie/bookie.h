@@ -76,10 +76,11 @@ class Bookie {
   // One checkpoint now (also run every flushInterval by the bookie's own thread).
   Status checkpoint();
 
-  // Drops every local ledger for which `is_live` says false (its metadata was deleted), then
-  // reclaims entry-log space. Blocking: call from a thread that may wait on disk. Returns the
-  // bytes reclaimed.
-  Result<uint64_t> garbage_collect(const std::function<bool(int64_t)>& is_live);
+  // The ledgers this bookie holds entries or state of, ascending.
+  std::vector<int64_t> ledgers() const;
+  // Drops the local ledgers in `deleted` (their metadata is gone), then reclaims entry-log
+  // space. Blocking: call from a thread that may wait on disk. Returns the bytes reclaimed.
+  Result<uint64_t> garbage_collect(const std::vector<int64_t>& deleted);
 
  private:
   // An add, on a storage worker.

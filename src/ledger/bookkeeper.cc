@@ -1,6 +1,7 @@
 #include "ledger/bookkeeper.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <functional>
 #include <limits>
@@ -161,34 +162,46 @@ Task<Result<std::shared_ptr<LedgerHandle>>> BookKeeper::create(
   log_.with("ledger_id", md.ledger_id)
       .info("created ledger E={} Qw={} Qa={} ensemble={}", ensemble_size, write_quorum,
             ack_quorum, fmt::join(md.segments.front().ensemble, ","));
-  co_return std::make_shared<LedgerHandle>(*this, std::move(md), put->stat.version, true);
+  co_return std::make_shared<LedgerHandle>(*this, std::move(md), put->stat.version,
+                                           std::move(path), true);
+}
+
+Task<Result<BookKeeper::StoredMetadata>> BookKeeper::find_metadata(int64_t ledger_id) {
+  const std::array<std::string, 2> paths = {ledger_path(ledger_id),
+                                            metadata::flat_ledger_path(ledger_id)};
+  for (const std::string& path : paths) {
+    auto got = co_await store_.get(path);
+    if (!got.ok()) co_return got.status();
+    if (got->has_value()) {
+      StoredMetadata found;
+      found.path = path;
+      found.json = std::move((*got)->value);
+      found.version = (*got)->stat.version;
+      co_return found;
+    }
+  }
+  co_return Status(Errc::kNotFound, fmt::format("ledger {} does not exist", ledger_id));
 }
 
 Task<Result<LedgerMetadata>> BookKeeper::read_metadata(int64_t ledger_id) {
-  auto got = co_await store_.get(ledger_path(ledger_id));
-  if (!got.ok()) co_return got.status();
-  if (!got->has_value()) {
-    co_return Status(Errc::kNotFound, fmt::format("ledger {} does not exist", ledger_id));
-  }
-  co_return LedgerMetadata::from_json((*got)->value);
+  auto found = co_await find_metadata(ledger_id);
+  if (!found.ok()) co_return found.status();
+  co_return LedgerMetadata::from_json(found->json);
 }
 
 Task<Result<std::shared_ptr<LedgerHandle>>> BookKeeper::open(int64_t ledger_id,
                                                              std::string password,
                                                              bool recovery) {
-  auto got = co_await store_.get(ledger_path(ledger_id));
-  if (!got.ok()) co_return got.status();
-  if (!got->has_value()) {
-    co_return Status(Errc::kNotFound, fmt::format("ledger {} does not exist", ledger_id));
-  }
-  auto md = LedgerMetadata::from_json((*got)->value);
+  auto found = co_await find_metadata(ledger_id);
+  if (!found.ok()) co_return found.status();
+  auto md = LedgerMetadata::from_json(found->json);
   if (!md.ok()) co_return md.status();
   if (md->password != password) {
     co_return Status(Errc::kPermissionDenied,
                      fmt::format("ledger {}: wrong password", ledger_id));
   }
-  int64_t version = (*got)->stat.version;
-  auto handle = std::make_shared<LedgerHandle>(*this, std::move(md).value(), version, false);
+  auto handle = std::make_shared<LedgerHandle>(*this, std::move(md).value(), found->version,
+                                               std::move(found->path), false);
   if (handle->closed()) co_return handle;
   // (Not a conditional expression: GCC 12 mishandles co_await in the arms of ?:.)
   Status st;
@@ -205,21 +218,17 @@ Task<Status> BookKeeper::remove(int64_t ledger_id) {
   // Bookies drop the entries of ledgers missing from the metadata at garbage collection.
   Status st = co_await store_.remove(ledger_path(ledger_id));
   if (st.is(Errc::kNotFound)) {
+    std::string flat = metadata::flat_ledger_path(ledger_id);
+    st = co_await store_.remove(std::move(flat));
+  }
+  if (st.is(Errc::kNotFound)) {
     co_return Status(Errc::kNotFound, fmt::format("ledger {} does not exist", ledger_id));
   }
   co_return st;
 }
 
 Task<Result<std::vector<int64_t>>> BookKeeper::list_ledgers() {
-  auto names = co_await store_.children("/ledgers");
-  if (!names.ok()) co_return names.status();
-  std::vector<int64_t> out;
-  for (const std::string& n : *names) {
-    auto id = ledger_id_from_node_name(n);
-    if (id) out.push_back(*id);
-  }
-  std::sort(out.begin(), out.end());
-  co_return out;
+  co_return co_await metadata::list_ledger_ids(store_);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -236,10 +245,11 @@ struct LedgerHandle::PendingAdd {
 };
 
 LedgerHandle::LedgerHandle(BookKeeper& bk, LedgerMetadata metadata, int64_t metadata_version,
-                           bool writable)
+                           std::string metadata_path, bool writable)
     : bk_(bk),
       metadata_(std::move(metadata)),
       metadata_version_(metadata_version),
+      metadata_path_(std::move(metadata_path)),
       writable_(writable),
       master_key_(metadata_.master_key()),
       log_(log::Logger("ledger").with("ledger_id", metadata_.ledger_id)) {
@@ -470,7 +480,7 @@ Task<void> LedgerHandle::change_ensemble() {
 }
 
 Task<Status> LedgerHandle::write_metadata(LedgerMetadata updated) {
-  std::string path = ledger_path(id());
+  std::string path = metadata_path_;
   std::string json = updated.to_json();
   metadata::PutOptions cas;
   cas.expected_version = metadata_version_;

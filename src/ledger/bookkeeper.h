@@ -97,11 +97,22 @@ class BookKeeper {
   BookieClient client_;
   metadata::IdGenerator ids_;
   log::Logger log_;
+
+  struct StoredMetadata {
+    std::string path;
+    std::string json;
+    int64_t version = 0;
+  };
+  // The ledger's metadata node: at ledger_path, else at flat_ledger_path; kNotFound if neither.
+  Task<Result<StoredMetadata>> find_metadata(int64_t ledger_id);
 };
 
 class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
  public:
-  LedgerHandle(BookKeeper& bk, LedgerMetadata metadata, int64_t metadata_version, bool writable);
+  // `metadata_path`: where the metadata node is (ledger_path, or flat_ledger_path for a ledger
+  // of an earlier version); updates go there.
+  LedgerHandle(BookKeeper& bk, LedgerMetadata metadata, int64_t metadata_version,
+               std::string metadata_path, bool writable);
   ~LedgerHandle();
 
   int64_t id() const { return metadata_.ledger_id; }
@@ -171,6 +182,7 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   BookKeeper& bk_;
   LedgerMetadata metadata_;
   int64_t metadata_version_;
+  const std::string metadata_path_;
   const bool writable_;
   const std::string master_key_;  // SHA-1 of the password, sent with every request
   log::Logger log_;

@@ -1,5 +1,6 @@
 #include "bookie/server/bookie_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <functional>
@@ -534,14 +535,34 @@ void BookieServer::register_read_only() {
 
 Status BookieServer::run_gc() {
   if (!store_) return Status(Errc::kInvalidArgument, "garbage collection needs a metadata store");
-  std::string root(metadata::kLedgersRoot);
-  auto names = run_sync<Result<std::vector<std::string>>>([&]() { return store_->children(root); });
-  if (!names.ok()) return names.status();  // never drop anything on a failed listing
-  std::set<int64_t> live;
-  for (const std::string& n : *names) {
-    if (auto id = metadata::ledger_id_from_node_name(n)) live.insert(*id);
+  // What this bookie holds is taken before the listing: a ledger's metadata is written before
+  // any of its entries reaches a bookie, so a ledger held now and missing from a later
+  // listing was deleted, while one created during the listing is not a candidate at all.
+  const std::vector<int64_t> held = bookie_.ledgers();
+  auto listed = run_sync<Result<std::vector<int64_t>>>(
+      [&]() { return metadata::list_ledger_ids(*store_); });
+  if (!listed.ok()) return listed.status();  // never drop anything on a failed listing
+  // Each candidate is looked up once more on its own: dropping a live ledger's entries must
+  // take more than one listing that missed it.
+  auto has_metadata = [&](int64_t id) -> Result<bool> {
+    for (const std::string& path : {metadata::ledger_path(id), metadata::flat_ledger_path(id)}) {
+      auto exists = run_sync<Result<bool>>([&]() { return store_->exists(path); });
+      if (!exists.ok() || *exists) return exists;
+    }
+    return false;
+  };
+  std::vector<int64_t> deleted;
+  for (int64_t id : held) {
+    if (std::binary_search(listed->begin(), listed->end(), id)) continue;
+    auto still = has_metadata(id);
+    if (!still.ok()) return still.status();
+    if (*still) {
+      log_.with("ledger_id", id).warn("garbage collection: the listing missed this ledger; kept");
+      continue;
+    }
+    deleted.push_back(id);
   }
-  return bookie_.garbage_collect([&](int64_t id) { return live.count(id) > 0; }).status();
+  return bookie_.garbage_collect(deleted).status();
 }
 
 void BookieServer::gc_loop() {

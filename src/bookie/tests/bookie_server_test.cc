@@ -272,7 +272,7 @@ TEST(BookieGcTest, LedgersWhoseMetadataIsGoneAreDropped) {
   auto server = BookieServer::start(config, **b, store);
   ASSERT_TRUE(server.ok()) << server.status().to_string();
   Client c((*server)->port());
-  for (int64_t ledger : {5, 6}) {
+  for (int64_t ledger : {5, 6, 7}) {
     bookie_wire::BookieRequest r;
     r.set_request_id(static_cast<uint64_t>(ledger));
     r.mutable_add()->set_ledger_id(ledger);
@@ -282,13 +282,16 @@ TEST(BookieGcTest, LedgersWhoseMetadataIsGoneAreDropped) {
                                       BufferChain(Buffer::copy_of("x"))));
     ASSERT_EQ(c.receive()->header.add().status(), bookie_wire::OK);
   }
-  // Only ledger 6 still has metadata.
-  ASSERT_TRUE(run_sync<Result<metadata::PutResult>>([&] {
-                return store->put_recursive(metadata::ledger_path(6), "{}");
-              }).ok());
+  // Ledger 6 still has metadata, and so has 7 at the flat path of earlier versions.
+  for (const std::string& path : {metadata::ledger_path(6), metadata::flat_ledger_path(7)}) {
+    ASSERT_TRUE(run_sync<Result<metadata::PutResult>>([&] {
+                  return store->put_recursive(path, "{}");
+                }).ok());
+  }
   ASSERT_TRUE((*server)->garbage_collect().ok());
   EXPECT_EQ((*b)->read_lac(5).status(), bookie_wire::NO_LEDGER);
   EXPECT_EQ((*b)->read_lac(6).status(), bookie_wire::OK);
+  EXPECT_EQ((*b)->read_lac(7).status(), bookie_wire::OK);
   (*server)->stop();
   server->reset();
   b->reset();

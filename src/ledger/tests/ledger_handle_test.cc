@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numeric>
 
 #include "common/metrics.h"
@@ -305,6 +307,63 @@ TEST(LedgerHandleTest, DeleteRemovesTheMetadata) {
   ASSERT_TRUE(c.await(bk.remove((*lh)->id())).ok());
   EXPECT_TRUE(c.await(bk.list_ledgers())->empty());
   EXPECT_TRUE(c.await(bk.remove((*lh)->id())).is(Errc::kNotFound));
+}
+
+TEST(LedgerHandleTest, ListingFindsLedgersOfBothLayoutsAndNothingElse) {
+  Cluster c(test_name());
+  BookKeeper bk(c.store(), c.executor());
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  const std::vector<int64_t> hierarchical = {0,          42,         10001, 1234567890,
+                                             2147483646, 2147483647, int64_t{1} << 40, max};
+  const std::vector<int64_t> flat = {7, 99, 5000000000};
+  std::vector<std::string> paths = {"/ledgers/available/127.0.0.1:3181",
+                                    "/ledgers/cookies/127.0.0.1:3181", "/ledgers/INSTANCEID",
+                                    "/ledgers/00/0000/Lxyz1", "/ledgers/00/abcd/L0001",
+                                    "/ledgers/00/0001",  // left empty by a deleted ledger
+                                    "/ledgers/L42"};
+  for (int64_t id : hierarchical) paths.push_back(ledger_path(id));
+  for (int64_t id : flat) paths.push_back(metadata::flat_ledger_path(id));
+  for (const std::string& path : paths) {
+    ASSERT_TRUE(c.await(c.store().put_recursive(path, "{}")).ok()) << path;
+  }
+  auto listed = c.await(bk.list_ledgers());
+  ASSERT_TRUE(listed.ok()) << listed.status().to_string();
+  std::vector<int64_t> expected = hierarchical;
+  expected.insert(expected.end(), flat.begin(), flat.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(*listed, expected);
+}
+
+TEST(LedgerHandleTest, ALedgerOfTheFlatLayoutIsRecoveredListedAndDeletedWhereItIs) {
+  Cluster c(test_name());
+  for (int i = 0; i < 2; ++i) c.add_bookie();
+  BookKeeper writer_bk(c.store(), c.executor());
+  auto lh = c.await(writer_bk.create(2, 2, 2, "p"));
+  ASSERT_TRUE(lh.ok()) << lh.status().to_string();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(c.await((*lh)->add(payload(i))).ok());
+  // As an earlier version left it: an open ledger whose metadata sits at the flat path.
+  const int64_t id = (*lh)->id();
+  auto node = c.await(c.store().get(ledger_path(id)));
+  ASSERT_TRUE(node.ok() && node->has_value());
+  ASSERT_TRUE(c.await(c.store().remove(ledger_path(id))).ok());
+  ASSERT_TRUE(c.await(c.store().put_recursive(metadata::flat_ledger_path(id), (*node)->value)).ok());
+
+  BookKeeper bk(c.store(), c.executor());
+  auto recovered = c.await(bk.open(id, "p", true));
+  ASSERT_TRUE(recovered.ok()) << recovered.status().to_string();
+  EXPECT_TRUE((*recovered)->closed());
+  expect_entries(c.await((*recovered)->read(0, 9)), numbered(0, 10));
+  // The close was written where the ledger is; nothing appeared at the new path.
+  auto closed = c.await(bk.read_metadata(id));
+  ASSERT_TRUE(closed.ok()) << closed.status().to_string();
+  EXPECT_EQ(closed->last_entry_id, 9);
+  EXPECT_FALSE(*c.await(c.store().exists(ledger_path(id))));
+  EXPECT_EQ(*c.await(bk.list_ledgers()), std::vector<int64_t>{id});
+
+  ASSERT_TRUE(c.await(bk.remove(id)).ok());
+  EXPECT_FALSE(*c.await(c.store().exists(metadata::flat_ledger_path(id))));
+  EXPECT_TRUE(c.await(bk.list_ledgers())->empty());
+  EXPECT_TRUE(c.await(bk.remove(id)).is(Errc::kNotFound));
 }
 
 TEST(LedgerHandleTest, TwoThousandEntriesReadBackInOneCallInEntryOrder) {

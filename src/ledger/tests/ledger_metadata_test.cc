@@ -288,19 +288,27 @@ TEST(LedgerMetadataTest, MasterKeyIsSha1OfLedgerAndPassword) {
   EXPECT_EQ(m.master_key().size(), 20u);
 }
 
-TEST(LedgerMetadataTest, LedgerPathIsFixedWidthAndParsesBack) {
-  EXPECT_EQ(ledger_path(42), "/ledgers/L0000000000000000042");
-  EXPECT_EQ(ledger_path(0), "/ledgers/L0000000000000000000");
+TEST(LedgerMetadataTest, LedgerPathsFollowBookKeepersHierarchicalLayout) {
+  EXPECT_EQ(ledger_path(0), "/ledgers/00/0000/L0000");
+  EXPECT_EQ(ledger_path(42), "/ledgers/00/0000/L0042");
+  EXPECT_EQ(ledger_path(1234567890), "/ledgers/12/3456/L7890");
+  EXPECT_EQ(ledger_path(2147483646), "/ledgers/21/4748/L3646");
+  // From 2^31 - 1 on: 19 digits, split 3/4/4/4/4.
+  EXPECT_EQ(ledger_path(2147483647), "/ledgers/000/0000/0021/4748/L3647");
   const int64_t max = std::numeric_limits<int64_t>::max();
-  EXPECT_EQ(ledger_path(max), "/ledgers/L9223372036854775807");
-  EXPECT_LT(ledger_path(9), ledger_path(10));  // listing order is id order
+  EXPECT_EQ(ledger_path(max), "/ledgers/922/3372/0368/5477/L5807");
+}
 
+TEST(LedgerMetadataTest, FlatLedgerPathsOfEarlierVersionsParseBack) {
+  EXPECT_EQ(metadata::flat_ledger_path(42), "/ledgers/L0000000000000000042");
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(metadata::flat_ledger_path(max), "/ledgers/L9223372036854775807");
   for (int64_t id : {int64_t{0}, int64_t{42}, int64_t{1} << 40, max}) {
-    std::string path = ledger_path(id);
+    std::string path = metadata::flat_ledger_path(id);
     EXPECT_EQ(ledger_id_from_node_name(path.substr(sizeof("/ledgers/") - 1)), id);
   }
   for (std::string_view other : {"available", "cookies", "INSTANCEID", "LAYOUT", "idgen",
-                                 "topology", "L42", "L000000000000000004x",
+                                 "topology", "00", "000", "L42", "L000000000000000004x",
                                  "L9999999999999999999", "l0000000000000000042"}) {
     EXPECT_FALSE(ledger_id_from_node_name(other).has_value()) << other;
   }
