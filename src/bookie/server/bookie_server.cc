@@ -542,25 +542,11 @@ Status BookieServer::run_gc() {
   auto listed = run_sync<Result<std::vector<int64_t>>>(
       [&]() { return metadata::list_ledger_ids(*store_); });
   if (!listed.ok()) return listed.status();  // never drop anything on a failed listing
-  // Each candidate is looked up once more on its own: dropping a live ledger's entries must
-  // take more than one listing that missed it.
-  auto has_metadata = [&](int64_t id) -> Result<bool> {
-    for (const std::string& path : {metadata::ledger_path(id), metadata::flat_ledger_path(id)}) {
-      auto exists = run_sync<Result<bool>>([&]() { return store_->exists(path); });
-      if (!exists.ok() || *exists) return exists;
-    }
-    return false;
-  };
+  // (No second lookup of each candidate: on ZooKeeper every path read stays watched for the
+  // session's lifetime, and a deleted ledger's path would never fire.)
   std::vector<int64_t> deleted;
   for (int64_t id : held) {
-    if (std::binary_search(listed->begin(), listed->end(), id)) continue;
-    auto still = has_metadata(id);
-    if (!still.ok()) return still.status();
-    if (*still) {
-      log_.with("ledger_id", id).warn("garbage collection: the listing missed this ledger; kept");
-      continue;
-    }
-    deleted.push_back(id);
+    if (!std::binary_search(listed->begin(), listed->end(), id)) deleted.push_back(id);
   }
   return bookie_.garbage_collect(deleted).status();
 }
