@@ -70,17 +70,28 @@ std::string join_path(std::string_view parent, std::string_view child) {
 Task<Result<PutResult>> MetadataStore::put_recursive(std::string path, std::string value,
                                                      PutOptions options) {
   MAGNETAR_CO_TRY(validate_path(path));
-  // Create missing ancestors top-down; "already exists" is fine.
-  std::vector<std::string> missing;
-  for (std::string p = parent_path(path); p != "/"; p = parent_path(p)) missing.push_back(p);
-  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-    auto exists_now = co_await exists(*it);
-    if (!exists_now.ok()) co_return exists_now.status();
-    if (*exists_now) continue;
-    auto created = co_await put(*it, "", PutOptions{-1, false, false});
+  // The parents usually exist (a ledger's directory, a namespace's bundles): then this is one
+  // put, not a check of every ancestor first. kNotFound is also what put answers for
+  // expected_version >= 0 on a missing node; creating the ancestors then does no harm.
+  auto first = co_await put(path, value, options);
+  if (!first.ok() && first.status().is(Errc::kNotFound)) {
+    Status made = co_await create_ancestors(path);
+    if (!made.ok()) co_return made;
+    co_return co_await put(std::move(path), std::move(value), options);
+  }
+  co_return first;
+}
+
+Task<Status> MetadataStore::create_ancestors(const std::string& path) {
+  // Top-down; "already exists" (kBadVersion for a node that must not exist) is fine.
+  std::vector<std::string> ancestors;
+  for (std::string p = parent_path(path); p != "/"; p = parent_path(p)) ancestors.push_back(p);
+  const PutOptions must_not_exist{-1, false, false};
+  for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
+    auto created = co_await put(*it, "", must_not_exist);
     if (!created.ok() && !created.status().is(Errc::kBadVersion)) co_return created.status();
   }
-  co_return co_await put(std::move(path), std::move(value), options);
+  co_return Status::OK();
 }
 
 Task<Status> MetadataStore::remove_recursive(std::string path) {

@@ -124,11 +124,14 @@ class MetadataStore {
 
   // --- Helpers built on the operations above (same for every backend). ---
 
-  // put() that first creates missing parents as empty persistent nodes.
+  // put() that creates missing parents as empty persistent nodes (one put when they exist).
   Task<Result<PutResult>> put_recursive(std::string path, std::string value,
                                         PutOptions options = {});
   // Deletes a node and everything below it; a missing node is not an error.
   Task<Status> remove_recursive(std::string path);
+
+ private:
+  Task<Status> create_ancestors(const std::string& path);
 };
 
 // Opens a store (a new session) for a URL. Errors: kBadUrl, kBackend (cannot open or

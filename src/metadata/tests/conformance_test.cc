@@ -308,6 +308,36 @@ TEST_P(ConformanceTest, MissingParentFailsAndPutRecursiveCreatesIt) {
   EXPECT_EQ(get(*b_, "/deep/er/node")->value, "x");
 }
 
+TEST_P(ConformanceTest, PutRecursiveKeepsTheConditionsOfPut) {
+  ASSERT_NE(a_, nullptr);
+  PutOptions must_not_exist;
+  must_not_exist.expected_version = -1;
+  auto made = loop_.await(a_->put_recursive("/cond/a/node", "1", must_not_exist));
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  EXPECT_EQ(loop_.await(a_->put_recursive("/cond/a/node", "2", must_not_exist)).status().code(),
+            make_error_code(Error::kBadVersion));
+  PutOptions at_version;
+  at_version.expected_version = made->stat.version;
+  ASSERT_TRUE(loop_.await(a_->put_recursive("/cond/a/node", "3", at_version)).ok());
+  EXPECT_EQ(get(*b_, "/cond/a/node")->value, "3");
+  // A version expected of a node that does not exist, below parents that do not either.
+  at_version.expected_version = 0;
+  EXPECT_EQ(loop_.await(a_->put_recursive("/cond/b/node", "x", at_version)).status().code(),
+            make_error_code(Error::kNotFound));
+  // A sequential node below missing parents is created once.
+  PutOptions sequential;
+  sequential.sequential = true;
+  auto seq = loop_.await(a_->put_recursive("/cond/c/d/item-", "x", sequential));
+  ASSERT_TRUE(seq.ok()) << seq.status().to_string();
+  EXPECT_EQ(seq->path.rfind("/cond/c/d/item-", 0), 0u) << seq->path;
+  auto kids = loop_.await(b_->children("/cond/c/d"));
+  ASSERT_TRUE(kids.ok());
+  EXPECT_EQ(kids->size(), 1u);
+  // Beside an existing sibling (parents there already).
+  ASSERT_TRUE(loop_.await(a_->put_recursive("/cond/a/other", "y")).ok());
+  EXPECT_EQ(get(*b_, "/cond/a/other")->value, "y");
+}
+
 TEST_P(ConformanceTest, BadPathsAreRejected) {
   ASSERT_NE(a_, nullptr);
   for (const char* bad : {"", "relative", "/trailing/", "//double", "/a//b", "/a/./b", "/a/../b",
