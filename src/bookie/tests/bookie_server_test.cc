@@ -299,6 +299,101 @@ TEST(BookieGcTest, LedgersWhoseMetadataIsGoneAreDropped) {
   std::filesystem::remove_all(dir);
 }
 
+// A store that runs `during_listing` once, just after it answered a listing of /ledgers
+// (before the caller sees the answer): what another client does while a bookie's garbage
+// collection lists the ledgers.
+class ListingHookStore final : public metadata::MetadataStore {
+ public:
+  explicit ListingHookStore(metadata::MetadataStore& inner) : inner_(inner) {}
+  std::function<Task<void>()> during_listing;
+
+  Task<Result<std::optional<metadata::GetResult>>> get(std::string path) override {
+    return inner_.get(std::move(path));
+  }
+  Task<Result<metadata::PutResult>> put(std::string path, std::string value,
+                                        metadata::PutOptions options) override {
+    return inner_.put(std::move(path), std::move(value), options);
+  }
+  Task<Status> remove(std::string path, std::optional<int64_t> expected_version) override {
+    return inner_.remove(std::move(path), expected_version);
+  }
+  Task<Result<std::vector<std::string>>> children(std::string path) override {
+    const bool root = path == metadata::kLedgersRoot;
+    auto names = co_await inner_.children(std::move(path));
+    if (root && during_listing) {
+      auto hook = std::move(during_listing);
+      during_listing = nullptr;
+      Task<void> run = hook();
+      co_await std::move(run);
+    }
+    co_return names;
+  }
+  Task<Result<bool>> exists(std::string path) override { return inner_.exists(std::move(path)); }
+  metadata::ListenerId add_listener(Executor executor,
+                                    std::function<void(const metadata::Notification&)> l) override {
+    return inner_.add_listener(std::move(executor), std::move(l));
+  }
+  metadata::ListenerId add_session_listener(
+      Executor executor, std::function<void(metadata::SessionEvent)> l) override {
+    return inner_.add_session_listener(std::move(executor), std::move(l));
+  }
+  void remove_listener(metadata::ListenerId id) override { inner_.remove_listener(id); }
+  int64_t session_id() const override { return inner_.session_id(); }
+  Task<Status> close() override { co_return Status::OK(); }
+
+ private:
+  metadata::MetadataStore& inner_;
+};
+
+TEST(BookieGcTest, ALedgerCreatedWhileTheMetadataIsListedIsKept) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("magnetar-bgcr-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  BookieConfig config;
+  config.journal_directories = {(dir / "journal").string()};
+  config.ledger_directories = {(dir / "ledgers").string()};
+  config.bookie_port = 0;
+  config.journal_max_group_wait_msec = 1;
+  auto inner = run_sync<Result<std::unique_ptr<metadata::MetadataStore>>>(
+                   [] { return metadata::open_store("memory:bookie-gc-race"); })
+                   .value();
+  auto store = std::make_shared<ListingHookStore>(*inner);
+  auto b = Bookie::open(config);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  auto server = BookieServer::start(config, **b, store);
+  ASSERT_TRUE(server.ok()) << server.status().to_string();
+  Client c((*server)->port());
+  auto add_first_entry = [&](int64_t ledger) {
+    bookie_wire::BookieRequest r;
+    r.set_request_id(static_cast<uint64_t>(ledger));
+    r.mutable_add()->set_ledger_id(ledger);
+    r.mutable_add()->set_entry_id(0);
+    r.mutable_add()->set_master_key("k");
+    c.send(r, protocol::package_entry(protocol::EntryHeader{ledger, 0, -1, 0},
+                                      BufferChain(Buffer::copy_of("x"))));
+    auto answer = c.receive();
+    return answer && answer->header.add().status() == bookie_wire::OK;
+  };
+  ASSERT_TRUE(add_first_entry(5));  // its metadata is gone: garbage
+  // While the bookie lists the metadata, a writer creates ledger 8 (metadata first, as
+  // always) and its first entry reaches this bookie; the listing the bookie got has no 8.
+  bool added = false;
+  store->during_listing = [&]() -> Task<void> {
+    auto put = co_await inner->put_recursive(metadata::ledger_path(8), "{}");
+    EXPECT_TRUE(put.ok());
+    added = add_first_entry(8);
+  };
+  ASSERT_TRUE((*server)->garbage_collect().ok());
+  ASSERT_TRUE(added);
+  EXPECT_EQ((*b)->read_lac(5).status(), bookie_wire::NO_LEDGER);
+  EXPECT_EQ((*b)->read_lac(8).status(), bookie_wire::OK);
+  (*server)->stop();
+  server->reset();
+  b->reset();
+  (void)run_sync<Status>([&] { return inner->close(); });
+  std::filesystem::remove_all(dir);
+}
+
 TEST(BookieRegistrationTest, ReadOnlyBookieRegistersUnderReadonly) {
   auto dir = std::filesystem::temp_directory_path() / ("magnetar-bro-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
