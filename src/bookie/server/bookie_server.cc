@@ -5,7 +5,6 @@
 #include <deque>
 #include <functional>
 #include <mutex>
-#include <set>
 
 #include <boost/asio/read.hpp>
 #include <boost/asio/redirect_error.hpp>
