@@ -255,14 +255,33 @@ TEST_F(BookieServerTest, GarbageClosesOnlyThatConnection) {
   EXPECT_EQ(r->header.add().status(), bookie_wire::OK);
 }
 
-TEST(BookieGcTest, LedgersWhoseMetadataIsGoneAreDropped) {
-  auto dir = std::filesystem::temp_directory_path() / ("magnetar-bgc-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+// A bookie on `dir`, any port, 1 ms group commit.
+BookieConfig gc_test_config(const std::filesystem::path& dir) {
   BookieConfig config;
   config.journal_directories = {(dir / "journal").string()};
   config.ledger_directories = {(dir / "ledgers").string()};
   config.bookie_port = 0;
   config.journal_max_group_wait_msec = 1;
+  return config;
+}
+
+// Adds entry 0 of `ledger` and waits for the answer; true when the bookie stored it.
+bool add_first_entry(Client& c, int64_t ledger) {
+  bookie_wire::BookieRequest r;
+  r.set_request_id(static_cast<uint64_t>(ledger));
+  r.mutable_add()->set_ledger_id(ledger);
+  r.mutable_add()->set_entry_id(0);
+  r.mutable_add()->set_master_key("k");
+  c.send(r, protocol::package_entry(protocol::EntryHeader{ledger, 0, -1, 0},
+                                    BufferChain(Buffer::copy_of("x"))));
+  auto answer = c.receive();
+  return answer && answer->header.add().status() == bookie_wire::OK;
+}
+
+TEST(BookieGcTest, LedgersWhoseMetadataIsGoneAreDropped) {
+  auto dir = std::filesystem::temp_directory_path() / ("magnetar-bgc-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  BookieConfig config = gc_test_config(dir);
   std::shared_ptr<metadata::MetadataStore> store(
       run_sync<Result<std::unique_ptr<metadata::MetadataStore>>>(
           [] { return metadata::open_store("memory:bookie-gc"); })
@@ -272,16 +291,7 @@ TEST(BookieGcTest, LedgersWhoseMetadataIsGoneAreDropped) {
   auto server = BookieServer::start(config, **b, store);
   ASSERT_TRUE(server.ok()) << server.status().to_string();
   Client c((*server)->port());
-  for (int64_t ledger : {5, 6, 7}) {
-    bookie_wire::BookieRequest r;
-    r.set_request_id(static_cast<uint64_t>(ledger));
-    r.mutable_add()->set_ledger_id(ledger);
-    r.mutable_add()->set_entry_id(0);
-    r.mutable_add()->set_master_key("k");
-    c.send(r, protocol::package_entry(protocol::EntryHeader{ledger, 0, -1, 0},
-                                      BufferChain(Buffer::copy_of("x"))));
-    ASSERT_EQ(c.receive()->header.add().status(), bookie_wire::OK);
-  }
+  for (int64_t ledger : {5, 6, 7}) ASSERT_TRUE(add_first_entry(c, ledger)) << ledger;
   // Ledger 6 still has metadata, and so has 7 at the flat path of earlier versions.
   for (const std::string& path : {metadata::ledger_path(6), metadata::flat_ledger_path(7)}) {
     ASSERT_TRUE(run_sync<Result<metadata::PutResult>>([&] {
@@ -349,11 +359,7 @@ TEST(BookieGcTest, ALedgerCreatedWhileTheMetadataIsListedIsKept) {
   auto dir = std::filesystem::temp_directory_path() /
              ("magnetar-bgcr-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  BookieConfig config;
-  config.journal_directories = {(dir / "journal").string()};
-  config.ledger_directories = {(dir / "ledgers").string()};
-  config.bookie_port = 0;
-  config.journal_max_group_wait_msec = 1;
+  BookieConfig config = gc_test_config(dir);
   auto inner = run_sync<Result<std::unique_ptr<metadata::MetadataStore>>>(
                    [] { return metadata::open_store("memory:bookie-gc-race"); })
                    .value();
@@ -363,25 +369,14 @@ TEST(BookieGcTest, ALedgerCreatedWhileTheMetadataIsListedIsKept) {
   auto server = BookieServer::start(config, **b, store);
   ASSERT_TRUE(server.ok()) << server.status().to_string();
   Client c((*server)->port());
-  auto add_first_entry = [&](int64_t ledger) {
-    bookie_wire::BookieRequest r;
-    r.set_request_id(static_cast<uint64_t>(ledger));
-    r.mutable_add()->set_ledger_id(ledger);
-    r.mutable_add()->set_entry_id(0);
-    r.mutable_add()->set_master_key("k");
-    c.send(r, protocol::package_entry(protocol::EntryHeader{ledger, 0, -1, 0},
-                                      BufferChain(Buffer::copy_of("x"))));
-    auto answer = c.receive();
-    return answer && answer->header.add().status() == bookie_wire::OK;
-  };
-  ASSERT_TRUE(add_first_entry(5));  // its metadata is gone: garbage
+  ASSERT_TRUE(add_first_entry(c, 5));  // its metadata is gone: garbage
   // While the bookie lists the metadata, a writer creates ledger 8 (metadata first, as
   // always) and its first entry reaches this bookie; the listing the bookie got has no 8.
   bool added = false;
   store->during_listing = [&]() -> Task<void> {
     auto put = co_await inner->put_recursive(metadata::ledger_path(8), "{}");
     EXPECT_TRUE(put.ok());
-    added = add_first_entry(8);
+    added = add_first_entry(c, 8);
   };
   ASSERT_TRUE((*server)->garbage_collect().ok());
   ASSERT_TRUE(added);
