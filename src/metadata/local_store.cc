@@ -364,14 +364,13 @@ class LocalDatabase {
 
   void notify(const std::vector<Notification>& notifications) {
     if (notifications.empty()) return;
-    std::vector<std::shared_ptr<Listener>> targets;
-    {
-      std::lock_guard<std::mutex> lock(listeners_mu_);
-      for (auto& [id, l] : listeners_) {
-        if (l->on_change) targets.push_back(l);
-      }
-    }
-    for (auto& l : targets) {
+    // Posted under the lock (a post never runs the handler inline): once remove_listener()
+    // returned, nothing more is posted to that listener's executor, which its owner may
+    // then destroy. Posting after releasing the lock raced with that (use after free of a
+    // stopped broker's event loop).
+    std::lock_guard<std::mutex> lock(listeners_mu_);
+    for (auto& [id, l] : listeners_) {
+      if (!l->on_change) continue;
       for (const Notification& n : notifications) {
         asio::post(l->executor, [l, n] {
           if (l->active) l->on_change(n);
