@@ -369,7 +369,8 @@ class LocalDatabase {
     // then destroy. Posting after releasing the lock raced with that (use after free of a
     // stopped broker's event loop).
     std::lock_guard<std::mutex> lock(listeners_mu_);
-    for (auto& [id, l] : listeners_) {
+    for (const auto& entry : listeners_) {
+      const std::shared_ptr<Listener>& l = entry.second;
       if (!l->on_change) continue;
       for (const Notification& n : notifications) {
         asio::post(l->executor, [l, n] {
