@@ -4,11 +4,11 @@
 
 #include <future>
 
-#include "broker/admin_resources.h"
+#include "broker/admin/admin_resources.h"
 #include "broker/broker.h"
-#include "broker/broker_routes.h"
-#include "broker/load_manager.h"
-#include "broker/namespace_service.h"
+#include "broker/admin/broker_routes.h"
+#include "broker/namespace/load_manager.h"
+#include "broker/namespace/namespace_service.h"
 #include "http/http_server.h"
 #include "net/tls.h"
 
@@ -77,15 +77,16 @@ Result<std::unique_ptr<BrokerServer>> BrokerServer::start(BrokerConfig config,
     o.split.max_sessions = config.load_balancer_namespace_bundle_max_sessions;
     o.split.max_msg_rate = config.load_balancer_namespace_bundle_max_msg_rate;
     o.split.max_bandwidth_mbytes = config.load_balancer_namespace_bundle_max_bandwidth_mbytes;
-    s->load_ = std::make_unique<LoadManager>(*b, b->namespaces(), o);
+    s->load_ = std::make_unique<LoadManager>(b->namespaces(), o);
   }
   http::add_metrics_route(*s->web_);
-  add_broker_routes(*s->web_, *b, s->load_.get());
+  add_broker_routes(*s->web_, b->services(), s->load_.get());
   AdminResourcesOptions admin;
   admin.cluster_name = config.cluster_name;
   admin.default_number_of_namespace_bundles = config.default_number_of_namespace_bundles;
-  admin.broker_operations = [b](const http::Request& req, const std::vector<std::string>& parts) {
-    return namespace_broker_operation(*b, req, parts);
+  admin.broker_operations = [services = b->services()](const http::Request& req,
+                                                       const std::vector<std::string>& parts) {
+    return namespace_broker_operation(services, req, parts);
   };
   add_admin_resource_routes(*s->web_, stores, admin);
   if (s->load_) {

@@ -13,7 +13,7 @@
 
 #include <memory>
 
-#include "broker/broker_config.h"
+#include "broker/config/broker_config.h"
 #include "common/status.h"
 #include "metadata/metadata_store.h"
 

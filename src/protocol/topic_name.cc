@@ -267,4 +267,30 @@ std::string TopicName::rest_path() const {
   return out;
 }
 
+std::optional<std::string> decode_local_name(std::string_view encoded) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(encoded.size());
+  for (size_t i = 0; i < encoded.size(); ++i) {
+    const char c = encoded[i];
+    if (c == '+') {
+      out += ' ';
+    } else if (c != '%') {
+      out += c;
+    } else {
+      if (i + 2 >= encoded.size()) return std::nullopt;
+      const int hi = hex(encoded[i + 1]), lo = hex(encoded[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    }
+  }
+  return out;
+}
+
 }  // namespace magnetar::protocol

@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -95,6 +96,10 @@ class TopicName {
   std::string full_;
   int partition_index_ = -1;
 };
+
+// The inverse of TopicName::encoded_local_name(): '+' is ' ', %XX a byte (either case);
+// nullopt on a malformed escape. For managed-ledger and REST path names.
+std::optional<std::string> decode_local_name(std::string_view encoded);
 
 }  // namespace magnetar::protocol
 

@@ -5,7 +5,7 @@
 
 #include "bookie/bookie.h"
 #include "bookie/server/bookie_server.h"
-#include "broker/broker_config.h"
+#include "broker/config/broker_config.h"
 #include "broker/broker_server.h"
 #include "common/config.h"
 #include "common/logging.h"

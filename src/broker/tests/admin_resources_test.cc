@@ -2,7 +2,7 @@
 // free port with the routes over two memory: stores (configuration and cluster), seeded as
 // `magnetar standalone` seeds them, and a blocking HTTP/1.1 client.
 
-#include "broker/admin_resources.h"
+#include "broker/admin/admin_resources.h"
 
 #include <gtest/gtest.h>
 

@@ -18,7 +18,7 @@
 #include <regex>
 #include <set>
 
-#include "broker/broker_config.h"
+#include "broker/config/broker_config.h"
 #include "broker/broker_server.h"
 #include "http/http_client.h"
 #include "ledger/tests/ledger_test_support.h"

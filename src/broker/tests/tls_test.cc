@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "broker/broker.h"
-#include "broker/broker_config.h"
+#include "broker/config/broker_config.h"
 #include "broker/broker_server.h"
 #include "ledger/tests/ledger_test_support.h"
 #include "net/stream.h"

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "broker/admin_resources.h"
+#include "broker/admin/admin_resources.h"
 #include "http/http_server.h"
 #include "metadata/metadata_store.h"
 #include "net/tls.h"

@@ -1,8 +1,9 @@
 #pragma once
 // One client connection speaking the Pulsar binary protocol: the handshake, keep-alive,
-// and every command a client sends. The connection lives on one event loop; commands for a
-// topic are posted to the topic's loop, and what topics send back (write, close_producer,
-// close_consumer, ...) hops to the connection's loop, so both may be called from either.
+// and every command a client sends (one handler file per command family, handlers/*.cc).
+// The connection lives on one event loop; commands for a topic are posted to the topic's
+// loop, and what topics send back (the sinks of service/consumer_sink.h) hops to the
+// connection's loop, so those may be called from either.
 //
 // Reads are bounded (maxMessageSize plus frame overhead; a lying length closes the
 // connection) and stop while more than maxPendingPublishRequestsPerConnection sends wait for
@@ -14,29 +15,50 @@
 
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include "broker/config/broker_config.h"
+#include "broker/service/consumer_sink.h"
+#include "broker/wire/server_error.h"
 #include "common/asio.h"
 #include "common/buffer.h"
 #include "common/logging.h"
 #include "net/stream.h"
 #include "protocol/frame.h"
+#include "protocol/topic_name.h"
 
 namespace magnetar::broker {
 
-class Broker;
+class Consumer;
+class NamespaceService;
 class PersistentTopic;
 class Producer;
+class SchemaRegistry;
 class Subscription;
-class Consumer;
+class TopicRegistry;
 
-class Connection : public std::enable_shared_from_this<Connection> {
+// What connections use of the broker; outlives every connection.
+struct ConnectionContext {
+  const BrokerConfig& config;
+  TopicRegistry& topics;
+  NamespaceService& namespaces;
+  SchemaRegistry& schemas;
+  // A name for a producer that did not choose one.
+  std::function<std::string()> next_producer_name;
+  // The connection closed (from its loop).
+  std::function<void(class Connection*)> closed;
+};
+
+class Connection final : public ConsumerSink,
+                         public ProducerSink,
+                         public std::enable_shared_from_this<Connection> {
  public:
-  Connection(Broker& broker, std::unique_ptr<net::Stream> stream);
-  ~Connection();
+  Connection(ConnectionContext& context, std::unique_ptr<net::Stream> stream);
+  ~Connection() override;
 
   void start();
   // Queues a frame; frames go out in the order queued.
@@ -47,14 +69,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool closed() const { return closed_; }
   int protocol_version() const { return protocol_version_; }
   bool wants_broker_entry_metadata() const { return broker_entry_metadata_; }
-  const std::string& remote() const { return remote_; }
+  const std::string& remote() const override { return remote_; }
   bool tls() const { return stream_->tls(); }
 
-  // Sends CLOSE_PRODUCER / CLOSE_CONSUMER (the client reconnects) and forgets the object.
-  void close_producer(uint64_t producer_id);
-  void close_consumer(uint64_t consumer_id);
-  void send_reached_end_of_topic(uint64_t consumer_id);
-  void send_active_consumer_change(uint64_t consumer_id, bool active);
+  // ConsumerSink / ProducerSink: CLOSE_PRODUCER / CLOSE_CONSUMER (the client reconnects)
+  // forget the object; MESSAGE, REACHED_END_OF_TOPIC, ACTIVE_CONSUMER_CHANGE.
+  void close_producer(uint64_t producer_id) override;
+  void close_consumer(uint64_t consumer_id) override;
+  void send_message(uint64_t consumer_id, mledger::Position position, const Buffer& entry,
+                    uint32_t redelivery_count) override;
+  void send_reached_end_of_topic(uint64_t consumer_id) override;
+  void send_active_consumer_change(uint64_t consumer_id, bool active) override;
 
  private:
   struct ProducerEntry {
@@ -72,26 +97,43 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Task<void> keep_alive_loop();
   // False when the connection must close.
   bool handle(protocol::Frame& frame);
+  // handlers/connect.cc
   void handle_connect(const wire::CommandConnect& connect);
+  // handlers/lookup.cc
   void handle_lookup(const wire::CommandLookupTopic& lookup);
   void handle_partitioned_metadata(const wire::CommandPartitionedTopicMetadata& request);
+  void handle_get_topics_of_namespace(const wire::CommandGetTopicsOfNamespace& request);
+  // handlers/producer.cc
   void handle_producer(const wire::CommandProducer& request);
   bool handle_send(protocol::Frame& frame);
+  void handle_close_producer(const wire::CommandCloseProducer& request);
+  // handlers/consumer.cc
   void handle_subscribe(const wire::CommandSubscribe& request);
   void handle_flow(const wire::CommandFlow& flow);
+  void handle_unsubscribe(const wire::CommandUnsubscribe& request);
+  void handle_close_consumer(const wire::CommandCloseConsumer& request);
+  // handlers/ack.cc
   void handle_ack(const wire::CommandAck& ack);
   void handle_redeliver(const wire::CommandRedeliverUnacknowledgedMessages& request);
-  void handle_unsubscribe(const wire::CommandUnsubscribe& request);
-  void handle_close_producer(const wire::CommandCloseProducer& request);
-  void handle_close_consumer(const wire::CommandCloseConsumer& request);
+  // handlers/consumer_queries.cc
   void handle_seek(const wire::CommandSeek& request);
   void handle_get_last_message_id(const wire::CommandGetLastMessageId& request);
   void handle_consumer_stats(const wire::CommandConsumerStats& request);
-  void handle_get_topics_of_namespace(const wire::CommandGetTopicsOfNamespace& request);
+  // handlers/schema.cc
   void handle_get_schema(const wire::CommandGetSchema& request);
   void handle_get_or_create_schema(const wire::CommandGetOrCreateSchema& request);
+  // handlers/transactions.cc: refused, as Pulsar does with transactions disabled.
+  bool handle_transaction(const wire::BaseCommand& command);
 
+  // The version (on the wire) of a schema, stored first when new: for PRODUCER, SUBSCRIBE
+  // and GET_OR_CREATE_SCHEMA alike. Errors: to_server_failure(status, MetadataError).
+  Task<Result<std::string>> register_schema(protocol::TopicName topic, wire::Schema schema);
+  // The topic of a PRODUCER or SUBSCRIBE, loaded (created when `may_create` and
+  // auto-creation allow it); null when the failure has been answered to `request_id`.
+  Task<std::shared_ptr<PersistentTopic>> topic_for(uint64_t request_id, protocol::TopicName name,
+                                                   bool may_create);
   void send_error(uint64_t request_id, wire::ServerError error, const std::string& message);
+  void send_error(uint64_t request_id, const ServerFailure& failure);
   void send_success(uint64_t request_id);
   void resume_reading();
   bool in_loop() const { return std::this_thread::get_id() == loop_thread_; }
@@ -111,7 +153,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     asio::co_spawn(executor_, std::forward<F>(coroutine), asio::detached);
   }
 
-  Broker& broker_;
+  ConnectionContext& context_;
+  const BrokerConfig& config_;
   std::unique_ptr<net::Stream> stream_;
   Executor executor_;            // the stream's: this connection's loop
   std::thread::id loop_thread_;  // set by start(), on the connection's loop
@@ -135,5 +178,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::map<uint64_t, ProducerEntry> waiting_producers_;  // WaitForExclusive, not yet promoted
   std::map<uint64_t, ConsumerEntry> consumers_;
 };
+
+// A command of `type` with nothing set yet (for the handlers' answers).
+wire::BaseCommand make_command(wire::BaseCommand::Type type);
+// A message id on the wire.
+mledger::Position to_position(const wire::MessageIdData& id);
 
 }  // namespace magnetar::broker

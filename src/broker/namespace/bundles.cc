@@ -1,4 +1,4 @@
-#include "broker/bundles.h"
+#include "broker/namespace/bundles.h"
 
 #include <fmt/format.h>
 #include <zlib.h>

@@ -1,4 +1,6 @@
-#include "broker/schema_registry.h"
+#include "broker/service/schema_registry.h"
+
+#include "broker/service/errors.h"
 
 #include <fmt/format.h>
 
@@ -99,7 +101,7 @@ Task<Result<int64_t>> SchemaRegistry::get_or_create(protocol::TopicName topic,
       wire::Schema latest;
       latest.ParseFromString(stored.versions(stored.versions_size() - 1).schema());
       if (latest.type() != schema.type()) {
-        co_return Status(Errc::kAlreadyExists,
+        co_return Status(Error::kIncompatibleSchema,
                          fmt::format("schema of type {} is incompatible with the topic's {}",
                                      wire::Schema::Type_Name(schema.type()),
                                      wire::Schema::Type_Name(latest.type())));

@@ -1,6 +1,6 @@
-#include "broker/admin_resources.h"
+#include "broker/admin/admin_resources.h"
 
-#include "broker/bundles.h"
+#include "broker/namespace/bundles.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "broker/load_manager.h"
+#include "broker/namespace/load_manager.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "broker/broker.h"
 #include "common/version.h"
 #include "metadata/leader_election.h"
 
@@ -86,9 +85,8 @@ struct LoadManager::Report {
   std::vector<std::string> bundles;
 };
 
-LoadManager::LoadManager(Broker& broker, NamespaceService& namespaces, LoadManagerOptions options)
-    : broker_(broker),
-      namespaces_(namespaces),
+LoadManager::LoadManager(NamespaceService& namespaces, LoadManagerOptions options)
+    : namespaces_(namespaces),
       options_(options),
       broker_id_(host_port(namespaces.self().http_url)),
       log_(log::Logger("loadmanager").with("broker", broker_id_)) {}
@@ -104,7 +102,7 @@ Task<Status> LoadManager::start() {
   Status st = co_await write_report(true);
   if (!st.ok()) co_return st;
   election_ = std::make_unique<metadata::LeaderElection>(
-      &broker_.store(), namespaces_.executor(), kLeaderPath, [this](bool leading) {
+      &namespaces_.store(), namespaces_.executor(), kLeaderPath, [this](bool leading) {
         if (leading) {
           preallocated_.clear();
           log_.info("this broker is now the load manager leader");
@@ -137,7 +135,7 @@ Task<void> LoadManager::stop() {
     co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
   if (election_) (void)co_await election_->stop();
-  (void)co_await broker_.store().remove(fmt::format("{}/{}", kBrokersPath, broker_id_));
+  (void)co_await namespaces_.store().remove(fmt::format("{}/{}", kBrokersPath, broker_id_));
 }
 
 void LoadManager::bundles_changed() {
@@ -189,7 +187,7 @@ std::string LoadManager::report_json(const Report& r) const {
 
 Task<Status> LoadManager::write_report(bool force) {
   const auto now = Clock::now();
-  auto loads = co_await broker_.topic_loads();
+  auto loads = co_await namespaces_.topics().topic_loads();
   struct {
     double msgs_in = 0, bytes_in = 0, msgs_out = 0, bytes_out = 0;
     int64_t topics = 0, producers = 0, consumers = 0;
@@ -239,7 +237,7 @@ Task<Status> LoadManager::write_report(bool force) {
   metadata::PutOptions options;
   options.ephemeral = true;
   changed_ = false;
-  auto written = co_await broker_.store().put_recursive(
+  auto written = co_await namespaces_.store().put_recursive(
       fmt::format("{}/{}", kBrokersPath, broker_id_), report_json(r), options);
   if (!written.ok()) {
     changed_ = true;
@@ -256,12 +254,12 @@ Task<Result<std::optional<std::string>>> LoadManager::leader() {
 }
 
 Task<Result<std::vector<std::string>>> LoadManager::brokers() {
-  co_return co_await broker_.store().children(kBrokersPath);
+  co_return co_await namespaces_.store().children(kBrokersPath);
 }
 
 Task<void> LoadManager::hint_unloaded(std::string bundle, std::string destination) {
   const Json hint = {{"exclude", broker_id_}, {"destination", destination}, {"at", now_ms()}};
-  auto written = co_await broker_.store().put_recursive(fmt::format("{}/{}", kHintsPath, bundle),
+  auto written = co_await namespaces_.store().put_recursive(fmt::format("{}/{}", kHintsPath, bundle),
                                                         hint.dump());
   if (!written.ok()) log_.warn("leaving the unload hint of {}: {}", bundle, written.status().to_string());
 }
@@ -287,7 +285,7 @@ Task<Result<Placement>> LoadManager::place(std::string bundle) {
 }
 
 Task<Result<Placement>> LoadManager::choose(const std::string& bundle) {
-  auto& store = broker_.store();
+  auto& store = namespaces_.store();
   // The hint an unload left.
   std::string exclude, destination;
   const std::string hint_path = fmt::format("{}/{}", kHintsPath, bundle);
@@ -403,10 +401,10 @@ Task<void> LoadManager::split_hot_bundles(const std::vector<TopicLoad>& loads,
     const std::string ns = t.name.namespace_name();
     auto it = namespaces.find(ns);
     if (it == namespaces.end()) {
-      auto node = co_await broker_.configuration_store().get("/admin/policies/" + ns);
+      auto node = co_await namespaces_.configuration_store().get("/admin/policies/" + ns);
       if (!node.ok() || !node->has_value()) continue;
       auto parsed = NamespaceBundles::from_policies(
-          (*node)->value, broker_.config().default_number_of_namespace_bundles);
+          (*node)->value, namespaces_.config().default_number_of_namespace_bundles);
       if (!parsed.ok()) continue;
       it = namespaces.emplace(ns, std::move(*parsed)).first;
     }

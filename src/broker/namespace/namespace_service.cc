@@ -1,11 +1,10 @@
-#include "broker/namespace_service.h"
+#include "broker/namespace/namespace_service.h"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-#include "broker/broker.h"
-#include "broker/load_manager.h"
+#include "broker/namespace/load_manager.h"
 
 namespace magnetar::broker {
 
@@ -40,12 +39,13 @@ std::optional<BrokerUrls> BrokerUrls::from_json(std::string_view json) {
   return urls;
 }
 
-NamespaceService::NamespaceService(Broker& broker, BrokerUrls self, LoadManager* load)
-    : broker_(broker),
+NamespaceService::NamespaceService(Executor executor, metadata::MetadataStores stores,
+                                   const BrokerConfig& config, BrokerUrls self)
+    : stores_(std::move(stores)),
+      config_(config),
       self_(std::move(self)),
-      load_(load),
-      executor_(broker.executor()),
-      store_(broker.store()),
+      executor_(std::move(executor)),
+      store_(*stores_.cluster),
       log_(log::Logger("namespace").with("broker", self_.broker_url)) {}
 
 NamespaceService::~NamespaceService() {
@@ -83,7 +83,7 @@ LookupAnswer NamespaceService::connect_here() const {
 }
 
 Task<Result<std::string>> NamespaceService::policies_of(const std::string& ns) {
-  auto got = co_await broker_.configuration_store().get(policies_path(ns));
+  auto got = co_await configuration_store().get(policies_path(ns));
   if (!got.ok()) co_return got.status();
   if (!got->has_value()) {
     co_return Status(Errc::kNotFound, fmt::format("Namespace {} does not exist", ns));
@@ -250,7 +250,7 @@ Task<Status> NamespaceService::unload_bundle(std::string ns, BundleRange range,
         [ns, range](const protocol::TopicName& t) {
           return t.namespace_name() == ns && range.contains(topic_bundle_hash(t.to_string()));
         };
-    const int closed = co_await broker_.close_topics(in_bundle);
+    const int closed = co_await topics_->close_topics(in_bundle);
     if (load_ != nullptr) co_await load_->hint_unloaded(full, destination);
     Status st = co_await store_.remove(bundle_owner_path(ns, range));
     owned_.erase(full);
@@ -276,7 +276,7 @@ Task<Status> NamespaceService::split_bundle(std::string ns, BundleRange range, b
     if (it == owned_.end() || it->second.releasing) {
       co_return Status(Errc::kNotFound, fmt::format("bundle {} is not owned here", full));
     }
-    auto& config = broker_.configuration_store();
+    auto& config = configuration_store();
     // 1. Own both halves before anyone can see them (their nodes first), 2. switch the
     // policies with compare-and-set, 3. drop the parent's node.
     for (int attempt = 0; attempt < 16; ++attempt) {
@@ -359,9 +359,9 @@ void NamespaceService::stop_serving(const char* why) {
   std::function<bool(const protocol::TopicName&)> all = [](const protocol::TopicName&) {
     return true;
   };
-  Broker* broker = &broker_;
+  BundleTopics* topics = topics_;
   asio::co_spawn(
-      executor_, [broker, all]() -> Task<void> { (void)co_await broker->close_topics(all); },
+      executor_, [topics, all]() -> Task<void> { (void)co_await topics->close_topics(all); },
       asio::detached);
 }
 
@@ -375,7 +375,7 @@ void NamespaceService::on_session_event(metadata::SessionEvent event) {
       // timeout without an answer (a hung server), so only a third may be left: serve a
       // sixth of the timeout more at most (half of what is left, for timer slack).
       const auto grace =
-          std::chrono::milliseconds(broker_.config().metadata.session_timeout_ms / 6);
+          std::chrono::milliseconds(config_.metadata.session_timeout_ms / 6);
       log_.warn("metadata connection lost: serving for at most {} ms more", grace.count());
       auto timer = std::make_shared<asio::steady_timer>(executor_, grace);
       timer->async_wait([this, timer, generation](const boost::system::error_code& ec) {

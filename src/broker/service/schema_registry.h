@@ -33,8 +33,8 @@ class SchemaRegistry {
   // The given version, or the latest; nullopt when the topic has none (or not that one).
   Task<Result<std::optional<StoredSchema>>> get(protocol::TopicName topic,
                                                 std::optional<int64_t> version);
-  // The version of `schema`, stored first when new. Errors: kAlreadyExists when
-  // incompatible (IncompatibleSchema on the wire).
+  // The version of `schema`, stored first when new. Errors: kIncompatibleSchema
+  // (service/errors.h), the store's.
   Task<Result<int64_t>> get_or_create(protocol::TopicName topic, wire::Schema schema);
 
   // Pulsar's schema version on the wire: 8 bytes, big-endian.

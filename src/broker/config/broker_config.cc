@@ -1,4 +1,4 @@
-#include "broker/broker_config.h"
+#include "broker/config/broker_config.h"
 
 #include <fmt/format.h>
 

@@ -21,18 +21,19 @@
 #include <vector>
 
 #include "common/asio.h"
+#include "broker/service/broker_services.h"
 #include "http/http_server.h"
 
 namespace magnetar::broker {
 
-class Broker;
 class LoadManager;
 
-// `broker` and `load` (null: standalone without a load manager) outlive `web`'s routes.
-void add_broker_routes(http::HttpServer& web, Broker& broker, LoadManager* load);
+// `services`' objects and `load` (null: standalone without a load manager) outlive `web`'s
+// routes.
+void add_broker_routes(http::HttpServer& web, BrokerServices services, LoadManager* load);
 
 // The namespace operations of the list above, for AdminResourcesOptions::broker_operations.
 Task<std::optional<http::Response>> namespace_broker_operation(
-    Broker& broker, const http::Request& req, const std::vector<std::string>& parts);
+    BrokerServices broker, const http::Request& req, const std::vector<std::string>& parts);
 
 }  // namespace magnetar::broker

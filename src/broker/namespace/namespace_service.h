@@ -32,7 +32,9 @@
 #include <string>
 #include <vector>
 
-#include "broker/bundles.h"
+#include "broker/config/broker_config.h"
+#include "broker/namespace/bundle_topics.h"
+#include "broker/namespace/bundles.h"
 #include "common/asio.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -41,7 +43,6 @@
 
 namespace magnetar::broker {
 
-class Broker;
 class LoadManager;
 
 // Where a broker is reached (NamespaceEphemeralData / LookupData).
@@ -65,8 +66,10 @@ struct LookupAnswer {
 
 class NamespaceService {
  public:
-  // `load` may be null (standalone: every bundle is taken here). Both outlive the service.
-  NamespaceService(Broker& broker, BrokerUrls self, LoadManager* load);
+  // `executor`: where the state lives (the broker's first loop). `config` outlives the
+  // service; set_topics() and set_load_manager() name what the service works with.
+  NamespaceService(Executor executor, metadata::MetadataStores stores, const BrokerConfig& config,
+                   BrokerUrls self);
   ~NamespaceService();
 
   // Listens to the cluster store's session.
@@ -75,7 +78,14 @@ class NamespaceService {
   Task<void> stop();
 
   const BrokerUrls& self() const { return self_; }
+  // Null (standalone): every bundle is taken here. Outlives the service's use of it.
   void set_load_manager(LoadManager* load) { load_ = load; }
+  // The topics served here (closed when their bundle goes); set before start().
+  void set_topics(BundleTopics* topics) { topics_ = topics; }
+  BundleTopics& topics() { return *topics_; }
+  metadata::MetadataStore& store() { return *stores_.cluster; }
+  metadata::MetadataStore& configuration_store() { return *stores_.configuration; }
+  const BrokerConfig& config() const { return config_; }
 
   // Errors: kNotFound (namespace), kUnavailable (not serving, bundle being unloaded),
   // metadata errors.
@@ -121,9 +131,11 @@ class NamespaceService {
   void stop_serving(const char* why);
   LookupAnswer connect_here() const;
 
-  Broker& broker_;
+  const metadata::MetadataStores stores_;
+  const BrokerConfig& config_;
   const BrokerUrls self_;
-  LoadManager* load_;
+  LoadManager* load_ = nullptr;
+  BundleTopics* topics_ = nullptr;
   Executor executor_;
   metadata::MetadataStore& store_;
   log::Logger log_;

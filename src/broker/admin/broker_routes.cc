@@ -1,14 +1,17 @@
-#include "broker/broker_routes.h"
+#include "broker/admin/broker_routes.h"
 
 #include <fmt/format.h>
 
 #include <charconv>
 #include <nlohmann/json.hpp>
 
-#include "broker/broker.h"
-#include "broker/load_manager.h"
-#include "broker/namespace_service.h"
-#include "broker/topic.h"
+#include "broker/service/topic_registry.h"
+#include "broker/namespace/load_manager.h"
+#include "broker/namespace/namespace_service.h"
+#include "broker/service/entry_metadata.h"
+#include "broker/service/subscription.h"
+#include "broker/service/policies.h"
+#include "broker/service/topic.h"
 #include "http/http_client.h"
 #include "mledger/managed_ledger.h"
 #include "protocol/frame.h"
@@ -19,6 +22,7 @@ namespace magnetar::broker {
 namespace {
 
 using http::Request;
+using mledger::Position;
 using http::Response;
 using Json = nlohmann::json;
 
@@ -139,7 +143,7 @@ std::optional<Position> parse_position(const std::string& body, bool* malformed)
 
 class Routes {
  public:
-  Routes(Broker& broker, LoadManager* load) : broker_(broker), load_(load) {}
+  Routes(BrokerServices services, LoadManager* load) : broker_(services), load_(load) {}
 
   Task<Response> lookup(const Request& req);
   Task<Response> persistent(const Request& req);
@@ -159,7 +163,7 @@ class Routes {
   Task<Response> with_topic(protocol::TopicName name,
                             std::function<Task<Response>(std::shared_ptr<PersistentTopic>)> fn);
 
-  Broker& broker_;
+  BrokerServices broker_;
   LoadManager* load_;
 };
 
@@ -175,21 +179,21 @@ Task<Response> Routes::lookup(const Request& req) {
   const bool bundle_only = parts->size() == 5 && (*parts)[4] == "bundle";
   if (parts->size() > 4 && !bundle_only) co_return Response::error(404, "Not Found");
   if (bundle_only) {
-    auto range = co_await broker_.namespaces().bundle_of(*name);
+    auto range = co_await broker_.namespaces.bundle_of(*name);
     if (!range.ok()) co_return status_response(range.status());
     co_return Response{200, "text/plain; charset=utf-8", range->name(), {}};
   }
-  if (!broker_.config().allow_auto_topic_creation) {
+  if (!broker_.config.allow_auto_topic_creation) {
     // Served only if it exists: a topic, a partitioned topic or one of its partitions.
-    auto partitions = co_await broker_.partitions(*name, false);
-    auto exists = co_await broker_.store().exists(
+    auto partitions = co_await broker_.topics.partitions(*name, false);
+    auto exists = co_await (*broker_.stores.cluster).exists(
         mledger::managed_ledger_path(name->persistence_name()));
-    const bool creatable = co_await broker_.may_auto_create(*name);
+    const bool creatable = co_await broker_.topics.may_auto_create(*name);
     if (partitions.ok() && *partitions == 0 && exists.ok() && !*exists && !creatable) {
       co_return Response::error(404, "Topic not found.");
     }
   }
-  auto answer = co_await broker_.namespaces().lookup(*name, query_flag(req, "authoritative"));
+  auto answer = co_await broker_.namespaces.lookup(*name, query_flag(req, "authoritative"));
   if (!answer.ok()) co_return status_response(answer.status());
   if (answer->redirect) co_return redirect_to(*answer, req);
   const auto& t = answer->target;
@@ -209,31 +213,31 @@ Task<Response> Routes::persistent(const Request& req) {
   if (parts->size() == 2 || (parts->size() == 3 && (*parts)[2] == "partitioned" &&
                              req.method == "GET")) {
     if (req.method != "GET") co_return Response::error(405, "Method Not Allowed");
-    auto exists = co_await broker_.namespace_exists(ns);
+    auto exists = co_await broker_.topics.namespace_exists(ns);
     if (!exists.ok()) co_return status_response(exists.status());
     if (!*exists) co_return Response::error(404, "Namespace does not exist");
     if (parts->size() == 3) co_return co_await partitioned_list(ns);
-    auto topics = co_await broker_.topics_of_namespace(ns);
+    auto topics = co_await broker_.topics.topics_of_namespace(ns);
     if (!topics.ok()) co_return status_response(topics.status());
     co_return ok_json(Json(*topics));
   }
   auto name = protocol::TopicName::parse(fmt::format("persistent://{}/{}", ns, (*parts)[2]));
   if (!name.ok()) co_return Response::error(412, name.status().message());
-  auto exists = co_await broker_.namespace_exists(ns);
+  auto exists = co_await broker_.topics.namespace_exists(ns);
   if (!exists.ok()) co_return status_response(exists.status());
   if (!*exists) co_return Response::error(404, "Namespace does not exist");
   std::vector<std::string> rest(parts->begin() + 3, parts->end());
   if (rest.size() == 1 && rest[0] == "partitions") co_return co_await partitions(*name, req);
   if (rest.size() == 1 && rest[0] == "partitioned-stats" && req.method == "GET") {
     // Stats of every partition (each served by its owner: fetched here when owned here).
-    auto n = co_await broker_.partitions(*name, false);
+    auto n = co_await broker_.topics.partitions(*name, false);
     if (!n.ok()) co_return status_response(n.status());
     if (*n == 0) co_return Response::error(404, "Partitioned Topic not found");
     Json out = {{"metadata", {{"partitions", *n}}}, {"partitions", Json::object()}};
     int64_t in = 0, msg_out = 0, storage = 0;
     for (int i = 0; i < *n; ++i) {
       const protocol::TopicName partition = name->partition(i);
-      auto owner = co_await broker_.namespaces().lookup(partition, false);
+      auto owner = co_await broker_.namespaces.lookup(partition, false);
       if (!owner.ok()) co_return status_response(owner.status());
       Response r;
       if (owner->self) {
@@ -269,12 +273,12 @@ Task<Response> Routes::persistent(const Request& req) {
   // A partitioned topic's own name: unload and subscription operations apply to every
   // partition (each through its owner), subscriptions lists their union.
   if (!name->is_partition() && !rest.empty() && is_fanned_out(req.method, rest)) {
-    auto n = co_await broker_.partitions(*name, false);
+    auto n = co_await broker_.topics.partitions(*name, false);
     if (!n.ok()) co_return status_response(n.status());
     if (*n > 0) co_return co_await fan_out(*name, *n, rest, req);
   }
   // Everything else is served by the topic's owner.
-  auto owner = co_await broker_.namespaces().lookup(*name, query_flag(req, "authoritative"));
+  auto owner = co_await broker_.namespaces.lookup(*name, query_flag(req, "authoritative"));
   if (!owner.ok()) co_return status_response(owner.status());
   if (!owner->self) co_return redirect_to(*owner, req);
   co_return co_await topic_op(std::move(*name), std::move(rest), req);
@@ -299,7 +303,7 @@ Task<Response> Routes::fan_out(protocol::TopicName name, int partitions,
   std::set<std::string> names;
   // Each partition's request goes through this broker's own routes (and on to the
   // partition's owner by their 307s).
-  const BrokerUrls& self = broker_.namespaces().self();
+  const BrokerUrls& self = broker_.namespaces.self();
   for (int i = 0; i < partitions; ++i) {
     const protocol::TopicName partition = name.partition(i);
     const std::string target = fmt::format("/admin/v2/{}{}{}", partition.rest_path(), suffix, query);
@@ -321,7 +325,7 @@ Task<Response> Routes::fan_out(protocol::TopicName name, int partitions,
 }
 
 Task<Response> Routes::partitioned_list(std::string ns) {
-  auto children = co_await broker_.configuration_store().children(
+  auto children = co_await (*broker_.stores.configuration).children(
       fmt::format("/admin/partitioned-topics/{}/persistent", ns));
   if (!children.ok()) co_return status_response(children.status());
   Json out = Json::array();
@@ -333,12 +337,12 @@ Task<Response> Routes::partitioned_list(std::string ns) {
 }
 
 Task<Response> Routes::partitions(protocol::TopicName name, const Request& req) {
-  auto& config = broker_.configuration_store();
+  auto& config = (*broker_.stores.configuration);
   const std::string path =
       fmt::format("/admin/partitioned-topics/{}/persistent/{}", name.namespace_name(),
                   name.encoded_local_name());
   if (req.method == "GET") {
-    auto n = co_await broker_.partitions(name, query_flag(req, "checkAllowAutoCreation"));
+    auto n = co_await broker_.topics.partitions(name, query_flag(req, "checkAllowAutoCreation"));
     if (!n.ok()) co_return status_response(n.status());
     co_return ok_json(Json{{"partitions", *n}});
   }
@@ -351,7 +355,7 @@ Task<Response> Routes::partitions(protocol::TopicName name, const Request& req) 
     const bool force = query_flag(req, "force");
     for (int i = 0; i < n; ++i) {
       const protocol::TopicName partition = name.partition(i);
-      auto owner = co_await broker_.namespaces().lookup(partition, false);
+      auto owner = co_await broker_.namespaces.lookup(partition, false);
       if (!owner.ok()) co_return status_response(owner.status());
       if (!owner->self) {
         std::string target = fmt::format("/admin/v2/{}?force={}&authoritative={}",
@@ -364,7 +368,7 @@ Task<Response> Routes::partitions(protocol::TopicName name, const Request& req) 
         }
         continue;
       }
-      Status st = co_await broker_.delete_topic(partition, force);
+      Status st = co_await broker_.topics.delete_topic(partition, force);
       if (st.is(Errc::kAlreadyExists)) co_return Response::error(412, st.message());
       if (!st.ok() && !st.is(Errc::kNotFound)) co_return status_response(st);
     }
@@ -394,7 +398,7 @@ Task<Response> Routes::partitions(protocol::TopicName name, const Request& req) 
     meta["properties"] = body["properties"];
   }
   if (req.method == "PUT") {
-    auto ml = co_await broker_.store().exists(mledger::managed_ledger_path(name.persistence_name()));
+    auto ml = co_await (*broker_.stores.cluster).exists(mledger::managed_ledger_path(name.persistence_name()));
     if (ml.ok() && *ml) co_return Response::error(409, "This topic already exists");
     metadata::PutOptions create;
     create.expected_version = -1;
@@ -435,10 +439,10 @@ Task<Response> Routes::with_topic(
   // A partition of an existing partitioned topic is created on first use.
   bool create = false;
   if (name.is_partition()) {
-    auto n = co_await broker_.partitions(name.partitioned_topic_name(), false);
+    auto n = co_await broker_.topics.partitions(name.partitioned_topic_name(), false);
     create = n.ok() && name.partition_index() < *n;
   }
-  auto topic = co_await broker_.get_topic(name, create);
+  auto topic = co_await broker_.topics.get_topic(name, create);
   if (!topic.ok()) {
     if (topic.status().is(Errc::kNotFound)) co_return Response::error(404, "Topic not found");
     co_return status_response(topic.status());
@@ -455,18 +459,18 @@ Task<Response> Routes::topic_op(protocol::TopicName name, std::vector<std::strin
   using Fn = std::function<Task<Response>(std::shared_ptr<PersistentTopic>)>;
   if (rest.empty()) {
     if (m == "PUT") {
-      auto n = co_await broker_.partitions(name, false);
+      auto n = co_await broker_.topics.partitions(name, false);
       if (n.ok() && *n > 0) co_return Response::error(409, "This topic already exists");
       auto exists =
-          co_await broker_.store().exists(mledger::managed_ledger_path(name.persistence_name()));
+          co_await (*broker_.stores.cluster).exists(mledger::managed_ledger_path(name.persistence_name()));
       if (!exists.ok()) co_return status_response(exists.status());
       if (*exists) co_return Response::error(409, "This topic already exists");
-      auto topic = co_await broker_.get_topic(name, true);
+      auto topic = co_await broker_.topics.get_topic(name, true);
       if (!topic.ok()) co_return status_response(topic.status());
       co_return no_content();
     }
     if (m == "DELETE") {
-      Status st = co_await broker_.delete_topic(name, query_flag(req, "force"));
+      Status st = co_await broker_.topics.delete_topic(name, query_flag(req, "force"));
       if (st.is(Errc::kNotFound)) co_return Response::error(404, "Topic not found");
       if (st.is(Errc::kAlreadyExists)) co_return Response::error(412, st.message());
       if (!st.ok()) co_return status_response(st);
@@ -504,14 +508,14 @@ Task<Response> Routes::topic_op(protocol::TopicName name, std::vector<std::strin
   }
   if (rest.size() == 1 && m == "PUT" && op == "unload") {
     auto exists =
-        co_await broker_.store().exists(mledger::managed_ledger_path(name.persistence_name()));
+        co_await (*broker_.stores.cluster).exists(mledger::managed_ledger_path(name.persistence_name()));
     if (!exists.ok()) co_return status_response(exists.status());
     if (!*exists) co_return Response::error(404, "Topic not found");
     const std::string key = name.to_string();
     std::function<bool(const protocol::TopicName&)> which = [key](const protocol::TopicName& t) {
       return t.to_string() == key;
     };
-    (void)co_await broker_.close_topics(which);
+    (void)co_await broker_.topics.close_topics(which);
     co_return no_content();
   }
   if (rest.size() == 3 && m == "POST" && op == "all_subscription" &&
@@ -519,7 +523,7 @@ Task<Response> Routes::topic_op(protocol::TopicName name, std::vector<std::strin
     auto seconds = parse_int(rest[2]);
     if (!seconds || *seconds < 0) co_return Response::error(400, "expireTime must be seconds");
     Fn fn = [s = *seconds](std::shared_ptr<PersistentTopic> t) -> Task<Response> {
-      (void)co_await t->expire_messages(s, {});
+      (void)co_await expire_messages(*t, s, {});
       co_return no_content();
     };
     co_return co_await with_topic(name, fn);
@@ -540,8 +544,8 @@ Task<Response> Routes::topic_op(protocol::TopicName name, std::vector<std::strin
                                      wire::CommandSubscribe::Latest, std::nullopt);
       if (!s.ok()) co_return status_response(s.status());
       if (start) {
-        auto failure = co_await (*s)->reset(*start);
-        if (failure) co_return Response::error(412, failure->message);
+        Status st = co_await (*s)->reset(*start);
+        if (!st.ok()) co_return Response::error(412, st.message());
       }
       co_return no_content();
     };
@@ -555,8 +559,8 @@ Task<Response> Routes::topic_op(protocol::TopicName name, std::vector<std::strin
       if (!force && !found->consumers().empty()) {
         co_return Response::error(412, "Subscription has active connected consumers");
       }
-      auto failure = co_await t->unsubscribe(sub, true);
-      if (failure) co_return Response::error(412, failure->message);
+      Status st = co_await t->unsubscribe(sub, true);
+      if (!st.ok()) co_return Response::error(412, st.message());
       co_return no_content();
     };
     co_return co_await with_topic(name, fn);
@@ -644,23 +648,19 @@ Task<Response> Routes::topic_op(protocol::TopicName name, std::vector<std::strin
     } else if (action == "skip") {
       st = co_await s->cursor().skip_entries(*arg);
     } else if (action == "expireMessages") {
-      (void)co_await t->expire_messages(*arg, sub);
+      (void)co_await expire_messages(*t, *arg, sub);
     } else {
       std::optional<Position> target = body_position;
-      if (!target) {
+      const bool by_time = !target;
+      if (by_time) {
         // resetcursor/{timestamp}: back to the first message published at or after it.
-        const uint64_t cutoff = static_cast<uint64_t>(*arg);
-        auto older = [cutoff](const mledger::Entry& e) { return published_before(e, cutoff); };
-        auto& ml = t->ledger();
-        auto found = co_await ml.find_newest_matching(ml.first_position(), older);
+        auto found = co_await t->position_for_time(static_cast<uint64_t>(*arg));
         if (!found.ok()) co_return status_response(found.status());
-        target = found->has_value() ? ml.next_position(**found) : ml.first_position();
-        auto failure = co_await s->reset(*target);
-        if (failure) co_return Response::error(412, failure->message);
-        co_return no_content();
+        target = *found;
       }
-      auto failure = co_await s->reset(*target);
-      if (failure) co_return Response::error(412, failure->message);
+      Status reset = co_await s->reset(*target);
+      if (!reset.ok()) co_return Response::error(412, reset.message());
+      if (by_time) co_return no_content();
     }
     if (!st.ok()) co_return status_response(st);
     s->restart_dispatch();
@@ -671,7 +671,7 @@ Task<Response> Routes::topic_op(protocol::TopicName name, std::vector<std::strin
 
 Task<Response> Routes::active_brokers() {
   if (load_ == nullptr) {
-    const auto& url = broker_.namespaces().self().http_url;
+    const auto& url = broker_.namespaces.self().http_url;
     co_return ok_json(Json::array({url.substr(url.find("://") + 3)}));
   }
   auto ids = co_await load_->brokers();
@@ -686,16 +686,16 @@ Task<Response> Routes::brokers(const Request& req) {
   const std::string& first = (*parts)[0];
   if (parts->size() == 1 && first == "health") {
     // The metadata store answers and this broker serves.
-    auto root = co_await broker_.store().exists("/");
+    auto root = co_await (*broker_.stores.cluster).exists("/");
     if (!root.ok()) co_return Response::error(503, root.status().message());
-    if (!broker_.namespaces().serving()) {
+    if (!broker_.namespaces.serving()) {
       co_return Response::error(503, "this broker lost its metadata session");
     }
     co_return Response{200, "text/plain; charset=utf-8", "ok", {}};
   }
   if (parts->size() == 1 && first == "leaderBroker") {
     if (load_ == nullptr) {
-      co_return ok_json(Json{{"serviceUrl", broker_.namespaces().self().http_url}});
+      co_return ok_json(Json{{"serviceUrl", broker_.namespaces.self().http_url}});
     }
     auto leader = co_await load_->leader();
     if (!leader.ok()) co_return status_response(leader.status());
@@ -703,16 +703,16 @@ Task<Response> Routes::brokers(const Request& req) {
     co_return Response::json(200, **leader);
   }
   if (parts->size() == 1) {
-    if (first != broker_.config().cluster_name) {
+    if (first != broker_.config.cluster_name) {
       co_return Response::error(404, fmt::format("Cluster {} does not exist", first));
     }
     co_return co_await active_brokers();
   }
   if (parts->size() == 3 && (*parts)[2] == "ownedNamespaces") {
-    if (first != broker_.config().cluster_name) {
+    if (first != broker_.config.cluster_name) {
       co_return Response::error(404, fmt::format("Cluster {} does not exist", first));
     }
-    auto& namespaces = broker_.namespaces();
+    auto& namespaces = broker_.namespaces;
     const std::string& self_http = namespaces.self().http_url;
     const std::string self_id = self_http.substr(self_http.find("://") + 3);
     if ((*parts)[1] != self_id) {
@@ -750,14 +750,14 @@ namespace {
 
 // Clears the backlog of every subscription (or of `sub`) of the namespace's topics in
 // `range`, which this broker owns.
-Task<Response> clear_bundle_backlog(Broker& broker, std::string ns, BundleRange range,
+Task<Response> clear_bundle_backlog(BrokerServices broker, std::string ns, BundleRange range,
                                     std::string sub) {
-  auto topics = co_await broker.topics_of_namespace(ns);
+  auto topics = co_await broker.topics.topics_of_namespace(ns);
   if (!topics.ok()) co_return status_response(topics.status());
   for (const std::string& full : *topics) {
     auto name = protocol::TopicName::parse(full);
     if (!name.ok() || !range.contains(topic_bundle_hash(name->to_string()))) continue;
-    auto topic = co_await broker.get_topic(*name, false);
+    auto topic = co_await broker.topics.get_topic(*name, false);
     if (!topic.ok()) continue;
     std::shared_ptr<PersistentTopic> t = *topic;
     auto work = [t, sub]() -> Task<Status> {
@@ -778,24 +778,24 @@ Task<Response> clear_bundle_backlog(Broker& broker, std::string ns, BundleRange 
 }
 
 // The namespace's bundles, from its policies.
-Task<Result<std::vector<BundleRange>>> bundles_of(Broker& broker, const std::string& ns) {
-  auto node = co_await broker.configuration_store().get(fmt::format("/admin/policies/{}", ns));
+Task<Result<std::vector<BundleRange>>> bundles_of(BrokerServices broker, const std::string& ns) {
+  auto node = co_await (*broker.stores.configuration).get(fmt::format("/admin/policies/{}", ns));
   if (!node.ok()) co_return node.status();
   if (!node->has_value()) co_return Status(Errc::kNotFound, "Namespace does not exist");
   auto bundles =
-      NamespaceBundles::from_policies((*node)->value, broker.config().default_number_of_namespace_bundles);
+      NamespaceBundles::from_policies((*node)->value, broker.config.default_number_of_namespace_bundles);
   if (!bundles.ok()) co_return bundles.status();
   co_return bundles->ranges();
 }
 
 }  // namespace
 
-Task<std::optional<Response>> namespace_broker_operation(Broker& broker, const Request& req,
+Task<std::optional<Response>> namespace_broker_operation(BrokerServices broker, const Request& req,
                                                          const std::vector<std::string>& parts) {
   // parts: tenant, ns, ...
   if (parts.size() < 3) co_return std::nullopt;
   const std::string ns = fmt::format("{}/{}", parts[0], parts[1]);
-  auto& namespaces = broker.namespaces();
+  auto& namespaces = broker.namespaces;
   // Namespace-wide: every bundle, each by its owner (unowned bundles have nothing to do).
   const bool ns_unload = parts.size() == 3 && parts[2] == "unload";
   const bool ns_clear = (parts.size() == 3 || parts.size() == 4) && parts[2] == "clearBacklog";
@@ -874,7 +874,7 @@ Task<std::optional<Response>> namespace_broker_operation(Broker& broker, const R
   co_return no_content();
 }
 
-void add_broker_routes(http::HttpServer& web, Broker& broker, LoadManager* load) {
+void add_broker_routes(http::HttpServer& web, BrokerServices broker, LoadManager* load) {
   auto routes = std::make_shared<Routes>(broker, load);
   web.route_prefix("GET", std::string(kLookupPrefix),
                    [routes](const Request& req) { return routes->lookup(req); });

@@ -30,8 +30,7 @@
 #include <optional>
 #include <string>
 
-#include "broker/broker.h"
-#include "broker/namespace_service.h"
+#include "broker/namespace/namespace_service.h"
 #include "common/asio.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -41,8 +40,6 @@ class LeaderElection;
 }
 
 namespace magnetar::broker {
-
-class Broker;
 
 // Automatic bundle split (loadBalancerAutoBundleSplitEnabled and the
 // loadBalancerNamespaceBundleMax* thresholds): checked by each broker for its own bundles when
@@ -75,7 +72,8 @@ struct Placement {
 
 class LoadManager {
  public:
-  LoadManager(Broker& broker, NamespaceService& namespaces, LoadManagerOptions options);
+  // `namespaces` outlives the load manager.
+  LoadManager(NamespaceService& namespaces, LoadManagerOptions options);
   ~LoadManager();
 
   // Registers this broker, enters the leader election, starts reporting.
@@ -107,7 +105,6 @@ class LoadManager {
   Task<void> split_hot_bundles(const std::vector<TopicLoad>& loads, double seconds);
   std::string report_json(const Report& r) const;
 
-  Broker& broker_;
   NamespaceService& namespaces_;
   const LoadManagerOptions options_;
   const std::string broker_id_;

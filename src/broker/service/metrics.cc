@@ -1,4 +1,4 @@
-#include "broker/broker_metrics.h"
+#include "broker/service/metrics.h"
 
 namespace magnetar::broker {
 

@@ -1,0 +1,30 @@
+#include "broker/service/consumer.h"
+
+#include <nlohmann/json.hpp>
+
+#include "broker/service/producer.h"
+
+namespace magnetar::broker {
+
+Consumer::Consumer(const std::shared_ptr<ConsumerSink>& sink, uint64_t id, std::string name,
+                   int priority)
+    : sink_(sink),
+      owner_(sink.get()),
+      id_(id),
+      name_(std::move(name)),
+      priority_(priority),
+      connected_since_ms_(wall_clock_ms()) {}
+
+nlohmann::json Consumer::stats() const {
+  auto sink = sink_.lock();
+  return {{"consumerName", name_},
+          {"availablePermits", permits},
+          {"unackedMessages", unacked_messages},
+          {"msgOutCounter", msgs_out},
+          {"bytesOutCounter", bytes_out},
+          {"priorityLevel", priority_},
+          {"address", sink ? sink->remote() : ""},
+          {"connectedSince", connected_since_ms_}};
+}
+
+}  // namespace magnetar::broker

@@ -1,0 +1,281 @@
+#include "broker/service/dispatcher.h"
+
+#include <algorithm>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "broker/service/errors.h"
+#include "common/backoff.h"
+#include "mledger/errors.h"
+
+namespace magnetar::broker {
+
+using mledger::Position;
+
+Dispatcher::Dispatcher(Executor executor, std::shared_ptr<DispatchCursor> cursor,
+                       DispatchOptions options, log::Logger log)
+    : executor_(std::move(executor)),
+      cursor_(std::move(cursor)),
+      options_(options),
+      log_(std::move(log)) {}
+
+std::shared_ptr<Dispatcher> make_dispatcher(SubType type, Executor executor,
+                                            std::shared_ptr<DispatchCursor> cursor,
+                                            DispatchOptions options, log::Logger log) {
+  switch (type) {
+    case wire::CommandSubscribe::Exclusive:
+      return make_exclusive_dispatcher(std::move(executor), std::move(cursor), options,
+                                       std::move(log));
+    case wire::CommandSubscribe::Failover:
+      return make_failover_dispatcher(std::move(executor), std::move(cursor), options,
+                                      std::move(log));
+    case wire::CommandSubscribe::Shared:
+      return make_shared_dispatcher(std::move(executor), std::move(cursor), options,
+                                    std::move(log));
+    case wire::CommandSubscribe::Key_Shared:
+      return make_key_shared_dispatcher(std::move(executor), std::move(cursor), options,
+                                        std::move(log));
+  }
+  return make_exclusive_dispatcher(std::move(executor), std::move(cursor), options,
+                                   std::move(log));
+}
+
+Status Dispatcher::check_join(const Consumer&) const { return Status::OK(); }
+
+Status Dispatcher::add_consumer(const std::shared_ptr<Consumer>& consumer) {
+  MAGNETAR_TRY(check_join(*consumer));
+  consumers_.push_back(consumer);
+  joined(consumer);
+  return Status::OK();
+}
+
+std::shared_ptr<Consumer> Dispatcher::find_consumer(uint64_t consumer_id,
+                                                    const ConsumerSink* owner) const {
+  for (const auto& c : consumers_) {
+    if (c->id() == consumer_id && c->owner() == owner) return c;
+  }
+  return nullptr;
+}
+
+bool Dispatcher::remove_consumer(uint64_t consumer_id, const ConsumerSink* owner) {
+  auto it = std::find_if(consumers_.begin(), consumers_.end(), [&](const auto& c) {
+    return c->id() == consumer_id && (c->owner() == owner || !c->sink());
+  });
+  if (it == consumers_.end()) return false;
+  auto consumer = *it;
+  consumers_.erase(it);
+  left(consumer);
+  if (consumers_.empty()) {
+    cursor_->cancel_wait();
+  } else {
+    restart();
+  }
+  return true;
+}
+
+void Dispatcher::flow(const std::shared_ptr<Consumer>& consumer, uint32_t permits) {
+  consumer->permits += permits;
+  trigger();
+}
+
+Status Dispatcher::check_cumulative_ack() const {
+  if (allows_cumulative_ack()) return Status::OK();
+  return Status(Error::kNotAllowed,
+                "cumulative acknowledgement is not allowed on Shared subscriptions");
+}
+
+void Dispatcher::acknowledged_upto(Position upto) {
+  for (const auto& c : consumers_) {
+    for (auto it = c->pending.begin(); it != c->pending.end() && it->first <= upto;) {
+      c->unacked_messages -= it->second;
+      it = c->pending.erase(it);
+    }
+  }
+  redeliveries_.erase(redeliveries_.begin(), redeliveries_.upper_bound(upto));
+}
+
+void Dispatcher::acknowledged(const std::vector<Position>& positions) {
+  for (const Position& p : positions) {
+    for (const auto& c : consumers_) {
+      auto it = c->pending.find(p);
+      if (it != c->pending.end()) {
+        c->unacked_messages -= it->second;
+        c->pending.erase(it);
+      }
+    }
+    redeliveries_.erase(p);
+  }
+  for (const auto& c : consumers_) {
+    const bool was_blocked = c->blocked;
+    update_blocked(*c);
+    if (was_blocked && !c->blocked) trigger();
+  }
+}
+
+void Dispatcher::redeliver(const std::shared_ptr<Consumer>& consumer,
+                           std::vector<Position> positions) {
+  redeliver_pending(consumer, std::move(positions));
+  restart();
+}
+
+void Dispatcher::forget_sent() {
+  to_redeliver_.clear();
+  for (const auto& c : consumers_) {
+    c->pending.clear();
+    c->unacked_messages = 0;
+  }
+}
+
+void Dispatcher::mark_for_redelivery(Position p) {
+  to_redeliver_.insert(p);
+  ++redeliveries_[p];
+}
+
+void Dispatcher::take_redeliveries_from(Dispatcher& previous) {
+  to_redeliver_ = std::move(previous.to_redeliver_);
+  redeliveries_ = std::move(previous.redeliveries_);
+}
+
+int64_t Dispatcher::unacked_messages() const {
+  int64_t total = 0;
+  for (const auto& c : consumers_) total += c->unacked_messages;
+  return total;
+}
+
+void Dispatcher::update_blocked(Consumer& c) {
+  const int64_t limit = options_.max_unacked_messages_per_consumer;
+  if (limit <= 0 || !limits_unacked()) {
+    c.blocked = false;
+    return;
+  }
+  if (!c.blocked && c.unacked_messages >= limit) {
+    c.blocked = true;
+    log_.info("consumer {} blocked: {} unacknowledged messages", c.name(), c.unacked_messages);
+  } else if (c.blocked && c.unacked_messages <= limit / 2) {
+    c.blocked = false;
+  }
+}
+
+void Dispatcher::restart() {
+  // A dispatch loop waiting for new entries would not see the rewound position or the
+  // redeliveries: end its wait; it restarts itself when permits remain.
+  cursor_->cancel_wait();
+  trigger();
+}
+
+void Dispatcher::trigger() {
+  if (closed_ || dispatching_ || consumers_.empty() || available_permits() <= 0) return;
+  dispatching_ = true;
+  auto self = shared_from_this();
+  asio::co_spawn(
+      executor_, [self]() { return self->dispatch_loop(); }, asio::detached);
+}
+
+void Dispatcher::disconnect_all() {
+  auto consumers = consumers_;
+  for (const auto& c : consumers) {
+    if (auto sink = c->sink()) sink->close_consumer(c->id());
+    remove_consumer(c->id(), c->owner());
+  }
+  consumers_.clear();
+}
+
+void Dispatcher::close() {
+  closed_ = true;  // no dispatch loop starts again (one waiting ends with the cursor)
+  disconnect_all();
+}
+
+void Dispatcher::send_to(const std::shared_ptr<Consumer>& consumer, const mledger::Entry& entry,
+                         int messages) {
+  auto sink = consumer->sink();
+  if (!sink) return;
+  auto count = redeliveries_.find(entry.position);
+  sink->send_message(consumer->id(), entry.position, entry.data,
+                     count == redeliveries_.end() ? 0 : count->second);
+  const auto bytes = static_cast<int64_t>(entry.data.size());
+  consumer->permits -= messages;
+  ++consumer->msgs_out;
+  consumer->bytes_out += bytes;
+  if (on_sent_) on_sent_(messages, bytes);
+  consumer->pending[entry.position] = messages;
+  consumer->unacked_messages += messages;
+  update_blocked(*consumer);
+}
+
+Task<std::vector<mledger::Entry>> Dispatcher::read_redeliveries(int wanted) {
+  // Oldest first, skipping what was acknowledged meanwhile.
+  std::vector<mledger::Entry> entries;
+  while (!to_redeliver_.empty() && static_cast<int>(entries.size()) < wanted) {
+    const Position p = *to_redeliver_.begin();
+    to_redeliver_.erase(to_redeliver_.begin());
+    if (cursor_->is_acknowledged(p)) continue;
+    auto entry = co_await cursor_->read_at(p);
+    if (entry) entries.push_back(std::move(*entry));
+  }
+  co_return entries;
+}
+
+Task<void> Dispatcher::dispatch_loop() {
+  auto self = shared_from_this();
+  Backoff retry(Backoff::Options{options_.read_retry_initial, options_.read_retry_max});
+  bool cancelled = false;  // restart() ended a wait: look again from scratch
+  while (!consumers_.empty() && !closed_) {
+    const int64_t permits = available_permits();
+    if (permits <= 0) break;
+    const int wanted = static_cast<int>(std::min<int64_t>(permits, options_.read_batch_size));
+    std::vector<mledger::Entry> entries;
+    if (!to_redeliver_.empty()) {
+      entries = co_await read_redeliveries(wanted);
+      if (entries.empty()) continue;
+    } else {
+      auto read = co_await cursor_->read_or_wait(wanted);
+      if (!read.ok()) {
+        if (read.status().code() == make_error_code(mledger::Error::kNoMoreEntries)) {
+          for (const auto& c : consumers_) {
+            if (auto sink = c->sink()) sink->send_reached_end_of_topic(c->id());
+          }
+          break;
+        }
+        if (read.status().is(Errc::kCancelled)) {
+          cancelled = true;
+          break;
+        }
+        const auto delay = retry.next();
+        log_.warn("read failed, retrying in {} ms: {}", delay.count(), read.status().to_string());
+        asio::steady_timer wait(executor_, delay);
+        boost::system::error_code ec;
+        co_await wait.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        continue;
+      }
+      entries = std::move(*read);
+    }
+    retry.reset();
+    int sent = 0;
+    for (const auto& entry : entries) {
+      const EntryInfo info = entry_info(entry.data);
+      auto target = target_for(info);
+      if (!target) {
+        if (hold(entry)) continue;
+        break;
+      }
+      send_to(target, entry, info.messages);
+      ++sent;
+    }
+    // Nothing could go anywhere (Key_Shared keys whose consumer has no permits): wait for a
+    // FLOW or an acknowledgement instead of spinning.
+    if (sent == 0) {
+      dispatching_ = false;
+      co_return;
+    }
+  }
+  dispatching_ = false;
+  // After a cancelled wait (a consumer left, a rewind, redeliveries), a loop must run again
+  // even with nothing to read yet: it waits for new entries (restart()'s own trigger() came
+  // while this loop still ran and did nothing).
+  if (available_permits() > 0 && !consumers_.empty() &&
+      (cancelled || !to_redeliver_.empty() || cursor_->has_more_entries())) {
+    trigger();
+  }
+}
+
+}  // namespace magnetar::broker

@@ -1,0 +1,34 @@
+#include "broker/service/producer.h"
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+namespace magnetar::broker {
+
+int64_t wall_clock_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Producer::Producer(const std::shared_ptr<ProducerSink>& sink, uint64_t id, std::string name,
+                   wire::ProducerAccessMode mode)
+    : sink_(sink),
+      owner_(sink.get()),
+      id_(id),
+      name_(std::move(name)),
+      mode_(mode),
+      connected_since_ms_(wall_clock_ms()) {}
+
+nlohmann::json Producer::stats() const {
+  auto sink = sink_.lock();
+  return {{"producerId", id_},
+          {"producerName", name_},
+          {"accessMode", wire::ProducerAccessMode_Name(mode_)},
+          {"msgInCounter", msgs_in},
+          {"bytesInCounter", bytes_in},
+          {"address", sink ? sink->remote() : ""},
+          {"connectedSince", connected_since_ms_}};
+}
+
+}  // namespace magnetar::broker

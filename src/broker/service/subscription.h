@@ -1,0 +1,88 @@
+#pragma once
+// A subscription of a persistent topic: a cursor (durable, or in memory for readers) and
+// the dispatcher of its kind, which the first consumer's type chooses (a subscription
+// whose consumers all left may come back as another kind).
+//
+// Threading: on the topic's loop. The topic owns its subscriptions; coroutines of a
+// subscription keep it and its topic alive while they run.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "broker/service/dispatcher.h"
+#include "broker/service/metrics.h"
+#include "common/asio.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "mledger/managed_ledger.h"
+
+namespace magnetar::broker {
+
+class PersistentTopic;
+
+class Subscription : public std::enable_shared_from_this<Subscription> {
+ public:
+  Subscription(PersistentTopic& topic, std::string name, SubType type,
+               std::shared_ptr<mledger::ManagedCursor> cursor, bool durable);
+  const std::string& name() const { return name_; }
+  SubType type() const { return dispatcher_->type(); }
+  bool durable() const { return durable_; }
+  mledger::ManagedCursor& cursor() { return *cursor_; }
+  const mledger::ManagedCursor& cursor() const { return *cursor_; }
+  std::shared_ptr<mledger::ManagedCursor> cursor_ptr() const { return cursor_; }
+  const std::vector<std::shared_ptr<Consumer>>& consumers() const {
+    return dispatcher_->consumers();
+  }
+
+  // Errors: kConsumerBusy (another type while consumers are connected, Exclusive taken),
+  // kConsumerAssignError (Key_Shared sticky ranges).
+  Status add_consumer(const std::shared_ptr<Consumer>& consumer, SubType type);
+  void remove_consumer(uint64_t consumer_id, const ConsumerSink* owner);
+  std::shared_ptr<Consumer> find_consumer(uint64_t consumer_id, const ConsumerSink* owner) const;
+  void flow(const std::shared_ptr<Consumer>& consumer, uint32_t permits);
+  // Whole entries acknowledged (cumulatively: everything up to the highest position), stored
+  // on the cursor. Errors: kNotAllowed (cumulative on a Shared kind), the cursor's.
+  Task<Status> acknowledge(bool cumulative, std::vector<mledger::Position> positions,
+                           std::map<std::string, int64_t> properties);
+  void redeliver(const std::shared_ptr<Consumer>& consumer,
+                 std::vector<mledger::Position> positions);
+  // Moves the cursor; what consumers were sent no longer counts.
+  Task<Status> reset(mledger::Position read_from);
+  // Wakes dispatch (new entries or permits).
+  void trigger() { dispatcher_->trigger(); }
+  // As trigger(), also ending a wait for new entries (after a rewind or redeliveries).
+  void restart_dispatch() { dispatcher_->restart(); }
+  // Disconnects every consumer (CLOSE_CONSUMER); they may come back (after a seek).
+  void disconnect_all();
+  // disconnect_all() for good: the subscription is going away (topic closed, unsubscribed).
+  void close();
+  nlohmann::json stats() const;
+  void refresh_metrics();
+  void remove_metrics();
+  int64_t msgs_out() const { return out_->messages; }
+  int64_t bytes_out() const { return out_->bytes; }
+
+ private:
+  void use_dispatcher(SubType type);
+  // The last consumer left.
+  void became_empty();
+
+  PersistentTopic& topic_;
+  const std::string name_;
+  std::shared_ptr<mledger::ManagedCursor> cursor_;
+  const bool durable_;
+  log::Logger log_;
+  std::shared_ptr<DispatchCursor> dispatch_cursor_;
+  std::shared_ptr<Dispatcher> dispatcher_;
+  struct OutCounters {
+    int64_t messages = 0, bytes = 0;
+  };
+  std::shared_ptr<OutCounters> out_ = std::make_shared<OutCounters>();
+  SubscriptionMetrics metrics_;
+};
+
+}  // namespace magnetar::broker

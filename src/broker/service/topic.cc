@@ -1,0 +1,327 @@
+#include "broker/service/topic.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+
+#include "broker/service/entry_metadata.h"
+#include "broker/service/errors.h"
+#include "mledger/errors.h"
+
+namespace magnetar::broker {
+
+using mledger::Position;
+
+namespace {
+
+// Subscription names become cursor node names: percent-encoded like topic local names.
+std::string encode_component(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '.' || c == '*' || c == '_' || c == '-') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+PersistentTopic::PersistentTopic(const BrokerConfig& config, Executor executor,
+                                 protocol::TopicName name,
+                                 std::shared_ptr<mledger::ManagedLedger> ml)
+    : config_(config),
+      executor_(std::move(executor)),
+      name_(std::move(name)),
+      ml_(std::move(ml)),
+      log_(log::Logger("broker").with("topic", name_.to_string())),
+      metrics_(
+          topic_metrics(config.cluster_name, name_.namespace_name(), name_.to_string())) {
+  // Durable subscriptions recovered with the managed ledger.
+  for (const auto& [cursor_name, cursor] : ml_->cursors()) {
+    if (cursor_name == Deduplication::kCursor) continue;
+    // The subscription type is set by its first consumer.
+    auto sub = std::make_shared<Subscription>(*this, cursor_name, wire::CommandSubscribe::Exclusive,
+                                              cursor, true);
+    cursor->set_active(false);
+    subscriptions_[cursor_name] = sub;
+  }
+}
+
+Result<PersistentTopic::Added> PersistentTopic::add_producer(const std::shared_ptr<Producer>& p,
+                                                             std::function<void()> promoted) {
+  if (ml_->terminated()) return Status(Error::kTopicTerminated, "topic is terminated");
+  if (backlog_quota_exceeded(*this)) {
+    const char* message = "cannot create producer: the topic's backlog quota is exceeded";
+    if (policies_.backlog_quota_policy == "producer_exception") {
+      return Status(Error::kQuotaExceeded, message);
+    }
+    if (policies_.backlog_quota_policy == "producer_request_hold") {
+      return Status(Error::kQuotaExceededHold, message);
+    }
+  }
+  for (const auto& [key, existing] : producers_) {
+    if (existing->name() == p->name()) {
+      return Status(Error::kProducerBusy,
+                    fmt::format("producer with name '{}' is already connected", p->name()));
+    }
+  }
+  bool exclusive_exists = !waiting_exclusive_.empty();
+  for (const auto& [key, existing] : producers_) {
+    exclusive_exists |= existing->access_mode() != wire::Shared;
+  }
+  switch (p->access_mode()) {
+    case wire::Shared:
+      if (exclusive_exists) {
+        return Status(Error::kProducerBusy, "the topic has an exclusive producer");
+      }
+      break;
+    case wire::Exclusive:
+      if (!producers_.empty()) {
+        return Status(Error::kProducerFenced, "the topic already has a producer");
+      }
+      break;
+    case wire::ExclusiveWithFencing:
+      disconnect_producers();
+      waiting_exclusive_.clear();
+      break;
+    case wire::WaitForExclusive:
+      if (!producers_.empty() || !waiting_exclusive_.empty()) {
+        waiting_exclusive_.push_back(WaitingProducer{p, std::move(promoted)});
+        return Added::kQueued;
+      }
+      break;
+  }
+  producers_[{p->owner(), p->id()}] = p;
+  return Added::kAdded;
+}
+
+void PersistentTopic::remove_producer(uint64_t producer_id, const ProducerSink* owner) {
+  producers_.erase({owner, producer_id});
+  std::erase_if(waiting_exclusive_, [&](const WaitingProducer& w) {
+    return w.producer->id() == producer_id && w.producer->owner() == owner;
+  });
+  // The next queued WaitForExclusive producer takes over once the topic has none.
+  while (producers_.empty() && !waiting_exclusive_.empty()) {
+    auto next = std::move(waiting_exclusive_.front());
+    waiting_exclusive_.pop_front();
+    if (!next.producer->sink()) continue;
+    producers_[{next.producer->owner(), next.producer->id()}] = next.producer;
+    if (next.promoted) next.promoted();
+  }
+}
+
+void PersistentTopic::disconnect_producers() {
+  auto producers = std::move(producers_);
+  producers_.clear();
+  for (const auto& [key, p] : producers) {
+    if (auto sink = p->sink()) sink->close_producer(p->id());
+  }
+}
+
+int64_t PersistentTopic::last_sequence_id(const std::string& producer) const {
+  return dedup_ ? dedup_->last_sequence_id(producer) : -1;
+}
+
+Task<Status> PersistentTopic::enable_deduplication() {
+  auto self = shared_from_this();
+  auto dedup = co_await Deduplication::open(*ml_, executor_);
+  if (!dedup.ok()) co_return dedup.status();
+  dedup_ = std::move(*dedup);
+  co_return Status::OK();
+}
+
+void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer entry,
+                              SendInfo send,
+                              std::function<void(Result<std::optional<Position>>)> done) {
+  const int64_t top = std::max(send.sequence_id, send.highest_sequence_id);
+  // The chunks of one message share its sequence id: only the last one is deduplicated and
+  // recorded (as Pulsar does).
+  const bool dedup = dedup_ && !send.chunk_before_last;
+  if (dedup) {
+    switch (dedup_->check(producer->name(), send.sequence_id, top)) {
+      case Deduplication::Verdict::kDuplicate:
+        done(std::optional<Position>());
+        return;
+      case Deduplication::Verdict::kInFlight:
+        // Still being stored: the client resends after reconnecting.
+        done(Status(Error::kDuplicateInFlight, "a message with this sequence id is being stored"));
+        return;
+      case Deduplication::Verdict::kNew:
+        break;
+    }
+  }
+  const auto size = static_cast<int64_t>(entry.size());
+  auto self = shared_from_this();
+  ml_->async_add(BufferChain(std::move(entry)), [self, producer, messages = send.messages, size,
+                                                 top, dedup, done = std::move(done)](
+                                                    Result<Position> p) {
+    if (!p.ok()) {
+      done(std::move(p).status());
+      return;
+    }
+    self->msgs_in_ += messages;
+    self->bytes_in_ += size;
+    self->metrics_.in_messages->inc(messages);
+    self->metrics_.in_bytes->inc(size);
+    producer->msgs_in += messages;
+    producer->bytes_in += size;
+    if (dedup && self->dedup_) self->dedup_->persisted(producer->name(), top, *p);
+    done(std::optional<Position>(*p));
+  });
+}
+
+std::shared_ptr<Subscription> PersistentTopic::find_subscription(const std::string& name) const {
+  auto it = subscriptions_.find(name);
+  return it == subscriptions_.end() ? nullptr : it->second;
+}
+
+void PersistentTopic::remove_non_durable(const std::string& name) {
+  auto it = subscriptions_.find(name);
+  if (it == subscriptions_.end() || it->second->durable()) return;
+  auto cursor = it->second->cursor_ptr();
+  it->second->remove_metrics();
+  subscriptions_.erase(it);
+  ml_->remove_non_durable_cursor(cursor);
+}
+
+Task<Result<std::shared_ptr<Subscription>>> PersistentTopic::subscribe(
+    const std::string& name, SubType type, bool durable,
+    wire::CommandSubscribe::InitialPosition initial, std::optional<Position> start) {
+  auto self = shared_from_this();
+  if (name == Deduplication::kCursor) {
+    co_return Status(Error::kReservedName, fmt::format("subscription name {} is reserved", name));
+  }
+  if (auto existing = find_subscription(name)) co_return existing;
+  std::shared_ptr<Subscription> sub;
+  if (durable) {
+    const auto position = initial == wire::CommandSubscribe::Earliest
+                              ? mledger::InitialPosition::kEarliest
+                              : mledger::InitialPosition::kLatest;
+    auto cursor = co_await ml_->open_cursor(encode_component(name), position);
+    if (!cursor.ok()) co_return cursor.status();
+    if (auto existing = find_subscription(name)) co_return existing;  // raced
+    sub = std::make_shared<Subscription>(*this, name, type, *cursor, true);
+  } else {
+    Position read_from;
+    if (start) {
+      if (start->ledger_id < 0) {
+        read_from = ml_->first_position();
+      } else if (start->ledger_id == INT64_MAX) {
+        read_from = ml_->next_position(ml_->last_confirmed());
+      } else {
+        read_from = ml_->next_position(*start);
+      }
+    } else {
+      read_from = initial == wire::CommandSubscribe::Earliest
+                      ? ml_->first_position()
+                      : ml_->next_position(ml_->last_confirmed());
+    }
+    auto cursor = ml_->new_non_durable_cursor(read_from, name);
+    sub = std::make_shared<Subscription>(*this, name, type, cursor, false);
+  }
+  subscriptions_[name] = sub;
+  co_return sub;
+}
+
+Task<Status> PersistentTopic::unsubscribe(const std::string& name, bool force) {
+  auto self = shared_from_this();
+  auto sub = find_subscription(name);
+  if (!sub) co_return Status(Error::kSubscriptionNotFound, "subscription not found");
+  if (sub->consumers().size() > 1 && !force) {
+    co_return Status(Error::kSubscriptionBusy,
+                     "Unconnected or shared consumer attempting to unsubscribe");
+  }
+  sub->close();
+  sub->remove_metrics();
+  subscriptions_.erase(name);
+  if (sub->durable()) co_return co_await ml_->delete_cursor(encode_component(name));
+  co_return Status::OK();
+}
+
+Task<Result<Position>> PersistentTopic::position_for_time(uint64_t time_ms) {
+  auto self = shared_from_this();
+  auto older = [time_ms](const mledger::Entry& e) { return published_before(e, time_ms); };
+  auto found = co_await ml_->find_newest_matching(ml_->first_position(), older);
+  if (!found.ok()) co_return found.status();
+  co_return found->has_value() ? ml_->next_position(**found) : ml_->first_position();
+}
+
+std::vector<std::string> PersistentTopic::subscription_names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, sub] : subscriptions_) out.push_back(name);
+  return out;
+}
+
+bool PersistentTopic::has_clients() const {
+  if (!producers_.empty()) return true;
+  for (const auto& [name, sub] : subscriptions_) {
+    if (!sub->consumers().empty()) return true;
+  }
+  return false;
+}
+
+Task<void> PersistentTopic::close() {
+  auto self = shared_from_this();
+  disconnect_producers();
+  // (A copy: disconnecting a reader's last consumer removes its subscription.)
+  auto subscriptions = subscriptions_;
+  for (const auto& [name, sub] : subscriptions) {
+    sub->close();
+    sub->remove_metrics();
+  }
+  remove_topic_metrics(config_.cluster_name, name_.namespace_name(), name_.to_string());
+  Status st = co_await ml_->close();
+  if (!st.ok()) log_.warn("closing its managed ledger: {}", st.to_string());
+}
+
+void PersistentTopic::refresh_metrics() {
+  metrics_.storage_size->set(static_cast<double>(ml_->total_size()));
+  int64_t backlog = 0, consumers = 0;
+  for (const auto& [name, sub] : subscriptions_) {
+    sub->refresh_metrics();
+    backlog += sub->cursor().backlog_entries();
+    consumers += static_cast<int64_t>(sub->consumers().size());
+  }
+  metrics_.backlog->set(static_cast<double>(backlog));
+  metrics_.producers->set(static_cast<double>(producers_.size()));
+  metrics_.consumers->set(static_cast<double>(consumers));
+  metrics_.subscriptions->set(static_cast<double>(subscriptions_.size()));
+}
+
+PersistentTopic::Totals PersistentTopic::totals() const {
+  Totals t;
+  t.msgs_in = msgs_in_;
+  t.bytes_in = bytes_in_;
+  t.producers = static_cast<int64_t>(producers_.size());
+  for (const auto& [name, sub] : subscriptions_) {
+    t.msgs_out += sub->msgs_out();
+    t.bytes_out += sub->bytes_out();
+    t.consumers += static_cast<int64_t>(sub->consumers().size());
+  }
+  return t;
+}
+
+nlohmann::json PersistentTopic::stats() const {
+  nlohmann::json publishers = nlohmann::json::array();
+  for (const auto& [key, p] : producers_) publishers.push_back(p->stats());
+  nlohmann::json subs = nlohmann::json::object();
+  int64_t out = 0;
+  for (const auto& [name, sub] : subscriptions_) {
+    subs[name] = sub->stats();
+    out += sub->msgs_out();
+  }
+  return {{"msgInCounter", msgs_in_},
+          {"bytesInCounter", bytes_in_},
+          {"msgOutCounter", out},
+          {"storageSize", ml_->total_size()},
+          {"backlogSize", ml_->estimated_backlog_size()},
+          {"publishers", std::move(publishers)},
+          {"subscriptions", std::move(subs)}};
+}
+
+}  // namespace magnetar::broker

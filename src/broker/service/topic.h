@@ -1,0 +1,129 @@
+#pragma once
+// A persistent topic: producers appending to the topic's managed ledger, subscriptions (a
+// cursor and a dispatcher each), and the namespace policies applied to it (dedup.h,
+// policies.h).
+//
+// Threading: a topic, its producers, subscriptions and consumers live on the topic's event
+// loop (executor()); connections post their commands there, and what goes back to clients
+// goes through the sinks of consumer_sink.h, which hop to the connection's loop.
+// Lifetime: owned by the topic registry while loaded; coroutines of the topic keep it alive.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/config/broker_config.h"
+#include "broker/service/dedup.h"
+#include "broker/service/metrics.h"
+#include "broker/service/policies.h"
+#include "broker/service/producer.h"
+#include "broker/service/subscription.h"
+#include "common/asio.h"
+#include "common/buffer.h"
+#include "common/logging.h"
+#include "mledger/managed_ledger.h"
+#include "protocol/topic_name.h"
+
+namespace magnetar::broker {
+
+// One SEND as the topic needs it.
+struct SendInfo {
+  int64_t sequence_id = 0;
+  int64_t highest_sequence_id = 0;  // of a batch (0: none)
+  int messages = 1;
+  bool chunk_before_last = false;  // a chunk of a large message, not its last one
+};
+
+class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
+ public:
+  // `executor`: the event loop that owns the topic (and its managed ledger). `config`
+  // outlives the topic.
+  PersistentTopic(const BrokerConfig& config, Executor executor, protocol::TopicName name,
+                  std::shared_ptr<mledger::ManagedLedger> ml);
+  const Executor& executor() const { return executor_; }
+  const protocol::TopicName& name() const { return name_; }
+  mledger::ManagedLedger& ledger() { return *ml_; }
+  const std::shared_ptr<mledger::ManagedLedger>& ledger_ptr() const { return ml_; }
+  const BrokerConfig& config() const { return config_; }
+
+  // Adds a producer per its access mode. WaitForExclusive producers that cannot be
+  // exclusive yet are queued (kQueued): `promoted` runs when they become the topic's
+  // producer. Errors: kTopicTerminated, kQuotaExceeded(Hold), kProducerBusy, kProducerFenced.
+  enum class Added { kAdded, kQueued };
+  Result<Added> add_producer(const std::shared_ptr<Producer>& producer,
+                             std::function<void()> promoted);
+  void remove_producer(uint64_t producer_id, const ProducerSink* owner);
+  // Disconnects every producer (CLOSE_PRODUCER); they may come back.
+  void disconnect_producers();
+
+  // Stores one entry (metadata + payload as received). `done` gets its position, nullopt
+  // for a duplicate already stored (deduplication), or the failure: kDuplicateInFlight
+  // (the same sequence id is still being stored), mledger kClosed (the topic closed under
+  // the send: its producers were told to reconnect), the managed ledger's others.
+  void publish(const std::shared_ptr<Producer>& producer, Buffer entry, SendInfo send,
+               std::function<void(Result<std::optional<mledger::Position>>)> done);
+  bool deduplication_enabled() const { return dedup_ != nullptr; }
+  // Highest sequence id accepted from the producer (-1: none, or no deduplication).
+  int64_t last_sequence_id(const std::string& producer) const;
+  // Opens the `pulsar.dedup` cursor and rebuilds the producers' sequence ids.
+  Task<Status> enable_deduplication();
+
+  // Errors: kReservedName, the managed ledger's.
+  Task<Result<std::shared_ptr<Subscription>>> subscribe(const std::string& name, SubType type,
+                                                        bool durable,
+                                                        wire::CommandSubscribe::InitialPosition,
+                                                        std::optional<mledger::Position> start);
+  // Errors: kSubscriptionNotFound, kSubscriptionBusy (other consumers, not forced).
+  Task<Status> unsubscribe(const std::string& name, bool force);
+  std::shared_ptr<Subscription> find_subscription(const std::string& name) const;
+  const std::map<std::string, std::shared_ptr<Subscription>>& subscriptions() const {
+    return subscriptions_;
+  }
+  void remove_non_durable(const std::string& name);
+  std::vector<std::string> subscription_names() const;
+  bool has_clients() const;
+  // The first entry published at or after `time_ms` (the end when none is).
+  Task<Result<mledger::Position>> position_for_time(uint64_t time_ms);
+
+  void set_policies(TopicPolicies policies) { policies_ = std::move(policies); }
+  const TopicPolicies& policies() const { return policies_; }
+
+  // Closes producers and consumers (they reconnect) and the managed ledger.
+  Task<void> close();
+  // Counters for load reports.
+  struct Totals {
+    int64_t msgs_in = 0, bytes_in = 0, msgs_out = 0, bytes_out = 0;
+    int64_t producers = 0, consumers = 0;
+  };
+  Totals totals() const;
+  nlohmann::json stats() const;
+  // Sets the gauges (storage, backlog, counts) of the topic and its subscriptions.
+  void refresh_metrics();
+
+ private:
+  const BrokerConfig& config_;
+  const Executor executor_;
+  const protocol::TopicName name_;
+  std::shared_ptr<mledger::ManagedLedger> ml_;
+  log::Logger log_;
+  std::map<std::pair<const ProducerSink*, uint64_t>, std::shared_ptr<Producer>> producers_;
+  struct WaitingProducer {
+    std::shared_ptr<Producer> producer;
+    std::function<void()> promoted;
+  };
+  std::deque<WaitingProducer> waiting_exclusive_;
+  std::unique_ptr<Deduplication> dedup_;
+  TopicPolicies policies_;
+  TopicMetrics metrics_;
+  std::map<std::string, std::shared_ptr<Subscription>> subscriptions_;
+  int64_t msgs_in_ = 0;
+  int64_t bytes_in_ = 0;
+};
+
+}  // namespace magnetar::broker

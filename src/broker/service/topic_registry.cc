@@ -1,0 +1,301 @@
+#include "broker/service/topic_registry.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <nlohmann/json.hpp>
+
+#include "broker/namespace/namespace_service.h"
+#include "broker/service/policies.h"
+#include "broker/service/topic.h"
+#include "mledger/managed_ledger.h"
+
+namespace magnetar::broker {
+
+namespace {
+
+std::string policies_path(std::string_view ns) { return fmt::format("/admin/policies/{}", ns); }
+
+std::string partitioned_path(const protocol::TopicName& name) {
+  return fmt::format("/admin/partitioned-topics/{}/{}/{}", name.namespace_name(),
+                     protocol::to_string(name.domain()), name.encoded_local_name());
+}
+
+}  // namespace
+
+TopicRegistry::TopicRegistry(std::vector<Loop> loops, metadata::MetadataStores stores,
+                             const BrokerConfig& config, NamespaceService& namespaces)
+    : stores_(std::move(stores)), config_(config), namespaces_(namespaces) {
+  for (auto& loop : loops) loops_.push_back(std::make_unique<LoopState>(LoopState{loop, {}, {}}));
+}
+
+TopicRegistry::~TopicRegistry() = default;
+
+TopicRegistry::LoopState& TopicRegistry::state_for(const std::string& topic) const {
+  return *loops_[std::hash<std::string>{}(topic) % loops_.size()];
+}
+
+Executor TopicRegistry::topic_executor(const std::string& topic) const {
+  return state_for(topic).loop.executor;
+}
+
+std::shared_ptr<PersistentTopic> TopicRegistry::loaded_topic(const std::string& name) const {
+  const LoopState& state = state_for(name);
+  auto it = state.topics.find(name);
+  return it == state.topics.end() ? nullptr : it->second;
+}
+
+Task<Result<bool>> TopicRegistry::namespace_exists(std::string ns) {
+  auto r = co_await stores_.configuration->exists(policies_path(ns));
+  if (!r.ok()) co_return r.status();
+  co_return *r;
+}
+
+Task<Result<std::shared_ptr<PersistentTopic>>> TopicRegistry::get_topic(protocol::TopicName name,
+                                                                        bool create) {
+  LoopState* state = &state_for(name.to_string());
+  // (co_spawn's result must be default-constructible: hence the optional.)
+  using Loaded = Result<std::shared_ptr<PersistentTopic>>;
+  auto load = [this, state, name = std::move(name), create]() -> Task<std::optional<Loaded>> {
+    co_return co_await load_topic(state, name, create);
+  };
+  auto on_loop = asio::co_spawn(state->loop.executor, std::move(load), asio::use_awaitable);
+  std::optional<Loaded> loaded = co_await std::move(on_loop);
+  co_return std::move(*loaded);
+}
+
+// On the state's loop: the only place its topic map grows.
+Task<Result<std::shared_ptr<PersistentTopic>>> TopicRegistry::load_topic(LoopState* state,
+                                                                         protocol::TopicName name,
+                                                                         bool create) {
+  const std::string key = name.to_string();
+  if (!name.is_persistent()) {
+    co_return Status(Errc::kNotSupported, "non-persistent topics are not supported");
+  }
+  // One load at a time per topic; later callers wait for it.
+  while (state->loading.count(key)) {
+    auto turn = await_callback<bool>([state, key](std::function<void(bool)> done) {
+      state->loading[key].push_back(std::move(done));
+    });
+    (void)co_await std::move(turn);
+  }
+  if (auto t = loaded_topic(key)) co_return t;
+  if (stopped_) co_return Status(Errc::kUnavailable, "broker is stopping");
+  state->loading[key];
+  auto finish = [state, key]() {
+    auto waiters = std::move(state->loading[key]);
+    state->loading.erase(key);
+    for (auto& w : waiters) w(true);
+  };
+  auto ns = co_await stores_.configuration->get(policies_path(name.namespace_name()));
+  if (!ns.ok() || !ns->has_value()) {
+    finish();
+    co_return Status(Errc::kNotFound,
+                     ns.ok() ? fmt::format("namespace {} does not exist", name.namespace_name())
+                             : ns.status().message());
+  }
+  const TopicPolicies policies = topic_policies(config_, (*ns)->value);
+  Status owned = co_await namespaces_.check_ownership(name, (*ns)->value);
+  if (!owned.ok()) {
+    finish();
+    co_return owned;
+  }
+  const std::string ml_name = name.persistence_name();
+  if (!create) {
+    auto exists = co_await stores_.cluster->exists(mledger::managed_ledger_path(ml_name));
+    if (!exists.ok() || !*exists) {
+      finish();
+      co_return Status(Errc::kNotFound, fmt::format("topic {} not found", key));
+    }
+  }
+  auto ml = co_await state->loop.factory->open(ml_name, policies.ledger);
+  if (!ml.ok()) {
+    finish();
+    co_return ml.status();
+  }
+  auto topic = std::make_shared<PersistentTopic>(config_, state->loop.executor, name, *ml);
+  topic->set_policies(policies);
+  if (policies.deduplication) {
+    Status st = co_await topic->enable_deduplication();
+    if (!st.ok()) {
+      finish();
+      co_return st;
+    }
+  }
+  state->topics[key] = topic;
+  finish();
+  // An unload of the bundle may have run while the topic loaded: it did not see the topic.
+  NamespaceService* namespaces = &namespaces_;
+  auto bundles = NamespaceBundles::from_policies((*ns)->value, 4);
+  const std::string ns_name = name.namespace_name();
+  const BundleRange range =
+      bundles.ok() ? bundles->bundle_of(topic_bundle_hash(key)) : BundleRange{};
+  auto owns = [namespaces, ns_name, range]() -> Task<bool> {
+    co_return namespaces->owns(ns_name, range);
+  };
+  auto still_owned = co_await run_on<bool>(namespaces->executor(), std::move(owns));
+  if (!*still_owned) {
+    if (state->topics.count(key) && state->topics[key] == topic) state->topics.erase(key);
+    co_await topic->close();
+    co_return Status(Errc::kUnavailable,
+                     fmt::format("the bundle of {} was unloaded while it loaded", key));
+  }
+  log_.info("loaded topic {}", key);
+  co_return topic;
+}
+
+Task<int> TopicRegistry::close_topics(std::function<bool(const protocol::TopicName&)> which) {
+  int closed = 0;
+  for (auto& loop : loops_) {
+    LoopState* state = loop.get();
+    auto work = [state, which]() -> Task<int> {
+      std::vector<std::shared_ptr<PersistentTopic>> chosen;
+      for (auto it = state->topics.begin(); it != state->topics.end();) {
+        if (which(it->second->name())) {
+          chosen.push_back(it->second);
+          it = state->topics.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      for (auto& topic : chosen) co_await topic->close();
+      co_return static_cast<int>(chosen.size());
+    };
+    auto n = co_await run_on<int>(state->loop.executor, std::move(work));
+    closed += *n;
+  }
+  co_return closed;
+}
+
+Task<Status> TopicRegistry::delete_topic(protocol::TopicName name, bool force) {
+  auto topic = co_await get_topic(name, false);
+  if (!topic.ok()) co_return topic.status();
+  LoopState* state = &state_for(name.to_string());
+  std::shared_ptr<PersistentTopic> t = *topic;
+  const std::string key = name.to_string();
+  auto work = [this, state, t, key, force, ml_name = name.persistence_name()]() -> Task<Status> {
+    if (!force && t->has_clients()) {
+      co_return Status(Errc::kAlreadyExists, "Topic has active producers/subscriptions");
+    }
+    if (auto it = state->topics.find(key); it != state->topics.end() && it->second == t) {
+      state->topics.erase(it);
+    }
+    co_await t->close();
+    Status st = co_await state->loop.factory->remove(ml_name, config_.managed_ledger);
+    if (st.ok()) log_.info("deleted topic {}", key);
+    co_return st;
+  };
+  auto st = co_await run_on<Status>(state->loop.executor, std::move(work));
+  co_return std::move(*st);
+}
+
+Task<std::vector<TopicLoad>> TopicRegistry::topic_loads() {
+  std::vector<TopicLoad> out;
+  for (auto& loop : loops_) {
+    LoopState* state = loop.get();
+    auto work = [state]() -> Task<std::vector<TopicLoad>> {
+      std::vector<TopicLoad> loads;
+      for (const auto& [name, topic] : state->topics) {
+        const auto c = topic->totals();
+        loads.push_back(TopicLoad{topic->name(), c.msgs_in, c.bytes_in, c.msgs_out, c.bytes_out,
+                                  c.producers, c.consumers});
+      }
+      co_return loads;
+    };
+    auto loads =
+        co_await run_on<std::vector<TopicLoad>>(state->loop.executor, std::move(work));
+    for (auto& t : *loads) out.push_back(std::move(t));
+  }
+  co_return out;
+}
+
+Task<bool> TopicRegistry::may_auto_create(protocol::TopicName name) {
+  if (config_.allow_auto_topic_creation) co_return true;
+  if (!name.is_partition()) co_return false;
+  auto n = co_await partitions(name.partitioned_topic_name(), false);
+  co_return n.ok() && name.partition_index() < *n;
+}
+
+Task<Result<int>> TopicRegistry::partitions(protocol::TopicName name, bool auto_create) {
+  if (name.is_partition()) co_return 0;
+  const std::string path = partitioned_path(name);
+  auto got = co_await stores_.configuration->get(path);
+  if (!got.ok()) co_return got.status();
+  if (got->has_value()) {
+    auto j = nlohmann::json::parse((*got)->value, nullptr, false);
+    if (j.is_object() && j.contains("partitions") && j["partitions"].is_number_integer()) {
+      co_return j["partitions"].get<int>();
+    }
+    co_return Status(Errc::kCorruption, fmt::format("bad partitioned metadata at {}", path));
+  }
+  if (!auto_create || !config_.allow_auto_topic_creation ||
+      config_.allow_auto_topic_creation_type != "partitioned") {
+    co_return 0;
+  }
+  auto ns = co_await namespace_exists(name.namespace_name());
+  if (!ns.ok() || !*ns) co_return 0;
+  // An existing non-partitioned topic stays non-partitioned.
+  const std::string ml_path = mledger::managed_ledger_path(name.persistence_name());
+  auto exists = co_await stores_.cluster->exists(ml_path);
+  if (exists.ok() && *exists) co_return 0;
+  const nlohmann::json meta = {{"partitions", config_.default_num_partitions}};
+  metadata::PutOptions create;
+  create.expected_version = -1;
+  auto made = co_await stores_.configuration->put_recursive(path, meta.dump(), create);
+  if (!made.ok() && !made.status().is(Errc::kBadVersion)) co_return made.status();
+  co_return config_.default_num_partitions;
+}
+
+Task<Result<std::vector<std::string>>> TopicRegistry::topics_of_namespace(std::string ns) {
+  const std::string path = fmt::format("/managed-ledgers/{}/persistent", ns);
+  auto children = co_await stores_.cluster->children(path);
+  if (!children.ok()) co_return children.status();
+  std::vector<std::string> out;
+  for (const auto& child : *children) {
+    auto decoded = protocol::decode_local_name(child);
+    out.push_back(fmt::format("persistent://{}/{}", ns, decoded ? *decoded : child));
+  }
+  co_return out;
+}
+
+Task<void> TopicRegistry::maintain(size_t index) {
+  using std::chrono::milliseconds;
+  LoopState* state = loops_[index].get();
+  const auto ttl_period =
+      milliseconds(static_cast<int64_t>(config_.message_expiry_check_interval_minutes * 60000));
+  const auto quota_period =
+      milliseconds(static_cast<int64_t>(config_.backlog_quota_check_interval_seconds * 1000));
+  const auto tick =
+      std::clamp(std::min(ttl_period, quota_period), milliseconds(10), milliseconds(1000));
+  auto next_ttl = std::chrono::steady_clock::now() + ttl_period;
+  auto next_quota = std::chrono::steady_clock::now() + quota_period;
+  asio::steady_timer timer(state->loop.executor);
+  while (!stopped_) {
+    timer.expires_after(tick);
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (stopped_) co_return;
+    const auto now = std::chrono::steady_clock::now();
+    const bool ttl_due = now >= next_ttl, quota_due = now >= next_quota;
+    if (ttl_due) next_ttl = now + ttl_period;
+    if (quota_due) next_quota = now + quota_period;
+    for (auto& [name, topic] : state->topics) topic->refresh_metrics();
+    if (!ttl_due && !quota_due) continue;
+    auto topics = state->topics;
+    for (auto& [name, topic] : topics) {
+      if (ttl_due) co_await expire_messages(*topic);
+      if (quota_due) co_await enforce_backlog_quota(*topic);
+    }
+  }
+}
+
+Task<void> TopicRegistry::close_loop(size_t index) {
+  LoopState* state = loops_[index].get();
+  auto topics = state->topics;
+  for (auto& [name, topic] : topics) co_await topic->close();
+  state->topics.clear();
+}
+
+}  // namespace magnetar::broker

@@ -1,0 +1,98 @@
+#pragma once
+// The topics this broker serves: loaded on first use (namespace checked, bundle ownership
+// checked, managed ledger opened, namespace policies applied), closed when their bundle is
+// unloaded, deleted on request; partitioned-topic metadata; the periodic policy work of each
+// loop (TTL, backlog quotas, gauges).
+//
+// Threading: each topic belongs to one event loop, chosen by hashing its name; that loop's
+// map of topics is only touched there. Public coroutines may be awaited from any loop:
+// they hop to the topic's loop and back. The loops, their managed-ledger factories, the
+// stores, the config and the namespace service outlive the registry.
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "broker/config/broker_config.h"
+#include "broker/namespace/bundle_topics.h"
+#include "common/asio.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "metadata/metadata_store.h"
+#include "protocol/topic_name.h"
+
+namespace magnetar::mledger {
+class ManagedLedgerFactory;
+}
+
+namespace magnetar::broker {
+
+class NamespaceService;
+class PersistentTopic;
+
+class TopicRegistry final : public BundleTopics {
+ public:
+  struct Loop {
+    Executor executor;
+    mledger::ManagedLedgerFactory* factory;
+  };
+  TopicRegistry(std::vector<Loop> loops, metadata::MetadataStores stores,
+                const BrokerConfig& config, NamespaceService& namespaces);
+  ~TopicRegistry() override;
+
+  // The loop that owns a topic.
+  Executor topic_executor(const std::string& topic) const;
+
+  // The topic, loaded on first use, on its own loop: use the result only there
+  // (topic->executor()). create = false: only if it exists already. Errors: kNotFound
+  // (namespace or topic), kNotSupported (non-persistent), kUnavailable (not owned here,
+  // stopping), the managed ledger's.
+  Task<Result<std::shared_ptr<PersistentTopic>>> get_topic(protocol::TopicName name, bool create);
+  // On the topic's loop: the topic if loaded.
+  std::shared_ptr<PersistentTopic> loaded_topic(const std::string& name) const;
+  // Whether a client's use may create the topic: allowAutoTopicCreation, or a partition of
+  // an existing partitioned topic (created on demand, as Pulsar does).
+  Task<bool> may_auto_create(protocol::TopicName name);
+  // Partitions of a topic (0: not partitioned); creates a partitioned topic when asked and
+  // auto-creation says so.
+  Task<Result<int>> partitions(protocol::TopicName name, bool auto_create);
+  Task<Result<bool>> namespace_exists(std::string ns);
+  Task<Result<std::vector<std::string>>> topics_of_namespace(std::string ns);
+  // Deletes a topic owned here with its managed ledger and cursors. Errors: kNotFound,
+  // kAlreadyExists when clients are connected and not `force` (they are disconnected
+  // with force).
+  Task<Status> delete_topic(protocol::TopicName name, bool force);
+
+  // BundleTopics. Topics loading meanwhile check ownership again once loaded.
+  Task<int> close_topics(std::function<bool(const protocol::TopicName&)> which) override;
+  Task<std::vector<TopicLoad>> topic_loads() override;
+
+  // On loop `index`: TTL, backlog quotas and gauges at their configured periods, until stop().
+  Task<void> maintain(size_t index);
+  // No new loads; maintain() ends at its next tick.
+  void stop() { stopped_ = true; }
+  // On loop `index`, after stop(): closes its topics.
+  Task<void> close_loop(size_t index);
+
+ private:
+  struct LoopState {
+    Loop loop;
+    std::map<std::string, std::shared_ptr<PersistentTopic>> topics;
+    std::map<std::string, std::vector<std::function<void(bool)>>> loading;
+  };
+  LoopState& state_for(const std::string& topic) const;
+  Task<Result<std::shared_ptr<PersistentTopic>>> load_topic(LoopState* state,
+                                                            protocol::TopicName name, bool create);
+
+  std::vector<std::unique_ptr<LoopState>> loops_;
+  const metadata::MetadataStores stores_;
+  const BrokerConfig& config_;
+  NamespaceService& namespaces_;
+  log::Logger log_{"broker"};
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace magnetar::broker

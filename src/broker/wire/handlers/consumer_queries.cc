@@ -1,0 +1,112 @@
+// SEEK, GET_LAST_MESSAGE_ID, CONSUMER_STATS: a consumer's questions and its rewind, each
+// answered from the topic's loop.
+
+#include <algorithm>
+
+#include "broker/service/consumer.h"
+#include "broker/service/subscription.h"
+#include "broker/service/topic.h"
+#include "broker/wire/connection.h"
+
+namespace magnetar::broker {
+
+void Connection::handle_seek(const wire::CommandSeek& req) {
+  auto it = consumers_.find(req.consumer_id());
+  if (it == consumers_.end()) {
+    send_error(req.request_id(), wire::ConsumerNotFound, "consumer not found");
+    return;
+  }
+  if (!req.has_message_id() && !req.has_message_publish_time()) {
+    send_error(req.request_id(), wire::MetadataError, "SEEK needs a message id or time");
+    return;
+  }
+  auto self = shared_from_this();
+  auto entry = it->second;
+  // On the topic's loop: find the target, reset the cursor, answer, disconnect consumers.
+  asio::co_spawn(
+      entry.topic->executor(),
+      [self, entry, req]() -> Task<void> {
+        auto& ml = entry.topic->ledger();
+        mledger::Position target;
+        if (req.has_message_id()) {
+          const auto ledger = static_cast<int64_t>(req.message_id().ledgerid());
+          if (ledger < 0) {
+            target = ml.first_position();
+          } else if (ledger == INT64_MAX) {
+            target = ml.next_position(ml.last_confirmed());
+          } else {
+            target = to_position(req.message_id());
+          }
+        } else {
+          auto found = co_await entry.topic->position_for_time(req.message_publish_time());
+          if (!found.ok()) {
+            self->send_error(req.request_id(), to_server_failure(found.status(), wire::UnknownError));
+            co_return;
+          }
+          target = *found;
+        }
+        Status st = co_await entry.subscription->reset(target);
+        if (!st.ok()) {
+          self->send_error(req.request_id(), to_server_failure(st));
+          co_return;
+        }
+        self->send_success(req.request_id());
+        // As Pulsar does: the subscription's consumers reconnect and read from there.
+        entry.subscription->disconnect_all();
+      },
+      asio::detached);
+}
+
+void Connection::handle_get_last_message_id(const wire::CommandGetLastMessageId& req) {
+  auto it = consumers_.find(req.consumer_id());
+  if (it == consumers_.end()) {
+    send_error(req.request_id(), wire::ConsumerNotFound, "consumer not found");
+    return;
+  }
+  asio::post(it->second.topic->executor(), [self = shared_from_this(), entry = it->second,
+                                            request_id = req.request_id()] {
+    auto& ml = entry.topic->ledger();
+    const mledger::Position last = ml.last_confirmed();
+    auto cmd = make_command(wire::BaseCommand::GET_LAST_MESSAGE_ID_RESPONSE);
+    auto* r = cmd.mutable_getlastmessageidresponse();
+    r->set_request_id(request_id);
+    r->mutable_last_message_id()->set_ledgerid(static_cast<uint64_t>(last.ledger_id));
+    r->mutable_last_message_id()->set_entryid(static_cast<uint64_t>(last.entry_id));
+    const int partition = entry.topic->name().partition_index();
+    if (partition >= 0) r->mutable_last_message_id()->set_partition(partition);
+    const mledger::Position md = entry.subscription->cursor().mark_delete_position();
+    r->mutable_consumer_mark_delete_position()->set_ledgerid(static_cast<uint64_t>(md.ledger_id));
+    r->mutable_consumer_mark_delete_position()->set_entryid(static_cast<uint64_t>(md.entry_id));
+    self->write_command(cmd);
+  });
+}
+
+void Connection::handle_consumer_stats(const wire::CommandConsumerStats& req) {
+  auto it = consumers_.find(req.consumer_id());
+  if (it == consumers_.end()) {
+    auto cmd = make_command(wire::BaseCommand::CONSUMER_STATS_RESPONSE);
+    auto* r = cmd.mutable_consumerstatsresponse();
+    r->set_request_id(req.request_id());
+    r->set_error_code(wire::ConsumerNotFound);
+    r->set_error_message("consumer not found");
+    write_command(cmd);
+    return;
+  }
+  asio::post(it->second.topic->executor(), [self = shared_from_this(), entry = it->second,
+                                            request_id = req.request_id()] {
+    auto cmd = make_command(wire::BaseCommand::CONSUMER_STATS_RESPONSE);
+    auto* r = cmd.mutable_consumerstatsresponse();
+    r->set_request_id(request_id);
+    const auto& c = *entry.consumer;
+    r->set_consumername(c.name());
+    r->set_availablepermits(static_cast<uint64_t>(std::max<int64_t>(0, c.permits)));
+    r->set_unackedmessages(static_cast<uint64_t>(std::max<int64_t>(0, c.unacked_messages)));
+    r->set_blockedconsumeronunackedmsgs(c.blocked);
+    r->set_address(self->remote_);
+    r->set_type(wire::CommandSubscribe::SubType_Name(entry.subscription->type()));
+    r->set_msgbacklog(static_cast<uint64_t>(entry.subscription->cursor().backlog_entries()));
+    self->write_command(cmd);
+  });
+}
+
+}  // namespace magnetar::broker

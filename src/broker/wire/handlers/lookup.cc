@@ -1,0 +1,89 @@
+// LOOKUP, PARTITIONED_METADATA, GET_TOPICS_OF_NAMESPACE: what a client asks before it
+// creates a producer or consumer. Failures are metadata failures (MetadataError), or
+// ServiceNotReady when worth retrying.
+
+#include "broker/namespace/namespace_service.h"
+#include "broker/service/topic_registry.h"
+#include "broker/wire/connection.h"
+#include "protocol/topic_name.h"
+
+namespace magnetar::broker {
+
+void Connection::handle_lookup(const wire::CommandLookupTopic& lookup) {
+  auto self = shared_from_this();
+  spawn([self, lookup]() -> Task<void> {
+    auto cmd = make_command(wire::BaseCommand::LOOKUP_RESPONSE);
+    auto* r = cmd.mutable_lookuptopicresponse();
+    r->set_request_id(lookup.request_id());
+    auto name = protocol::TopicName::parse(lookup.topic());
+    if (!name.ok()) {
+      r->set_response(wire::CommandLookupTopicResponse::Failed);
+      r->set_error(wire::InvalidTopicName);
+      r->set_message(name.status().message());
+      self->write_command(cmd);
+      co_return;
+    }
+    auto answer = co_await self->context_.namespaces.lookup(*name, lookup.authoritative());
+    if (!answer.ok()) {
+      r->set_response(wire::CommandLookupTopicResponse::Failed);
+      r->set_error(to_server_failure(answer.status(), wire::MetadataError).error);
+      r->set_message(answer.status().message());
+    } else {
+      r->set_response(answer->redirect ? wire::CommandLookupTopicResponse::Redirect
+                                       : wire::CommandLookupTopicResponse::Connect);
+      r->set_brokerserviceurl(answer->target.broker_url);
+      if (!answer->target.broker_url_tls.empty()) {
+        r->set_brokerserviceurltls(answer->target.broker_url_tls);
+      }
+      r->set_authoritative(answer->authoritative);
+    }
+    self->write_command(cmd);
+  });
+}
+
+void Connection::handle_partitioned_metadata(const wire::CommandPartitionedTopicMetadata& req) {
+  auto self = shared_from_this();
+  spawn([self, req]() -> Task<void> {
+    auto cmd = make_command(wire::BaseCommand::PARTITIONED_METADATA_RESPONSE);
+    auto* r = cmd.mutable_partitionmetadataresponse();
+    r->set_request_id(req.request_id());
+    auto name = protocol::TopicName::parse(req.topic());
+    if (!name.ok()) {
+      r->set_response(wire::CommandPartitionedTopicMetadataResponse::Failed);
+      r->set_error(wire::InvalidTopicName);
+      r->set_message(name.status().message());
+      self->write_command(cmd);
+      co_return;
+    }
+    const bool auto_create =
+        !req.has_metadata_auto_creation_enabled() || req.metadata_auto_creation_enabled();
+    auto partitions = co_await self->context_.topics.partitions(*name, auto_create);
+    if (!partitions.ok()) {
+      r->set_response(wire::CommandPartitionedTopicMetadataResponse::Failed);
+      r->set_error(to_server_failure(partitions.status(), wire::MetadataError).error);
+      r->set_message(partitions.status().message());
+    } else {
+      r->set_response(wire::CommandPartitionedTopicMetadataResponse::Success);
+      r->set_partitions(static_cast<uint32_t>(*partitions));
+    }
+    self->write_command(cmd);
+  });
+}
+
+void Connection::handle_get_topics_of_namespace(const wire::CommandGetTopicsOfNamespace& req) {
+  auto self = shared_from_this();
+  spawn([self, req]() -> Task<void> {
+    auto topics = co_await self->context_.topics.topics_of_namespace(req.namespace_());
+    if (!topics.ok()) {
+      self->send_error(req.request_id(), to_server_failure(topics.status(), wire::MetadataError));
+      co_return;
+    }
+    auto cmd = make_command(wire::BaseCommand::GET_TOPICS_OF_NAMESPACE_RESPONSE);
+    auto* r = cmd.mutable_gettopicsofnamespaceresponse();
+    r->set_request_id(req.request_id());
+    for (const auto& t : *topics) r->add_topics(t);
+    self->write_command(cmd);
+  });
+}
+
+}  // namespace magnetar::broker

@@ -1,0 +1,208 @@
+// PRODUCER, SEND, CLOSE_PRODUCER. A producer is added on its topic's loop (access modes,
+// quotas and names are the topic's to judge); sends go to the topic's loop in the order
+// received and their receipts come back to this loop in order.
+
+#include <algorithm>
+
+#include "broker/service/producer.h"
+#include "broker/service/schema_registry.h"
+#include "broker/service/topic.h"
+#include "broker/service/topic_registry.h"
+#include "broker/wire/connection.h"
+#include "mledger/errors.h"
+
+namespace magnetar::broker {
+
+Task<std::shared_ptr<PersistentTopic>> Connection::topic_for(uint64_t request_id,
+                                                             protocol::TopicName name,
+                                                             bool may_create) {
+  const bool create = may_create && co_await context_.topics.may_auto_create(name);
+  auto topic = co_await context_.topics.get_topic(name, create);
+  if (!topic.ok()) {
+    send_error(request_id, to_server_failure(topic.status()));
+    co_return nullptr;
+  }
+  co_return *topic;
+}
+
+void Connection::handle_producer(const wire::CommandProducer& req) {
+  auto self = shared_from_this();
+  spawn([self, req]() -> Task<void> {
+    if (auto existing = self->producers_.find(req.producer_id());
+        existing != self->producers_.end()) {
+      // A retried PRODUCER for an existing producer: answer as before.
+      auto cmd = make_command(wire::BaseCommand::PRODUCER_SUCCESS);
+      cmd.mutable_producer_success()->set_request_id(req.request_id());
+      cmd.mutable_producer_success()->set_producer_name(existing->second.producer->name());
+      self->write_command(cmd);
+      co_return;
+    }
+    auto name = protocol::TopicName::parse(req.topic());
+    if (!name.ok()) {
+      self->send_error(req.request_id(), wire::InvalidTopicName, name.status().message());
+      co_return;
+    }
+    std::shared_ptr<PersistentTopic> t = co_await self->topic_for(req.request_id(), *name, true);
+    if (!t) co_return;
+    std::string schema_version;
+    if (req.has_schema() && SchemaRegistry::is_storable(req.schema())) {
+      auto version = co_await self->register_schema(*name, req.schema());
+      if (!version.ok()) {
+        self->send_error(req.request_id(), to_server_failure(version.status(), wire::MetadataError));
+        co_return;
+      }
+      schema_version = *version;
+    }
+    if (self->closed_) co_return;
+    std::string producer_name = req.has_producer_name() && !req.producer_name().empty()
+                                    ? req.producer_name()
+                                    : self->context_.next_producer_name();
+    auto producer = std::make_shared<Producer>(self, req.producer_id(), producer_name,
+                                               req.producer_access_mode());
+    // PRODUCER_SUCCESS; `last_sequence_id` is read on the topic's loop.
+    auto success = [self, producer, schema_version, request_id = req.request_id()](
+                       bool ready, int64_t last_sequence_id) {
+      auto cmd = make_command(wire::BaseCommand::PRODUCER_SUCCESS);
+      auto* r = cmd.mutable_producer_success();
+      r->set_request_id(request_id);
+      r->set_producer_name(producer->name());
+      r->set_last_sequence_id(last_sequence_id);
+      r->set_producer_ready(ready);
+      if (!schema_version.empty()) r->set_schema_version(schema_version);
+      self->write_command(cmd);
+    };
+    // (On the topic's loop.) A queued WaitForExclusive producer is registered here first,
+    // then told it is ready: both hop to this connection's loop, in that order.
+    auto promoted = [self, t, producer, success]() {
+      self->on_my_loop([self, t, producer] {
+        if (self->closed_) return;
+        self->waiting_producers_.erase(producer->id());
+        self->producers_[producer->id()] = ProducerEntry{t, producer};
+      });
+      success(true, t->last_sequence_id(producer->name()));
+    };
+    struct Added {
+      std::optional<PersistentTopic::Added> added;
+      ServerFailure failure;
+      int64_t last_sequence_id = -1;
+    };
+    auto add = [t, producer, promoted]() -> Task<Added> {
+      Added out;
+      auto added = t->add_producer(producer, promoted);
+      if (added.ok()) {
+        out.added = *added;
+      } else {
+        out.failure = to_server_failure(added.status());
+      }
+      out.last_sequence_id = t->last_sequence_id(producer->name());
+      co_return out;
+    };
+    auto on_topic = asio::co_spawn(t->executor(), std::move(add), asio::use_awaitable);
+    const Added added = co_await std::move(on_topic);
+    if (!added.added) {
+      self->send_error(req.request_id(), added.failure);
+      co_return;
+    }
+    if (self->closed_) {
+      asio::post(t->executor(),
+                 [self, t, id = req.producer_id()] { t->remove_producer(id, self.get()); });
+      co_return;
+    }
+    if (*added.added == PersistentTopic::Added::kQueued) {
+      self->waiting_producers_[req.producer_id()] = ProducerEntry{t, producer};
+      success(false, added.last_sequence_id);  // early answer: not ready yet
+      co_return;
+    }
+    self->producers_[req.producer_id()] = ProducerEntry{t, producer};
+    success(true, added.last_sequence_id);
+    self->log_.info("producer {} ({}) on {}", req.producer_id(), producer_name,
+                    t->name().to_string());
+  });
+}
+
+bool Connection::handle_send(protocol::Frame& frame) {
+  const auto& send = frame.command.send();
+  auto it = producers_.find(send.producer_id());
+  if (it == producers_.end()) {
+    log_.warn("closing: SEND for unknown producer {}", send.producer_id());
+    return false;
+  }
+  const auto& md = frame.metadata;
+  SendInfo info;
+  info.sequence_id = static_cast<int64_t>(send.sequence_id());
+  info.highest_sequence_id =
+      send.has_highest_sequence_id() ? static_cast<int64_t>(send.highest_sequence_id()) : 0;
+  info.messages = std::max(1, send.num_messages());
+  info.chunk_before_last = md.has_num_chunks_from_msg() && md.num_chunks_from_msg() > 1 &&
+                           md.chunk_id() + 1 < md.num_chunks_from_msg();
+  ++pending_sends_;
+  auto self = shared_from_this();
+  auto topic = it->second.topic;
+  auto producer = it->second.producer;
+  // The receipt (or error), on this loop, in order, where the send counts as done.
+  auto finish = [self, producer_id = send.producer_id(), sequence_id = send.sequence_id(),
+                 highest = info.highest_sequence_id](Result<std::optional<mledger::Position>> r) {
+    wire::BaseCommand cmd;
+    if (r.ok()) {
+      cmd = make_command(wire::BaseCommand::SEND_RECEIPT);
+      auto* receipt = cmd.mutable_send_receipt();
+      receipt->set_producer_id(producer_id);
+      receipt->set_sequence_id(sequence_id);
+      if (highest) receipt->set_highest_sequence_id(static_cast<uint64_t>(highest));
+      // A duplicate (stored before) is acknowledged with message id -1:-1.
+      const auto& stored = *r;
+      receipt->mutable_message_id()->set_ledgerid(
+          stored ? static_cast<uint64_t>(stored->ledger_id) : UINT64_MAX);
+      receipt->mutable_message_id()->set_entryid(
+          stored ? static_cast<uint64_t>(stored->entry_id) : UINT64_MAX);
+    } else if (r.status().code() != make_error_code(mledger::Error::kClosed)) {
+      // (A send the topic's closing cut short gets no error: its producer was told to
+      // reconnect and resends, as Pulsar does.)
+      const ServerFailure failure = to_server_failure(r.status());
+      cmd = make_command(wire::BaseCommand::SEND_ERROR);
+      auto* error = cmd.mutable_send_error();
+      error->set_producer_id(producer_id);
+      error->set_sequence_id(sequence_id);
+      error->set_error(failure.error);
+      error->set_message(failure.message);
+    }
+    self->on_my_loop([self, cmd = std::move(cmd)] {
+      // Resume reading at half the limit (as Pulsar does), not at every completion.
+      if (--self->pending_sends_ <= self->config_.max_pending_publish_requests_per_connection / 2) {
+        self->resume_reading();
+      }
+      if (cmd.has_type()) self->write_command(cmd);
+    });
+  };
+  asio::post(topic->executor(), [topic, producer, info, finish = std::move(finish),
+                                 entry = std::move(frame.entry)]() mutable {
+    topic->publish(producer, std::move(entry), info, std::move(finish));
+  });
+  return true;
+}
+
+void Connection::handle_close_producer(const wire::CommandCloseProducer& req) {
+  auto self = shared_from_this();
+  for (auto* map : {&producers_, &waiting_producers_}) {
+    auto it = map->find(req.producer_id());
+    if (it == map->end()) continue;
+    auto topic = it->second.topic;
+    map->erase(it);
+    asio::post(topic->executor(),
+               [self, topic, id = req.producer_id()] { topic->remove_producer(id, self.get()); });
+  }
+  send_success(req.request_id());
+}
+
+void Connection::close_producer(uint64_t producer_id) {
+  on_my_loop([self = shared_from_this(), producer_id] {
+    self->producers_.erase(producer_id);
+    if (self->protocol_version_ < 5 || self->closed_) return;
+    auto cmd = make_command(wire::BaseCommand::CLOSE_PRODUCER);
+    cmd.mutable_close_producer()->set_producer_id(producer_id);
+    cmd.mutable_close_producer()->set_request_id(0);
+    self->write_command(cmd);
+  });
+}
+
+}  // namespace magnetar::broker
