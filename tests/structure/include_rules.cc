@@ -1,0 +1,100 @@
+#include "include_rules.h"
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+
+namespace magnetar::structure {
+
+namespace {
+
+// module -> the modules it may include (besides itself). Arrows only point down.
+const std::map<std::string, std::set<std::string>>& rules() {
+  static const std::map<std::string, std::set<std::string>> table = {
+      {"common", {}},
+      {"protocol", {"common", "proto"}},
+      {"net", {"common"}},
+      {"metadata", {"common", "proto"}},
+      {"http", {"common", "net"}},
+      {"bookie", {"common", "metadata", "net", "proto", "protocol"}},
+      {"ledger", {"common", "metadata", "net", "proto", "protocol"}},
+      {"mledger", {"common", "ledger", "metadata", "proto"}},
+      {"testing", {"common", "metadata", "net", "proto", "protocol"}},
+      // The broker's rooms: {wire, admin} -> service -> namespace -> config -> libraries.
+      {"broker/config", {"common", "metadata", "mledger", "net"}},
+      {"broker/namespace", {"broker/config", "common", "metadata", "proto", "protocol"}},
+      {"broker/service",
+       {"broker/namespace", "broker/config", "common", "ledger", "metadata", "mledger", "proto",
+        "protocol"}},
+      {"broker/wire",
+       {"broker/service", "broker/namespace", "broker/config", "common", "metadata", "mledger",
+        "net", "proto", "protocol"}},
+      {"broker/admin",
+       {"broker/service", "broker/namespace", "broker/config", "common", "http", "metadata",
+        "mledger", "proto", "protocol"}},
+      {"broker",
+       {"broker/wire", "broker/admin", "broker/service", "broker/namespace", "broker/config",
+        "common", "http", "ledger", "metadata", "mledger", "net", "proto", "protocol"}},
+      // The client library never includes broker code.
+      {"client", {"common", "http", "net", "proto", "protocol"}},
+      {"cli", {"client", "common", "http", "ledger", "metadata", "net", "proto", "protocol"}},
+      {"tools",
+       {"bookie", "broker", "broker/config", "common", "http", "ledger", "metadata", "mledger",
+        "net", "proto", "protocol"}},
+  };
+  return table;
+}
+
+const std::set<std::string> kBrokerRooms = {"config", "namespace", "service", "wire", "admin",
+                                            "replication"};
+
+}  // namespace
+
+std::string module_of(const std::string& path) {
+  const auto slash = path.find('/');
+  const std::string first = path.substr(0, slash);
+  if (first == "magnetar") return "client";
+  if (first != "broker" || slash == std::string::npos) return first;
+  const auto second = path.find('/', slash + 1);
+  if (second == std::string::npos) return "broker";  // broker/broker.h: the wiring
+  const std::string room = path.substr(slash + 1, second - slash - 1);
+  return kBrokerRooms.count(room) ? "broker/" + room : "broker";
+}
+
+std::vector<Violation> check_includes(const std::filesystem::path& root) {
+  namespace fs = std::filesystem;
+  static const std::regex include_line(R"(^\s*#\s*include\s*"([^"]+)\")");
+  std::vector<Violation> out;
+  const fs::path src = root / "src";
+  for (const auto& entry : fs::recursive_directory_iterator(src)) {
+    if (!entry.is_regular_file()) continue;
+    const auto ext = entry.path().extension();
+    if (ext != ".h" && ext != ".cc") continue;
+    const std::string rel = fs::relative(entry.path(), src).generic_string();
+    if (rel.find("/tests/") != std::string::npos) continue;
+    const std::string module = module_of(rel);
+    auto rule = rules().find(module);
+    const std::string file = "src/" + rel;
+    if (rule == rules().end()) {
+      out.push_back({file, 0, "", "module '" + module + "' is not in the include rule table"});
+      continue;
+    }
+    std::ifstream in(entry.path());
+    std::string line;
+    int number = 0;
+    while (std::getline(in, line)) {
+      ++number;
+      std::smatch m;
+      if (!std::regex_search(line, m, include_line)) continue;
+      const std::string included = m[1];
+      if (included.find('/') == std::string::npos) continue;  // same folder
+      const std::string target = module_of(included);
+      if (target == module || rule->second.count(target)) continue;
+      out.push_back({file, number, included, module + " may not include " + target});
+    }
+  }
+  return out;
+}
+
+}  // namespace magnetar::structure
