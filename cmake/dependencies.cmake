@@ -21,11 +21,10 @@ if(MAGNETAR_BENCH)
   find_package(benchmark REQUIRED)
 endif()
 
-# The allocator of every executable: jemalloc, unless a sanitizer brings its own. glibc's
-# malloc spent a fifth of the bookie benchmark's CPU (64 KiB socket buffers next to many small
-# per-request objects make it consolidate its bins); jemalloc took 1 KiB bookie adds from
-# 141 k/s to 178 k/s (docs/performance.md). Linked with --no-as-needed: no symbol of ours
-# names it, it replaces malloc by being loaded.
+# The allocator of every executable: jemalloc, unless a sanitizer brings its own. Large socket
+# buffers next to many small per-request objects make glibc's malloc consolidate its bins on
+# the bookie's request path (measurements: docs/performance.md). Linked with --no-as-needed:
+# no symbol of ours names it, it replaces malloc by being loaded.
 set(MAGNETAR_ALLOCATOR "jemalloc" CACHE STRING "Allocator linked into executables (jemalloc or glibc)")
 if(MAGNETAR_SANITIZE OR MAGNETAR_FUZZ)
   set(MAGNETAR_ALLOCATOR "glibc")  # ASan's own malloc must stay in charge

@@ -68,9 +68,8 @@ constexpr size_t kMaxPayload = UINT32_MAX - kBodyFixedSize;
 constexpr size_t kMarkSize = 20;
 constexpr size_t kReadChunk = 1 << 20;
 // Zeros are kept written this far ahead of the data, refilled when half is used. Each refill
-// is written by the next fdatasync, so its size is that sync's extra cost: at 135 MB/s, 4 MiB
-// (2 MiB refills) made every ~43rd sync take ~2.5 ms, the journal's p99; 1 MiB halves that
-// p99 (docs/performance.md, "The journal's zeros, smaller").
+// is written by the next fdatasync and adds to that sync's time, so the distance is kept
+// small (measurements: docs/performance.md, "The journal's zeros, smaller").
 constexpr uint64_t kZeroAhead = 1 << 20;
 // With sync_data=false, written data is fdatasync'd at least this often
 // (journalPageCacheFlushIntervalMSec).

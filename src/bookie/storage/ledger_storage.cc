@@ -15,10 +15,9 @@ using Clock = std::chrono::steady_clock;
 // Disk space is reserved ahead of entry-log writes in chunks of at most this size.
 constexpr uint64_t kPreallocateChunk = 8ull << 20;
 // A flush writes entry locations to the index in batches of this many, each after the entry
-// log is synced up to them, rather than in one batch at the end: one RocksDB write of a
-// whole 32 MiB half (~37 k locations, a 1 MiB WAL record and its fsync, ~12 ms) held the
-// journal's fdatasyncs behind it; in 4 096s the add p99 at 135 k x 1 KiB/s went from
-// 6.2-6.5 ms to 4.9-5.1 ms and the worst add from 12 to 8 ms.
+// log is synced up to them, rather than in one batch at the end: one RocksDB write of a whole
+// write-cache half (a large WAL record and its fsync) holds the journal's fdatasyncs behind
+// it (measurements: docs/performance.md).
 constexpr size_t kLocationsPerIndexBatch = 4096;
 
 // Ledger ids are non-negative (BookKeeper's are); INT64_MAX is excluded so that the key
