@@ -5,7 +5,6 @@
 #include <boost/asio/connect.hpp>
 
 #include "common/version.h"
-#include "common/write_batch.h"
 #include "net/tls.h"
 
 namespace magnetar::client {
@@ -13,6 +12,8 @@ namespace magnetar::client {
 namespace {
 
 constexpr int kProtocolVersion = 21;
+// Bounds of one gathered write to the broker.
+constexpr net::OutboxOptions kOutboxOptions{.max_pieces = 256, .max_bytes = 4 * 1024 * 1024};
 
 wire::BaseCommand make_command(wire::BaseCommand::Type type) {
   wire::BaseCommand c;
@@ -80,7 +81,7 @@ ClientConnection::ClientConnection(asio::io_context& io, std::string logical, st
       tls_(std::move(tls)),
       executor_(io.get_executor()),
       socket_(io),
-      write_wakeup_(io),
+      outbox_(io.get_executor(), kOutboxOptions),
       keep_alive_timer_(io) {}
 
 ClientConnection::~ClientConnection() = default;
@@ -189,8 +190,14 @@ Task<Status> ClientConnection::do_connect(Deadline deadline) {
   auto self = shared_from_this();
   asio::co_spawn(
       ex, [self]() { return self->read_loop(); }, asio::detached);
+  // A failed write closes the connection.
+  auto write_failed = [this](const boost::system::error_code& ec) {
+    close(Status(ClientError::kDisconnected,
+                 fmt::format("write failed: {}", net::describe_error(ec))));
+  };
   asio::co_spawn(
-      ex, [self]() { return self->write_loop(); }, asio::detached);
+      ex, [self, write_failed]() { return self->outbox_.run(*self->stream_, write_failed); },
+      asio::detached);
 
   auto connect = make_command(wire::BaseCommand::CONNECT);
   auto* c = connect.mutable_connect();
@@ -225,9 +232,8 @@ void ClientConnection::close(const Status& reason) {
   boost::system::error_code ec;
   socket_.close(ec);
   if (stream_) stream_->close();
-  write_wakeup_.cancel();
+  outbox_.close();
   keep_alive_timer_.cancel();
-  out_.clear();
   if (was_ready) log_.info("connection closed: {}", connect_status_.message());
   if (handshake_) {
     handshake_->response = connect_status_;
@@ -259,31 +265,7 @@ void ClientConnection::send_command(const wire::BaseCommand& command) {
 
 void ClientConnection::send_frame(BufferChain frame) {
   if (state_ == State::kClosed) return;
-  out_.push_back(std::move(frame));
-  write_wakeup_.cancel();
-}
-
-Task<void> ClientConnection::write_loop() {
-  auto self = shared_from_this();
-  std::vector<asio::const_buffer> buffers;
-  std::vector<BufferChain> batch;  // keeps the written frames alive
-  while (state_ != State::kClosed) {
-    if (out_.empty()) {
-      write_wakeup_.expires_at(asio::steady_timer::time_point::max());
-      boost::system::error_code ec;
-      co_await write_wakeup_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      continue;
-    }
-    take_write_batch(out_, batch, buffers, 256, 4 * 1024 * 1024);
-    boost::system::error_code ec;
-    co_await stream_->write(buffers, ec);
-    if (ec) {
-      close(Status(ClientError::kDisconnected,
-                   fmt::format("write failed: {}", net::describe_error(ec))));
-      co_return;
-    }
-    batch.clear();  // the frames are written: release them now
-  }
+  outbox_.push(std::move(frame));
 }
 
 Task<void> ClientConnection::read_loop() {

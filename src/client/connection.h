@@ -19,7 +19,6 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,6 +28,7 @@
 #include "common/buffer.h"
 #include "common/logging.h"
 #include "magnetar/client.h"
+#include "net/outbox.h"
 #include "net/stream.h"
 #include "proto/pulsar_api.pb.h"
 #include "protocol/frame.h"
@@ -114,7 +114,6 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
 
   Task<Status> do_connect(Deadline deadline);
   Task<void> read_loop();
-  Task<void> write_loop();
   Task<void> keep_alive_loop();
   void handle(protocol::Frame& frame);
   void complete(uint64_t request_id, Result<wire::BaseCommand> response);
@@ -134,8 +133,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   Status connect_status_;
   Event ready_event_;
   protocol::FrameDecoder decoder_;
-  std::deque<BufferChain> out_;
-  asio::steady_timer write_wakeup_;
+  net::Outbox outbox_;  // frames for the broker; written once stream_ exists
   asio::steady_timer keep_alive_timer_;
   bool received_since_ping_ = true;
   int max_message_size_ = 5 * 1024 * 1024;
