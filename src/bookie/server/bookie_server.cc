@@ -2,19 +2,17 @@
 
 #include <algorithm>
 #include <atomic>
-#include <deque>
 #include <functional>
 #include <mutex>
 
 #include <boost/asio/read.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/write.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "metadata/paths.h"
 #include "common/metrics.h"
-#include "common/write_batch.h"
+#include "net/outbox.h"
 #include "protocol/bookie_frame.h"
 
 namespace magnetar::bookie {
@@ -114,9 +112,9 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
         decoder_(max_frame),
         in_progress_(std::move(in_progress)),
         log_(std::move(log)),
-        wakeup_(socket_.get_executor()),
+        outbox_(socket_.get_executor(),
+                net::OutboxOptions{.max_pieces = kMaxWritePieces, .max_bytes = kMaxWriteBytes}),
         resume_(socket_.get_executor()) {
-    wakeup_.expires_at(asio::steady_timer::time_point::max());
     resume_.expires_at(asio::steady_timer::time_point::max());
   }
 
@@ -124,8 +122,12 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     auto self = shared_from_this();
     asio::co_spawn(socket_.get_executor(), [self]() { return self->read_loop(); },
                    asio::detached);
-    asio::co_spawn(socket_.get_executor(), [self]() { return self->write_loop(); },
-                   asio::detached);
+    // What send() queues goes out in gathered writes; a failed write closes the connection.
+    auto write_failed = [this](const boost::system::error_code&) { close(); };
+    asio::co_spawn(
+        socket_.get_executor(),
+        [self, write_failed]() { return self->outbox_.run(self->socket_, write_failed); },
+        asio::detached);
   }
 
   Executor executor() { return socket_.get_executor(); }
@@ -136,7 +138,7 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     boost::system::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
-    wakeup_.cancel();
+    outbox_.close();
     resume_.cancel();
   }
 
@@ -295,12 +297,7 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
   }
   void send(const BookieResponse& response, BufferChain body) {
     if (closed_) return;
-    BufferChain frame = protocol::encode_bookie_frame(response, body);
-    outbox_.push_back(std::move(frame));
-    if (writer_asleep_) {
-      writer_asleep_ = false;
-      wakeup_.cancel_one();
-    }
+    outbox_.push(protocol::encode_bookie_frame(response, body));
   }
 
   struct AddAnswer {
@@ -348,30 +345,6 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     }
   }
 
-  Task<void> write_loop() {
-    auto self = shared_from_this();
-    std::vector<asio::const_buffer> iov;
-    std::vector<BufferChain> batch;
-    while (!closed_) {
-      if (outbox_.empty()) {
-        writer_asleep_ = true;
-        boost::system::error_code ec;
-        co_await wakeup_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-        writer_asleep_ = false;
-        continue;
-      }
-      // What is queued goes out in gathered writes (bounded, see take_write_batch).
-      take_write_batch(outbox_, batch, iov, kMaxWritePieces, kMaxWriteBytes);
-      boost::system::error_code ec;
-      co_await asio::async_write(socket_, iov, asio::redirect_error(asio::use_awaitable, ec));
-      batch.clear();  // written: release the frames now
-      if (ec) {
-        close();
-        co_return;
-      }
-    }
-  }
-
   // Weak: the loop's queued handlers own this connection, so owning the loop back would be a
   // cycle. In-flight bookie callbacks hold it strongly instead.
   std::weak_ptr<asio::io_context> loop_;
@@ -382,10 +355,8 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
   const std::shared_ptr<AddsInProgress> in_progress_;
   Clock::time_point read_at_;  // when the bytes being dispatched were read
   log::Logger log_;
-  asio::steady_timer wakeup_;
-  asio::steady_timer resume_;  // cancelled to resume reading (wait_for_answers)
-  bool writer_asleep_ = false;
-  std::deque<BufferChain> outbox_;
+  net::Outbox outbox_;             // answers not yet written
+  asio::steady_timer resume_;      // cancelled to resume reading (wait_for_answers)
   std::vector<Bookie::Add> adds_;  // decoded from the current read, not yet handed off
   bool closed_ = false;
   // Add answers from journal threads, drained on the loop (answer_add()).
