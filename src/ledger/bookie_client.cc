@@ -1,17 +1,15 @@
 #include "ledger/bookie_client.h"
 
 #include <charconv>
-#include <deque>
 #include <optional>
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/write.hpp>
 #include <fmt/format.h>
 
 #include "common/metrics.h"
-#include "common/write_batch.h"
+#include "net/outbox.h"
 
 namespace magnetar::ledger {
 
@@ -96,11 +94,10 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
         socket_(executor),
         connect_timer_(executor),
         deadline_timer_(executor),
-        wakeup_(executor),
+        outbox_(executor,
+                net::OutboxOptions{.max_pieces = kMaxWritePieces, .max_bytes = kMaxWriteBytes}),
         decoder_(options.max_frame_size),
-        log_(std::move(log)) {
-    wakeup_.expires_at(asio::steady_timer::time_point::max());
-  }
+        log_(std::move(log)) {}
 
   // Starts connecting in the background.
   void start() {
@@ -132,11 +129,7 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
     const Clock::time_point now = Clock::now();
     const Clock::time_point deadline = now + timeout;
     pending_.emplace(id, Pending{op, now, deadline, std::move(done)});
-    outbox_.push_back(protocol::encode_bookie_frame(request, body));
-    if (writer_asleep_) {
-      writer_asleep_ = false;
-      wakeup_.cancel_one();
-    }
+    outbox_.push(protocol::encode_bookie_frame(request, body));
     if (!deadline_armed_ || deadline < armed_for_) arm_deadline(deadline);
   }
 
@@ -156,8 +149,7 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
     socket_.close(ignored);  // aborts the connect, the read and the write in progress
     connect_timer_.cancel();
     deadline_timer_.cancel();
-    wakeup_.cancel();
-    outbox_.clear();
+    outbox_.close();
     // Completed from the executor: fail() may run inside a caller's own call (disconnect,
     // the client's destructor).
     auto pending = std::move(pending_);
@@ -241,7 +233,14 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
     socket_.set_option(tcp::no_delay(true), ec);
     connected_ = true;
     log_.debug("connected");
-    asio::co_spawn(executor_, [self]() { return self->write_loop(); }, asio::detached);
+    // What send() queues goes out in gathered writes; a failed write fails the connection.
+    auto write_failed = [this](const boost::system::error_code& ec) {
+      fail(Errc::kUnavailable, fmt::format("write failed: {}", ec.message()));
+    };
+    asio::co_spawn(
+        executor_,
+        [self, write_failed]() { return self->outbox_.run(self->socket_, write_failed); },
+        asio::detached);
     co_await read_loop();
   }
 
@@ -317,30 +316,6 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
     return BookieResponse::OP_NOT_SET;
   }
 
-  // Writes what is queued in gathered writes, sleeping on wakeup_ when nothing is.
-  Task<void> write_loop() {
-    auto self = shared_from_this();
-    std::vector<asio::const_buffer> iov;
-    std::vector<BufferChain> batch;
-    while (!dead_) {
-      if (outbox_.empty()) {
-        writer_asleep_ = true;
-        boost::system::error_code ignored;  // cancelled by send() or fail()
-        co_await wakeup_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-        writer_asleep_ = false;
-        continue;
-      }
-      take_write_batch(outbox_, batch, iov, kMaxWritePieces, kMaxWriteBytes);
-      boost::system::error_code ec;
-      co_await asio::async_write(socket_, iov, asio::redirect_error(asio::use_awaitable, ec));
-      batch.clear();  // written: release the frames now
-      if (ec) {
-        fail(Errc::kUnavailable, fmt::format("write failed: {}", ec.message()));
-        co_return;
-      }
-    }
-  }
-
   const Executor executor_;
   const std::string bookie_;
   const tcp::endpoint endpoint_;
@@ -352,11 +327,9 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
   bool deadline_armed_ = false;
   Clock::time_point armed_for_{};
   uint64_t deadline_generation_ = 0;  // a wait of an older generation was superseded
-  asio::steady_timer wakeup_;  // never expires: cancelled to wake the write loop
-  bool writer_asleep_ = false;
+  net::Outbox outbox_;                // encoded frames not yet handed to the socket
   protocol::BookieResponseDecoder decoder_;
   log::Logger log_;
-  std::deque<BufferChain> outbox_;  // encoded frames not yet handed to the socket
   std::unordered_map<uint64_t, Pending> pending_;  // by request id
   uint64_t next_request_id_ = 1;
   bool dead_ = false;
