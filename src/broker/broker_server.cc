@@ -6,7 +6,6 @@
 
 #include "broker/admin/admin_resources.h"
 #include "broker/broker.h"
-#include "broker/admin/broker_routes.h"
 #include "broker/namespace/load_manager.h"
 #include "broker/namespace/namespace_service.h"
 #include "http/http_server.h"
@@ -80,15 +79,10 @@ Result<std::unique_ptr<BrokerServer>> BrokerServer::start(BrokerConfig config,
     s->load_ = std::make_unique<LoadManager>(b->namespaces(), o);
   }
   http::add_metrics_route(*s->web_);
-  add_broker_routes(*s->web_, b->services(), s->load_.get());
   AdminResourcesOptions admin;
   admin.cluster_name = config.cluster_name;
   admin.default_number_of_namespace_bundles = config.default_number_of_namespace_bundles;
-  admin.broker_operations = [services = b->services()](const http::Request& req,
-                                                       const std::vector<std::string>& parts) {
-    return namespace_broker_operation(services, req, parts);
-  };
-  add_admin_resource_routes(*s->web_, stores, admin);
+  add_admin_routes(*s->web_, stores, admin, b->services(), s->load_.get());
   if (s->load_) {
     LoadManager* load = s->load_.get();
     b->namespaces().set_load_manager(load);

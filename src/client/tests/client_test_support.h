@@ -17,7 +17,6 @@
 
 #include "broker/admin/admin_resources.h"
 #include "broker/broker.h"
-#include "broker/admin/broker_routes.h"
 #include "http/http_server.h"
 #include "ledger/tests/ledger_test_support.h"
 #include "magnetar/client.h"
@@ -92,9 +91,8 @@ class ClientTest : public ::testing::Test {
     EXPECT_TRUE(web.ok()) << web.status().to_string();
     if (!web.ok()) return "";
     web_ = std::move(web).value();
-    broker::add_broker_routes(*web_, broker_->services(), nullptr);
-    broker::add_admin_resource_routes(*web_, metadata::MetadataStores{store_, store_},
-                                      broker::AdminResourcesOptions{});
+    broker::add_admin_routes(*web_, metadata::MetadataStores{store_, store_},
+                             broker::AdminResourcesOptions{}, broker_->services(), nullptr);
     if (tls) return "https://127.0.0.1:" + std::to_string(web_->tls_port());
     return "http://127.0.0.1:" + std::to_string(web_->port());
   }

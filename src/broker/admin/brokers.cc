@@ -1,0 +1,157 @@
+// /admin/v2/brokers: the brokers of this cluster, as Pulsar's BrokersBase answers them.
+//
+//   GET /admin/v2/brokers[/{cluster}]                       the registered brokers' ids
+//   GET /admin/v2/brokers/health                            200 "ok" while serving
+//   GET /admin/v2/brokers/leaderBroker                      {"serviceUrl", ...} of the leader
+//   GET /admin/v2/brokers/{cluster}/{broker}/ownedNamespaces  bundles owned by {broker} (307
+//                                                           to another registered broker)
+//
+// Without a load manager (standalone) this broker is the only one and the leader. Every route
+// needs a super user, as in Pulsar.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "broker/admin/admin_routes.h"
+#include "broker/namespace/load_manager.h"
+#include "broker/namespace/namespace_service.h"
+
+namespace magnetar::broker::admin {
+
+namespace {
+
+using http::PathParams;
+using http::Permission;
+using http::Request;
+using http::Response;
+
+// "host:port" of an http:// URL.
+std::string broker_id(const std::string& http_url) {
+  return http_url.substr(http_url.find("://") + 3);
+}
+
+class Brokers {
+ public:
+  explicit Brokers(std::shared_ptr<const BrokerContext> ctx) : ctx_(std::move(ctx)) {}
+
+  Task<Response> active_brokers();
+  Task<Response> cluster_brokers(std::string cluster);
+  Task<Response> health();
+  Task<Response> leader();
+  Task<Response> owned_namespaces(std::string cluster, std::string broker, const Request& req);
+
+ private:
+  const BrokerServices& broker() const { return ctx_->services; }
+  LoadManager* load() const { return ctx_->load; }
+
+  const std::shared_ptr<const BrokerContext> ctx_;
+};
+
+Task<Response> Brokers::active_brokers() {
+  if (load() == nullptr) {
+    co_return ok_json(Json::array({broker_id(broker().namespaces.self().http_url)}));
+  }
+  auto ids = co_await load()->brokers();
+  if (!ids.ok()) co_return broker_error(ids.status());
+  co_return ok_json(Json(*ids));
+}
+
+Task<Response> Brokers::cluster_brokers(std::string cluster) {
+  if (cluster != broker().config.cluster_name) {
+    co_return error(404, fmt::format("Cluster {} does not exist", cluster));
+  }
+  co_return co_await active_brokers();
+}
+
+// The metadata store answers and this broker serves.
+Task<Response> Brokers::health() {
+  auto root = co_await (*broker().stores.cluster).exists("/");
+  if (!root.ok()) co_return error(503, root.status().message());
+  if (!broker().namespaces.serving()) {
+    co_return error(503, "this broker lost its metadata session");
+  }
+  co_return Response{200, "text/plain; charset=utf-8", "ok", {}};
+}
+
+Task<Response> Brokers::leader() {
+  if (load() == nullptr) {
+    co_return ok_json(Json{{"serviceUrl", broker().namespaces.self().http_url}});
+  }
+  auto leader = co_await load()->leader();
+  if (!leader.ok()) co_return broker_error(leader.status());
+  if (!leader->has_value()) co_return error(404, "No leader broker");
+  co_return Response::json(200, **leader);
+}
+
+Task<Response> Brokers::owned_namespaces(std::string cluster, std::string id, const Request& req) {
+  if (cluster != broker().config.cluster_name) {
+    co_return error(404, fmt::format("Cluster {} does not exist", cluster));
+  }
+  NamespaceService& namespaces = broker().namespaces;
+  if (id != broker_id(namespaces.self().http_url)) {
+    // Another registered broker's bundles: it answers for itself.
+    bool registered = false;
+    if (load() != nullptr) {
+      auto ids = co_await load()->brokers();
+      if (!ids.ok()) co_return broker_error(ids.status());
+      registered = std::find(ids->begin(), ids->end(), id) != ids->end();
+    }
+    if (!registered) co_return error(404, fmt::format("Broker {} is not active", id));
+    Response r;
+    r.status = 307;
+    r.headers["Location"] = fmt::format("http://{}{}", id, req.target);
+    co_return r;
+  }
+  auto list = [&namespaces]() -> Task<std::vector<std::string>> {
+    co_return namespaces.owned_bundles();
+  };
+  auto owned = co_await run_on<std::vector<std::string>>(namespaces.executor(), std::move(list));
+  Json out = Json::object();
+  for (const std::string& bundle : *owned) {
+    out[bundle] = {{"broker_assignment", "shared"}, {"is_controlled", false}, {"is_active", true}};
+  }
+  co_return ok_json(out);
+}
+
+}  // namespace
+
+void add_brokers(http::Router& router, std::shared_ptr<const BrokerContext> ctx) {
+  auto self = std::make_shared<Brokers>(std::move(ctx));
+  const std::string brokers = "/admin/v2/brokers";
+  const Permission super = Permission::super_user();
+  // The request and its parameters outlive each returned task (the router awaits it).
+  router.add("GET", brokers, super,
+             [self](const Request&, const PathParams&) { return self->active_brokers(); });
+  router.add("GET", brokers + "/health", super,
+             [self](const Request&, const PathParams&) { return self->health(); });
+  router.add("GET", brokers + "/leaderBroker", super,
+             [self](const Request&, const PathParams&) { return self->leader(); });
+  router.add("GET", brokers + "/{cluster}", super, [self](const Request&, const PathParams& p) {
+    return self->cluster_brokers(p.at("cluster"));
+  });
+  router.add("GET", brokers + "/{cluster}/{broker}/ownedNamespaces", super,
+             [self](const Request& req, const PathParams& p) {
+               return self->owned_namespaces(p.at("cluster"), p.at("broker"), req);
+             });
+}
+
+Prefix brokers_prefix() {
+  Prefix prefix;
+  prefix.path = "/admin/v2/brokers/";
+  prefix.methods = {"GET"};
+  prefix.malformed = not_found();
+  // "/admin/v2/brokers/" itself is not the list (which is "/admin/v2/brokers").
+  prefix.check = [](const Request&,
+                    const std::vector<std::string>& parts) -> std::optional<Response> {
+    if (parts.empty() || has_empty_segment(parts)) return not_found();
+    return std::nullopt;
+  };
+  return prefix;
+}
+
+}  // namespace magnetar::broker::admin

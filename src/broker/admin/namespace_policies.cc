@@ -1,0 +1,237 @@
+// The per-policy routes of a namespace, /admin/v2/namespaces/{tenant}/{namespace}/{policy}:
+// retention, messageTTL, backlogQuotaMap and backlogQuota, deduplication, replication and
+// bundles, each a field of the namespace's Policies node read, or changed by compare-and-set.
+// Every route needs an admin of the tenant, as Pulsar's policy operations do. Answers: 200
+// with the value, 204 when an optional policy is unset (some read as {} or [] instead), 204
+// after a change.
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "broker/admin/admin_nodes.h"
+#include "broker/admin/admin_routes.h"
+#include "broker/admin/policies_json.h"
+
+namespace magnetar::broker::admin {
+
+namespace {
+
+using http::PathParams;
+using http::Permission;
+using http::Request;
+using http::Response;
+
+class NamespacePolicies {
+ public:
+  explicit NamespacePolicies(std::shared_ptr<const AdminContext> ctx) : ctx_(std::move(ctx)) {}
+
+  // What GET of a policy answers when the namespace does not set it.
+  enum class Unset { kNoContent, kEmptyObject, kEmptyList };
+  // GET of one policy field (`field` a string literal).
+  Task<Response> get_policy(NamespaceName ns, const char* field, Unset unset);
+  // DELETE of one policy field (`field` a string literal).
+  Task<Response> remove_policy(NamespaceName ns, const char* field);
+  Task<Response> set_retention(NamespaceName ns, const Request& req);
+  Task<Response> set_message_ttl(NamespaceName ns, const Request& req);
+  Task<Response> set_backlog_quota(NamespaceName ns, const Request& req);
+  Task<Response> remove_backlog_quota(NamespaceName ns, const Request& req);
+  Task<Response> set_deduplication(NamespaceName ns, const Request& req);
+  Task<Response> set_replication(NamespaceName ns, const Request& req);
+
+ private:
+  Task<Response> update_policies(const NamespaceName& ns, const Mutation& mutate);
+  metadata::MetadataStore& configuration() const { return ctx_->configuration(); }
+
+  const std::shared_ptr<const AdminContext> ctx_;
+};
+
+using Unset = NamespacePolicies::Unset;
+
+Task<Response> NamespacePolicies::get_policy(NamespaceName ns, const char* field, Unset unset) {
+  if (!ns.valid()) co_return invalid_namespace_name();
+  auto loaded = co_await load(configuration(), ns.policies_path());
+  if (auto* r = std::get_if<Response>(&loaded)) co_return std::move(*r);
+  auto& node = std::get<0>(loaded);
+  if (!node) co_return error(404, kNoNamespace);
+  const std::string_view name = field;
+  if (name == "bundles") {
+    co_return ok_json(
+        effective_bundles(node->value, ctx_->options.default_number_of_namespace_bundles));
+  }
+  const Json& value = member(node->value, field);
+  if (!value.is_null()) co_return ok_json(value);
+  if (unset == Unset::kEmptyObject) co_return ok_json(Json::object());
+  if (unset == Unset::kEmptyList) co_return ok_json(Json::array());
+  co_return no_content();  // Pulsar answers an unset policy (null) with 204
+}
+
+Task<Response> NamespacePolicies::update_policies(const NamespaceName& ns, const Mutation& mutate) {
+  co_return co_await update_node(configuration(), ns.policies_path(), mutate, kNoNamespace);
+}
+
+Task<Response> NamespacePolicies::remove_policy(NamespaceName ns, const char* field) {
+  if (!ns.valid()) co_return invalid_namespace_name();
+  const Mutation remove = [field](Json& p) -> std::optional<Response> {
+    p.erase(field);
+    return std::nullopt;
+  };
+  co_return co_await update_policies(ns, remove);
+}
+
+Task<Response> NamespacePolicies::set_retention(NamespaceName ns, const Request& req) {
+  if (!ns.valid()) co_return invalid_namespace_name();
+  auto body = parse_body(req);
+  if (auto* r = std::get_if<Response>(&body)) co_return std::move(*r);
+  auto parsed = parse_retention(std::get<0>(body));
+  if (auto* r = std::get_if<Response>(&parsed)) co_return std::move(*r);
+  const Json& retention = std::get<0>(parsed);
+  const Mutation set = [&retention](Json& p) -> std::optional<Response> {
+    if (!quota_fits_retention(member(p, "backlog_quota_map"), retention)) {
+      return error(412, kRetentionBelowQuota);
+    }
+    p["retention_policies"] = retention;
+    return std::nullopt;
+  };
+  co_return co_await update_policies(ns, set);
+}
+
+Task<Response> NamespacePolicies::set_message_ttl(NamespaceName ns, const Request& req) {
+  if (!ns.valid()) co_return invalid_namespace_name();
+  auto body = parse_body(req);
+  if (auto* r = std::get_if<Response>(&body)) co_return std::move(*r);
+  auto ttl = integer_in(std::get<0>(body), kInt32Min, kInt32Max);
+  if (!ttl) co_return error(400, "The message TTL must be a 32-bit integer (seconds)");
+  if (*ttl < 0) co_return error(412, "Invalid value for message TTL");
+  const int64_t seconds = *ttl;
+  const Mutation set = [seconds](Json& p) -> std::optional<Response> {
+    p["message_ttl_in_seconds"] = seconds;
+    return std::nullopt;
+  };
+  co_return co_await update_policies(ns, set);
+}
+
+// The backlogQuotaType query parameter (default destination_storage), or nullopt when unknown.
+std::optional<std::string> quota_type(const Request& req) {
+  auto it = req.query.find("backlogQuotaType");
+  if (it == req.query.end() || it->second.empty()) return std::string("destination_storage");
+  if (!is_backlog_quota_type(it->second)) return std::nullopt;
+  return it->second;
+}
+
+Task<Response> NamespacePolicies::set_backlog_quota(NamespaceName ns, const Request& req) {
+  if (!ns.valid()) co_return invalid_namespace_name();
+  auto type = quota_type(req);
+  if (!type) co_return error(400, "backlogQuotaType must be destination_storage or message_age");
+  auto body = parse_body(req);
+  if (auto* r = std::get_if<Response>(&body)) co_return std::move(*r);
+  auto parsed = parse_backlog_quota(std::get<0>(body));
+  if (auto* r = std::get_if<Response>(&parsed)) co_return std::move(*r);
+  const Json& quota = std::get<0>(parsed);
+  const Mutation set = [&quota, &type](Json& p) -> std::optional<Response> {
+    Json quotas = member(p, "backlog_quota_map");
+    if (!quotas.is_object()) quotas = Json::object();
+    quotas[*type] = quota;
+    if (!quota_fits_retention(quotas, member(p, "retention_policies"))) {
+      return error(412, kQuotaAboveRetention);
+    }
+    p["backlog_quota_map"] = std::move(quotas);
+    return std::nullopt;
+  };
+  co_return co_await update_policies(ns, set);
+}
+
+Task<Response> NamespacePolicies::remove_backlog_quota(NamespaceName ns, const Request& req) {
+  if (!ns.valid()) co_return invalid_namespace_name();
+  auto type = quota_type(req);
+  if (!type) co_return error(400, "backlogQuotaType must be destination_storage or message_age");
+  const Mutation remove = [&type](Json& p) -> std::optional<Response> {
+    if (p.contains("backlog_quota_map") && p["backlog_quota_map"].is_object()) {
+      p["backlog_quota_map"].erase(*type);
+    }
+    return std::nullopt;
+  };
+  co_return co_await update_policies(ns, remove);
+}
+
+Task<Response> NamespacePolicies::set_deduplication(NamespaceName ns, const Request& req) {
+  if (!ns.valid()) co_return invalid_namespace_name();
+  auto body = parse_body(req);
+  if (auto* r = std::get_if<Response>(&body)) co_return std::move(*r);
+  if (!std::get<0>(body).is_boolean()) co_return error(400, "The body must be true or false");
+  const bool enabled = std::get<0>(body).get<bool>();
+  const Mutation set = [enabled](Json& p) -> std::optional<Response> {
+    p["deduplicationEnabled"] = enabled;
+    return std::nullopt;
+  };
+  co_return co_await update_policies(ns, set);
+}
+
+Task<Response> NamespacePolicies::set_replication(NamespaceName ns, const Request& req) {
+  if (!ns.valid()) co_return invalid_namespace_name();
+  auto body = parse_body(req);
+  if (auto* r = std::get_if<Response>(&body)) co_return std::move(*r);
+  auto parsed = parse_string_list(std::get<0>(body), "The replication clusters");
+  if (auto* r = std::get_if<Response>(&parsed)) co_return std::move(*r);
+  const std::vector<std::string>& clusters = std::get<0>(parsed);
+  if (clusters.empty()) co_return error(412, "ClusterIds should not be null or empty");
+  auto exists = co_await configuration().exists(ns.policies_path());
+  if (!exists.ok()) co_return store_error(exists.status());
+  if (!*exists) co_return error(404, kNoNamespace);
+  if (auto refused = co_await check_replication_clusters(configuration(), ns.tenant, clusters)) {
+    co_return std::move(*refused);
+  }
+  const Json list = clusters;
+  const Mutation set = [&list](Json& p) -> std::optional<Response> {
+    p["replication_clusters"] = list;
+    return std::nullopt;
+  };
+  co_return co_await update_policies(ns, set);
+}
+
+}  // namespace
+
+void add_namespace_policies(http::Router& router, std::shared_ptr<const AdminContext> ctx) {
+  auto self = std::make_shared<NamespacePolicies>(std::move(ctx));
+  const std::string ns = "/admin/v2/namespaces/{tenant}/{namespace}/";
+  const Permission admin = Permission::tenant_admin();
+  // A policy field read: GET .../{path} answers `field`. The request and its parameters
+  // outlive each returned task (the router awaits it).
+  auto get = [&](const char* path, const char* field, Unset unset) {
+    router.add("GET", ns + path, admin, [self, field, unset](const Request&, const PathParams& p) {
+      return self->get_policy(namespace_of(p), field, unset);
+    });
+  };
+  auto remove = [&](const char* path, const char* field) {
+    router.add("DELETE", ns + path, admin, [self, field](const Request&, const PathParams& p) {
+      return self->remove_policy(namespace_of(p), field);
+    });
+  };
+  using Set = Task<Response> (NamespacePolicies::*)(NamespaceName, const Request&);
+  auto set = [&](const char* method, const char* path, Set op) {
+    router.add(method, ns + path, admin, [self, op](const Request& req, const PathParams& p) {
+      return ((*self).*op)(namespace_of(p), req);
+    });
+  };
+  get("retention", "retention_policies", Unset::kNoContent);
+  set("POST", "retention", &NamespacePolicies::set_retention);
+  remove("retention", "retention_policies");
+  get("messageTTL", "message_ttl_in_seconds", Unset::kNoContent);
+  set("POST", "messageTTL", &NamespacePolicies::set_message_ttl);
+  remove("messageTTL", "message_ttl_in_seconds");
+  get("backlogQuotaMap", "backlog_quota_map", Unset::kEmptyObject);
+  set("POST", "backlogQuota", &NamespacePolicies::set_backlog_quota);
+  set("DELETE", "backlogQuota", &NamespacePolicies::remove_backlog_quota);
+  get("deduplication", "deduplicationEnabled", Unset::kNoContent);
+  set("POST", "deduplication", &NamespacePolicies::set_deduplication);
+  remove("deduplication", "deduplicationEnabled");
+  get("replication", "replication_clusters", Unset::kEmptyList);
+  set("POST", "replication", &NamespacePolicies::set_replication);
+  get("bundles", "bundles", Unset::kEmptyObject);
+}
+
+}  // namespace magnetar::broker::admin

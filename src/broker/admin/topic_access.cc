@@ -1,0 +1,79 @@
+#include "broker/admin/topic_access.h"
+
+#include <fmt/format.h>
+
+#include "broker/namespace/namespace_service.h"
+#include "broker/service/topic_registry.h"
+
+namespace magnetar::broker::admin {
+
+namespace {
+
+using http::PathParams;
+using http::Request;
+using http::Response;
+
+// Whether an operation on a partitioned topic's own name goes to every partition: unload,
+// the subscription list, and everything under subscription/ and all_subscription/.
+bool is_fanned_out(const std::string& method, const std::vector<std::string>& rest) {
+  const std::string& op = rest[0];
+  if (rest.size() == 1) {
+    return (op == "unload" && method == "PUT") || (op == "subscriptions" && method == "GET");
+  }
+  return op == "subscription" || op == "all_subscription";
+}
+
+}  // namespace
+
+Task<OrResponse<protocol::TopicName>> checked_topic(BrokerServices broker, const PathParams& p) {
+  const std::string ns = fmt::format("{}/{}", p.at("tenant"), p.at("namespace"));
+  auto name = protocol::TopicName::parse(fmt::format("persistent://{}/{}", ns, p.at("topic")));
+  if (!name.ok()) co_return error(412, name.status().message());
+  auto exists = co_await broker.topics.namespace_exists(ns);
+  if (!exists.ok()) co_return broker_error(exists.status());
+  if (!*exists) co_return error(404, "Namespace does not exist");
+  co_return std::move(*name);
+}
+
+Task<OrResponse<protocol::TopicName>> owned_topic(BrokerServices broker, const Request& req,
+                                                  const PathParams& p) {
+  auto checked = co_await checked_topic(broker, p);
+  if (auto* answer = std::get_if<Response>(&checked)) co_return std::move(*answer);
+  protocol::TopicName name = std::get<protocol::TopicName>(std::move(checked));
+  std::vector<std::string> rest = topic_rest(req);
+  if (!name.is_partition() && !rest.empty() && is_fanned_out(req.method, rest)) {
+    auto n = co_await broker.topics.partitions(name, false);
+    if (!n.ok()) co_return broker_error(n.status());
+    if (*n > 0) co_return co_await fan_out(broker, std::move(name), *n, std::move(rest), req);
+  }
+  auto owner = co_await broker.namespaces.lookup(name, query_flag(req, "authoritative"));
+  if (!owner.ok()) co_return broker_error(owner.status());
+  if (!owner->self) co_return redirect_to(*owner, req);
+  co_return name;
+}
+
+std::vector<std::string> topic_rest(const Request& req) {
+  auto parts = http::path_segments(req.path, kPersistentPrefix);
+  if (!parts || parts->size() < 3) return {};
+  return std::vector<std::string>(parts->begin() + 3, parts->end());
+}
+
+Task<Response> with_topic(BrokerServices broker, protocol::TopicName name, TopicFn fn) {
+  // A partition of an existing partitioned topic is created on first use.
+  bool create = false;
+  if (name.is_partition()) {
+    auto n = co_await broker.topics.partitions(name.partitioned_topic_name(), false);
+    create = n.ok() && name.partition_index() < *n;
+  }
+  auto topic = co_await broker.topics.get_topic(name, create);
+  if (!topic.ok()) {
+    if (topic.status().is(Errc::kNotFound)) co_return error(404, "Topic not found");
+    co_return broker_error(topic.status());
+  }
+  std::shared_ptr<PersistentTopic> t = *topic;
+  auto work = [fn = std::move(fn), t]() -> Task<Response> { co_return co_await fn(t); };
+  auto r = co_await run_on<Response>(t->executor(), std::move(work));
+  co_return std::move(*r);
+}
+
+}  // namespace magnetar::broker::admin
