@@ -92,38 +92,34 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   self.http_url = b->config_.web_service_url();
   self.http_url_tls = b->config_.web_service_url_tls();
   b->namespaces_ = std::make_unique<NamespaceService>(b->executor(), b->stores_, b->config_,
-                                                      std::move(self));
+                                                      b->gate_, std::move(self));
   std::vector<TopicRegistry::Loop> registry_loops;
   for (auto& loop : b->loops_) {
     registry_loops.push_back(TopicRegistry::Loop{loop->io.get_executor(), loop->factory.get()});
   }
   b->topics_ = std::make_unique<TopicRegistry>(std::move(registry_loops), b->stores_, b->config_,
-                                               *b->namespaces_);
+                                               *b->namespaces_, b->gate_);
   b->namespaces_->set_topics(b->topics_.get());
   b->namespaces_->start();
   Broker* raw = b.get();
   b->connection_context_ = std::make_unique<ConnectionContext>(ConnectionContext{
-      b->config_, *b->topics_, *b->namespaces_, *b->schemas_,
+      b->config_, *b->topics_, *b->namespaces_, *b->schemas_, b->gate_,
       [raw] { return raw->next_producer_name(); },
       [raw](Connection* cnx) { raw->forget_connection(cnx); }});
   b->connections_gauge_ = active_connections_gauge(b->config_.cluster_name);
   asio::ip::tcp::acceptor* plain = b->acceptor_.get();
-  asio::co_spawn(
-      b->loops_.front()->io, [raw, plain]() { return raw->accept_loop(plain, false); },
-      asio::detached);
+  const Executor first = b->executor();
+  spawn_in(b->gate_, first, [raw, plain]() { return raw->accept_loop(plain, false); });
   if (b->tls_acceptor_) {
     asio::ip::tcp::acceptor* tls = b->tls_acceptor_.get();
-    asio::co_spawn(
-        b->loops_.front()->io, [raw, tls]() { return raw->accept_loop(tls, true); },
-        asio::detached);
+    spawn_in(b->gate_, first, [raw, tls]() { return raw->accept_loop(tls, true); });
   }
-  asio::co_spawn(
-      b->loops_.front()->io, [raw]() { return raw->gauge_loop(); }, asio::detached);
+  b->gauge_timer_ = std::make_unique<asio::steady_timer>(b->loops_.front()->io);
+  spawn_in(b->gate_, first, [raw]() { return raw->gauge_loop(); });
   TopicRegistry* topics = b->topics_.get();
   for (size_t i = 0; i < b->loops_.size(); ++i) {
     Loop* l = b->loops_[i].get();
-    asio::co_spawn(
-        l->io, [topics, i]() { return topics->maintain(i); }, asio::detached);
+    spawn_in(b->gate_, l->io.get_executor(), [topics, i]() { return topics->maintain(i); });
     l->thread = std::thread([l] {
       auto guard = asio::make_work_guard(l->io);
       l->io.run();
@@ -152,6 +148,7 @@ void Broker::stop() {
     boost::system::error_code ec;
     if (acceptor_) acceptor_->close(ec);
     if (tls_acceptor_) tls_acceptor_->close(ec);
+    if (gauge_timer_) gauge_timer_->cancel();
   };
   if (loops_.front()->thread.joinable()) {
     std::promise<void> closed;
@@ -186,12 +183,18 @@ void Broker::stop() {
           // runs: their coroutines finish instead of waiting forever on a stopped loop
           // (holding the ledger that holds them).
           co_await l->bk->client().close();
-          for (int i = 0; i < 3; ++i) co_await asio::post(l->io.get_executor(), asio::use_awaitable);
         },
         [&](std::exception_ptr) { done.set_value(); });
     if (l->thread.joinable()) done.get_future().wait();
   }
-  // 3. The loops.
+  // 3. Every coroutine of a connection, topic or the broker itself has ended (they were
+  // told to: sockets, cursors and timers are closed) before the loops stop, so none is left
+  // suspended holding what is torn down next.
+  gate_.close();
+  if (loops_.front()->thread.joinable() && !gate_.wait(std::chrono::seconds(10))) {
+    log_.warn("stopping with {} tasks still running after 10 s", gate_.count());
+  }
+  // 4. The loops.
   for (auto& loop : loops_) {
     loop->io.stop();
     if (loop->thread.joinable()) loop->thread.join();
@@ -221,7 +224,7 @@ Task<void> Broker::accept_loop(asio::ip::tcp::acceptor* acceptor, bool tls) {
       auto handshake = [this, socket = std::move(socket)]() mutable {
         return handshake_then_serve(std::move(socket));
       };
-      asio::co_spawn(loop.io, std::move(handshake), asio::detached);
+      spawn_in(gate_, loop.io.get_executor(), std::move(handshake));
       continue;
     }
     auto cnx = std::make_shared<Connection>(*connection_context_, net::tcp_stream(std::move(socket)));
@@ -264,7 +267,7 @@ int64_t Broker::connection_count() const {
 }
 
 BrokerServices Broker::services() {
-  return BrokerServices{config_, stores_, *topics_, *namespaces_, *schemas_};
+  return BrokerServices{config_, stores_, *topics_, *namespaces_, *schemas_, gate_};
 }
 
 std::string Broker::next_producer_name() {
@@ -277,11 +280,10 @@ Task<void> Broker::gauge_loop() {
       milliseconds(static_cast<int64_t>(std::min(config_.message_expiry_check_interval_minutes * 60000,
                                                  config_.backlog_quota_check_interval_seconds * 1000.0))),
       milliseconds(10), milliseconds(1000));
-  asio::steady_timer timer(loops_.front()->io);
   while (!stopped_) {
-    timer.expires_after(tick);
+    gauge_timer_->expires_after(tick);
     boost::system::error_code ec;
-    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_await gauge_timer_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (stopped_) co_return;
     connections_gauge_->set(static_cast<double>(connection_count()));
   }

@@ -20,7 +20,10 @@
 
 #include "broker/config/broker_config.h"
 #include "broker/service/broker_services.h"
+#include <boost/asio/steady_timer.hpp>
+
 #include "common/asio.h"
+#include "common/gate.h"
 #include "common/logging.h"
 
 namespace magnetar::ledger {
@@ -94,6 +97,9 @@ class Broker {
   BrokerConfig config_;
   metadata::MetadataStores stores_;
   log::Logger log_;
+  // Every coroutine spawned by the broker, its connections and topics joins it; stop() waits
+  // for them. Declared before the loops: it outlives the frames they destroy.
+  Gate gate_;
   std::vector<std::unique_ptr<Loop>> loops_;
   std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
   std::unique_ptr<asio::ip::tcp::acceptor> tls_acceptor_;  // with brokerServicePortTls
@@ -103,6 +109,7 @@ class Broker {
   std::unique_ptr<TopicRegistry> topics_;
   std::unique_ptr<ConnectionContext> connection_context_;
   std::shared_ptr<metrics::Gauge> connections_gauge_;
+  std::unique_ptr<asio::steady_timer> gauge_timer_;  // gauge_loop()'s, on the first loop
   int port_ = 0;
   int tls_port_ = 0;
   std::atomic<bool> stopped_{false};

@@ -61,6 +61,8 @@ Task<Response> clear_bundle_backlog(BrokerServices broker, std::string ns, Bundl
       }
       co_return Status::OK();
     };
+    auto held = broker.gate.enter();  // the broker's task group (see topic_access.cc)
+    if (!held) co_return error(503, "the broker is stopping");
     auto st = co_await run_on<Status>(t->executor(), std::move(work));
     if (!st->ok()) co_return broker_error(*st);
   }

@@ -59,6 +59,9 @@ std::vector<std::string> topic_rest(const Request& req) {
 }
 
 Task<Response> with_topic(BrokerServices broker, protocol::TopicName name, TopicFn fn) {
+  // Work on the topic's loop joins the broker's task group: none starts once it stops.
+  auto held = broker.gate.enter();
+  if (!held) co_return error(503, "the broker is stopping");
   // A partition of an existing partitioned topic is created on first use.
   bool create = false;
   if (name.is_partition()) {

@@ -40,9 +40,10 @@ std::optional<BrokerUrls> BrokerUrls::from_json(std::string_view json) {
 }
 
 NamespaceService::NamespaceService(Executor executor, metadata::MetadataStores stores,
-                                   const BrokerConfig& config, BrokerUrls self)
+                                   const BrokerConfig& config, Gate& gate, BrokerUrls self)
     : stores_(std::move(stores)),
       config_(config),
+      gate_(gate),
       self_(std::move(self)),
       executor_(std::move(executor)),
       store_(*stores_.cluster),
@@ -360,9 +361,8 @@ void NamespaceService::stop_serving(const char* why) {
     return true;
   };
   BundleTopics* topics = topics_;
-  asio::co_spawn(
-      executor_, [topics, all]() -> Task<void> { (void)co_await topics->close_topics(all); },
-      asio::detached);
+  spawn_in(gate_, executor_,
+           [topics, all]() -> Task<void> { (void)co_await topics->close_topics(all); });
 }
 
 void NamespaceService::on_session_event(metadata::SessionEvent event) {

@@ -36,6 +36,7 @@
 #include "broker/namespace/bundle_topics.h"
 #include "broker/namespace/bundles.h"
 #include "common/asio.h"
+#include "common/gate.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "metadata/metadata_store.h"
@@ -68,8 +69,9 @@ class NamespaceService {
  public:
   // `executor`: where the state lives (the broker's first loop). `config` outlives the
   // service; set_topics() and set_load_manager() name what the service works with.
+  // `gate`: the broker's task group, which the service's own coroutines join.
   NamespaceService(Executor executor, metadata::MetadataStores stores, const BrokerConfig& config,
-                   BrokerUrls self);
+                   Gate& gate, BrokerUrls self);
   ~NamespaceService();
 
   // Listens to the cluster store's session.
@@ -133,6 +135,7 @@ class NamespaceService {
 
   const metadata::MetadataStores stores_;
   const BrokerConfig& config_;
+  Gate& gate_;
   const BrokerUrls self_;
   LoadManager* load_ = nullptr;
   BundleTopics* topics_ = nullptr;

@@ -3,6 +3,7 @@
 // Made by the wiring (broker.cc); every reference outlives whatever is given the struct.
 
 #include "broker/config/broker_config.h"
+#include "common/gate.h"
 #include "metadata/metadata_store.h"
 
 namespace magnetar::broker {
@@ -17,6 +18,8 @@ struct BrokerServices {
   TopicRegistry& topics;
   NamespaceService& namespaces;
   SchemaRegistry& schemas;
+  // The broker's task group: work on the broker's loops joins it (Broker::stop waits for it).
+  Gate& gate;
 };
 
 }  // namespace magnetar::broker

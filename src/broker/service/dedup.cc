@@ -8,14 +8,15 @@ namespace magnetar::broker {
 using mledger::Position;
 
 Deduplication::Deduplication(std::shared_ptr<mledger::ManagedCursor> cursor, Executor executor,
-                             std::map<std::string, int64_t> persisted)
+                             Gate& gate, std::map<std::string, int64_t> persisted)
     : cursor_(std::move(cursor)),
       executor_(std::move(executor)),
+      gate_(gate),
       pushed_(persisted),
       persisted_(std::move(persisted)) {}
 
 Task<Result<std::unique_ptr<Deduplication>>> Deduplication::open(mledger::ManagedLedger& ml,
-                                                                  Executor executor) {
+                                                                  Executor executor, Gate& gate) {
   auto cursor = co_await ml.open_cursor(kCursor, mledger::InitialPosition::kEarliest);
   if (!cursor.ok()) co_return cursor.status();
   (*cursor)->set_active(false);
@@ -44,7 +45,7 @@ Task<Result<std::unique_ptr<Deduplication>>> Deduplication::open(mledger::Manage
       .info("deduplication on: {} producers known, {} entries replayed", persisted.size(),
             replayed);
   co_return std::unique_ptr<Deduplication>(
-      new Deduplication(*cursor, std::move(executor), std::move(persisted)));
+      new Deduplication(*cursor, std::move(executor), gate, std::move(persisted)));
 }
 
 Deduplication::Verdict Deduplication::check(const std::string& producer, int64_t sequence_id,
@@ -66,12 +67,9 @@ void Deduplication::persisted(const std::string& producer, int64_t highest, Posi
   persisted_since_snapshot_ = 0;
   auto cursor = cursor_;
   std::map<std::string, int64_t> snapshot = persisted_;
-  asio::co_spawn(
-      executor_,
-      [cursor, position, snapshot]() -> Task<void> {
-        (void)co_await cursor->mark_delete(position, snapshot);
-      },
-      asio::detached);
+  spawn_in(gate_, executor_, [cursor, position, snapshot]() -> Task<void> {
+    (void)co_await cursor->mark_delete(position, snapshot);
+  });
 }
 
 int64_t Deduplication::last_sequence_id(const std::string& producer) const {

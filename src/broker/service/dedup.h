@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/asio.h"
+#include "common/gate.h"
 #include "common/status.h"
 #include "mledger/managed_ledger.h"
 
@@ -24,9 +25,10 @@ class Deduplication {
   static constexpr const char* kCursor = "pulsar.dedup";
   enum class Verdict { kNew, kDuplicate, kInFlight };
 
-  // Opens the cursor and replays what was stored after its snapshot.
+  // Opens the cursor and replays what was stored after its snapshot. Snapshots are written
+  // on `executor` (the topic's loop) by coroutines that join `gate`, which outlives this.
   static Task<Result<std::unique_ptr<Deduplication>>> open(mledger::ManagedLedger& ledger,
-                                                           Executor executor);
+                                                           Executor executor, Gate& gate);
 
   // Classifies a send; kNew also records it as pushed.
   Verdict check(const std::string& producer, int64_t sequence_id, int64_t highest);
@@ -35,11 +37,12 @@ class Deduplication {
   int64_t last_sequence_id(const std::string& producer) const;
 
  private:
-  Deduplication(std::shared_ptr<mledger::ManagedCursor> cursor, Executor executor,
+  Deduplication(std::shared_ptr<mledger::ManagedCursor> cursor, Executor executor, Gate& gate,
                 std::map<std::string, int64_t> persisted);
 
   std::shared_ptr<mledger::ManagedCursor> cursor_;
   Executor executor_;
+  Gate& gate_;
   std::map<std::string, int64_t> pushed_;
   std::map<std::string, int64_t> persisted_;
   int64_t persisted_since_snapshot_ = 0;

@@ -12,32 +12,25 @@ namespace magnetar::broker {
 
 using mledger::Position;
 
-Dispatcher::Dispatcher(Executor executor, std::shared_ptr<DispatchCursor> cursor,
+Dispatcher::Dispatcher(Executor executor, Gate& gate, std::shared_ptr<DispatchCursor> cursor,
                        DispatchOptions options, log::Logger log)
     : executor_(std::move(executor)),
+      gate_(gate),
       cursor_(std::move(cursor)),
       options_(options),
       log_(std::move(log)) {}
 
-std::shared_ptr<Dispatcher> make_dispatcher(SubType type, Executor executor,
+std::shared_ptr<Dispatcher> make_dispatcher(SubType type, Executor executor, Gate& gate,
                                             std::shared_ptr<DispatchCursor> cursor,
                                             DispatchOptions options, log::Logger log) {
+  DispatcherFactory make = make_exclusive_dispatcher;
   switch (type) {
-    case wire::CommandSubscribe::Exclusive:
-      return make_exclusive_dispatcher(std::move(executor), std::move(cursor), options,
-                                       std::move(log));
-    case wire::CommandSubscribe::Failover:
-      return make_failover_dispatcher(std::move(executor), std::move(cursor), options,
-                                      std::move(log));
-    case wire::CommandSubscribe::Shared:
-      return make_shared_dispatcher(std::move(executor), std::move(cursor), options,
-                                    std::move(log));
-    case wire::CommandSubscribe::Key_Shared:
-      return make_key_shared_dispatcher(std::move(executor), std::move(cursor), options,
-                                        std::move(log));
+    case wire::CommandSubscribe::Exclusive: make = make_exclusive_dispatcher; break;
+    case wire::CommandSubscribe::Failover: make = make_failover_dispatcher; break;
+    case wire::CommandSubscribe::Shared: make = make_shared_dispatcher; break;
+    case wire::CommandSubscribe::Key_Shared: make = make_key_shared_dispatcher; break;
   }
-  return make_exclusive_dispatcher(std::move(executor), std::move(cursor), options,
-                                   std::move(log));
+  return make(std::move(executor), gate, std::move(cursor), options, std::move(log));
 }
 
 Status Dispatcher::check_join(const Consumer&) const { return Status::OK(); }
@@ -165,10 +158,8 @@ void Dispatcher::restart() {
 
 void Dispatcher::trigger() {
   if (closed_ || dispatching_ || consumers_.empty() || available_permits() <= 0) return;
-  dispatching_ = true;
   auto self = shared_from_this();
-  asio::co_spawn(
-      executor_, [self]() { return self->dispatch_loop(); }, asio::detached);
+  dispatching_ = spawn_in(gate_, executor_, [self]() { return self->dispatch_loop(); });
 }
 
 void Dispatcher::disconnect_all() {

@@ -19,6 +19,7 @@
 #include "broker/service/dispatch_cursor.h"
 #include "broker/service/entry_metadata.h"
 #include "common/asio.h"
+#include "common/gate.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "proto/pulsar_api.pb.h"
@@ -41,8 +42,9 @@ struct DispatchOptions {
 
 class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
  public:
-  Dispatcher(Executor executor, std::shared_ptr<DispatchCursor> cursor, DispatchOptions options,
-             log::Logger log);
+  // `gate`: the broker's task group, which every dispatch loop joins; outlives the dispatcher.
+  Dispatcher(Executor executor, Gate& gate, std::shared_ptr<DispatchCursor> cursor,
+             DispatchOptions options, log::Logger log);
   virtual ~Dispatcher() = default;
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
@@ -109,6 +111,7 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   void update_blocked(Consumer& consumer);
 
   const Executor executor_;
+  Gate& gate_;
   const std::shared_ptr<DispatchCursor> cursor_;
   const DispatchOptions options_;
   log::Logger log_;
@@ -127,18 +130,25 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   std::function<void(int, int64_t)> on_sent_;
 };
 
-std::shared_ptr<Dispatcher> make_dispatcher(SubType type, Executor executor,
+std::shared_ptr<Dispatcher> make_dispatcher(SubType type, Executor executor, Gate& gate,
                                             std::shared_ptr<DispatchCursor> cursor,
                                             DispatchOptions options, log::Logger log);
 
 // The kinds (one file each).
-std::shared_ptr<Dispatcher> make_exclusive_dispatcher(Executor, std::shared_ptr<DispatchCursor>,
+using DispatcherFactory = std::shared_ptr<Dispatcher> (*)(Executor, Gate&,
+                                                          std::shared_ptr<DispatchCursor>,
+                                                          DispatchOptions, log::Logger);
+std::shared_ptr<Dispatcher> make_exclusive_dispatcher(Executor, Gate&,
+                                                      std::shared_ptr<DispatchCursor>,
                                                       DispatchOptions, log::Logger);
-std::shared_ptr<Dispatcher> make_failover_dispatcher(Executor, std::shared_ptr<DispatchCursor>,
+std::shared_ptr<Dispatcher> make_failover_dispatcher(Executor, Gate&,
+                                                     std::shared_ptr<DispatchCursor>,
                                                      DispatchOptions, log::Logger);
-std::shared_ptr<Dispatcher> make_shared_dispatcher(Executor, std::shared_ptr<DispatchCursor>,
+std::shared_ptr<Dispatcher> make_shared_dispatcher(Executor, Gate&,
+                                                   std::shared_ptr<DispatchCursor>,
                                                    DispatchOptions, log::Logger);
-std::shared_ptr<Dispatcher> make_key_shared_dispatcher(Executor, std::shared_ptr<DispatchCursor>,
+std::shared_ptr<Dispatcher> make_key_shared_dispatcher(Executor, Gate&,
+                                                       std::shared_ptr<DispatchCursor>,
                                                        DispatchOptions, log::Logger);
 
 }  // namespace magnetar::broker

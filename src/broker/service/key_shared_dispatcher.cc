@@ -109,10 +109,10 @@ class KeySharedDispatcher final : public SharedKindDispatcher {
 
 }  // namespace
 
-std::shared_ptr<Dispatcher> make_key_shared_dispatcher(Executor executor,
+std::shared_ptr<Dispatcher> make_key_shared_dispatcher(Executor executor, Gate& gate,
                                                        std::shared_ptr<DispatchCursor> cursor,
                                                        DispatchOptions options, log::Logger log) {
-  return std::make_shared<KeySharedDispatcher>(std::move(executor), std::move(cursor), options,
+  return std::make_shared<KeySharedDispatcher>(std::move(executor), gate, std::move(cursor), options,
                                                std::move(log));
 }
 

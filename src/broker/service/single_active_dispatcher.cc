@@ -111,17 +111,17 @@ class FailoverDispatcher final : public SingleActiveDispatcher {
 
 }  // namespace
 
-std::shared_ptr<Dispatcher> make_exclusive_dispatcher(Executor executor,
+std::shared_ptr<Dispatcher> make_exclusive_dispatcher(Executor executor, Gate& gate,
                                                       std::shared_ptr<DispatchCursor> cursor,
                                                       DispatchOptions options, log::Logger log) {
-  return std::make_shared<ExclusiveDispatcher>(std::move(executor), std::move(cursor), options,
+  return std::make_shared<ExclusiveDispatcher>(std::move(executor), gate, std::move(cursor), options,
                                                std::move(log));
 }
 
-std::shared_ptr<Dispatcher> make_failover_dispatcher(Executor executor,
+std::shared_ptr<Dispatcher> make_failover_dispatcher(Executor executor, Gate& gate,
                                                      std::shared_ptr<DispatchCursor> cursor,
                                                      DispatchOptions options, log::Logger log) {
-  return std::make_shared<FailoverDispatcher>(std::move(executor), std::move(cursor), options,
+  return std::make_shared<FailoverDispatcher>(std::move(executor), gate, std::move(cursor), options,
                                               std::move(log));
 }
 

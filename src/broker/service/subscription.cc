@@ -38,7 +38,7 @@ Subscription::Subscription(PersistentTopic& topic, std::string name, SubType typ
 }
 
 void Subscription::use_dispatcher(SubType type) {
-  auto next = make_dispatcher(type, topic_.executor(), dispatch_cursor_, dispatch_options(topic_),
+  auto next = make_dispatcher(type, topic_.executor(), topic_.gate(), dispatch_cursor_, dispatch_options(topic_),
                               log_);
   if (dispatcher_) next->take_redeliveries_from(*dispatcher_);
   // (Copies, not `this`: a dispatch loop may outlive the subscription by a few steps.)

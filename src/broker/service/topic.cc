@@ -31,10 +31,11 @@ std::string encode_component(std::string_view s) {
 
 }  // namespace
 
-PersistentTopic::PersistentTopic(const BrokerConfig& config, Executor executor,
+PersistentTopic::PersistentTopic(const BrokerConfig& config, Gate& gate, Executor executor,
                                  protocol::TopicName name,
                                  std::shared_ptr<mledger::ManagedLedger> ml)
     : config_(config),
+      gate_(gate),
       executor_(std::move(executor)),
       name_(std::move(name)),
       ml_(std::move(ml)),
@@ -129,7 +130,7 @@ int64_t PersistentTopic::last_sequence_id(const std::string& producer) const {
 
 Task<Status> PersistentTopic::enable_deduplication() {
   auto self = shared_from_this();
-  auto dedup = co_await Deduplication::open(*ml_, executor_);
+  auto dedup = co_await Deduplication::open(*ml_, executor_, gate_);
   if (!dedup.ok()) co_return dedup.status();
   dedup_ = std::move(*dedup);
   co_return Status::OK();

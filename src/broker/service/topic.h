@@ -26,6 +26,7 @@
 #include "broker/service/subscription.h"
 #include "common/asio.h"
 #include "common/buffer.h"
+#include "common/gate.h"
 #include "common/logging.h"
 #include "mledger/managed_ledger.h"
 #include "protocol/topic_name.h"
@@ -42,15 +43,16 @@ struct SendInfo {
 
 class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
  public:
-  // `executor`: the event loop that owns the topic (and its managed ledger). `config`
-  // outlives the topic.
-  PersistentTopic(const BrokerConfig& config, Executor executor, protocol::TopicName name,
-                  std::shared_ptr<mledger::ManagedLedger> ml);
+  // `executor`: the event loop that owns the topic (and its managed ledger). `config` and
+  // `gate` (the broker's task group, joined by every coroutine the topic spawns) outlive it.
+  PersistentTopic(const BrokerConfig& config, Gate& gate, Executor executor,
+                  protocol::TopicName name, std::shared_ptr<mledger::ManagedLedger> ml);
   const Executor& executor() const { return executor_; }
   const protocol::TopicName& name() const { return name_; }
   mledger::ManagedLedger& ledger() { return *ml_; }
   const std::shared_ptr<mledger::ManagedLedger>& ledger_ptr() const { return ml_; }
   const BrokerConfig& config() const { return config_; }
+  Gate& gate() const { return gate_; }
 
   // Adds a producer per its access mode. WaitForExclusive producers that cannot be
   // exclusive yet are queued (kQueued): `promoted` runs when they become the topic's
@@ -108,6 +110,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
 
  private:
   const BrokerConfig& config_;
+  Gate& gate_;
   const Executor executor_;
   const protocol::TopicName name_;
   std::shared_ptr<mledger::ManagedLedger> ml_;

@@ -26,8 +26,8 @@ std::string partitioned_path(const protocol::TopicName& name) {
 }  // namespace
 
 TopicRegistry::TopicRegistry(std::vector<Loop> loops, metadata::MetadataStores stores,
-                             const BrokerConfig& config, NamespaceService& namespaces)
-    : stores_(std::move(stores)), config_(config), namespaces_(namespaces) {
+                             const BrokerConfig& config, NamespaceService& namespaces, Gate& gate)
+    : stores_(std::move(stores)), config_(config), namespaces_(namespaces), gate_(gate) {
   for (auto& loop : loops) loops_.push_back(std::make_unique<LoopState>(LoopState{loop, {}, {}}));
 }
 
@@ -115,7 +115,7 @@ Task<Result<std::shared_ptr<PersistentTopic>>> TopicRegistry::load_topic(LoopSta
     finish();
     co_return ml.status();
   }
-  auto topic = std::make_shared<PersistentTopic>(config_, state->loop.executor, name, *ml);
+  auto topic = std::make_shared<PersistentTopic>(config_, gate_, state->loop.executor, name, *ml);
   topic->set_policies(policies);
   if (policies.deduplication) {
     Status st = co_await topic->enable_deduplication();
@@ -271,11 +271,11 @@ Task<void> TopicRegistry::maintain(size_t index) {
       std::clamp(std::min(ttl_period, quota_period), milliseconds(10), milliseconds(1000));
   auto next_ttl = std::chrono::steady_clock::now() + ttl_period;
   auto next_quota = std::chrono::steady_clock::now() + quota_period;
-  asio::steady_timer timer(state->loop.executor);
+  state->tick = std::make_unique<asio::steady_timer>(state->loop.executor);
   while (!stopped_) {
-    timer.expires_after(tick);
+    state->tick->expires_after(tick);
     boost::system::error_code ec;
-    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_await state->tick->async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (stopped_) co_return;
     const auto now = std::chrono::steady_clock::now();
     const bool ttl_due = now >= next_ttl, quota_due = now >= next_quota;
@@ -293,6 +293,7 @@ Task<void> TopicRegistry::maintain(size_t index) {
 
 Task<void> TopicRegistry::close_loop(size_t index) {
   LoopState* state = loops_[index].get();
+  if (state->tick) state->tick->cancel();
   auto topics = state->topics;
   for (auto& [name, topic] : topics) co_await topic->close();
   state->topics.clear();

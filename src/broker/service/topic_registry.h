@@ -10,6 +10,7 @@
 // stores, the config and the namespace service outlive the registry.
 
 #include <atomic>
+#include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "broker/config/broker_config.h"
 #include "broker/namespace/bundle_topics.h"
 #include "common/asio.h"
+#include "common/gate.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "metadata/metadata_store.h"
@@ -39,8 +41,9 @@ class TopicRegistry final : public BundleTopics {
     Executor executor;
     mledger::ManagedLedgerFactory* factory;
   };
+  // `gate`: the broker's task group, which the topics' coroutines join.
   TopicRegistry(std::vector<Loop> loops, metadata::MetadataStores stores,
-                const BrokerConfig& config, NamespaceService& namespaces);
+                const BrokerConfig& config, NamespaceService& namespaces, Gate& gate);
   ~TopicRegistry() override;
 
   // The loop that owns a topic.
@@ -80,6 +83,7 @@ class TopicRegistry final : public BundleTopics {
  private:
   struct LoopState {
     Loop loop;
+    std::unique_ptr<asio::steady_timer> tick;  // maintain()'s; close_loop() cancels it
     std::map<std::string, std::shared_ptr<PersistentTopic>> topics;
     std::map<std::string, std::vector<std::function<void(bool)>>> loading;
   };
@@ -91,6 +95,7 @@ class TopicRegistry final : public BundleTopics {
   const metadata::MetadataStores stores_;
   const BrokerConfig& config_;
   NamespaceService& namespaces_;
+  Gate& gate_;
   log::Logger log_{"broker"};
   std::atomic<bool> stopped_{false};
 };

@@ -134,7 +134,7 @@ class FakeSink final : public ConsumerSink {
 class DispatcherTest : public ::testing::Test {
  protected:
   std::shared_ptr<Dispatcher> make(SubType type, DispatchOptions options = {}) {
-    return make_dispatcher(type, loop_.executor(), cursor_, options, log::Logger("test"));
+    return make_dispatcher(type, loop_.executor(), gate_, cursor_, options, log::Logger("test"));
   }
   std::shared_ptr<Consumer> consumer(uint64_t id, std::string name = "", int priority = 0) {
     return std::make_shared<Consumer>(sink_, id, name.empty() ? "c" + std::to_string(id) : name,
@@ -145,6 +145,7 @@ class DispatcherTest : public ::testing::Test {
     return loop_.run_until([&] { return sink_->sent.size() >= n; }, std::chrono::seconds(5));
   }
 
+  Gate gate_;  // outlives the loop (and the frames it destroys)
   testing::EventLoop loop_;
   std::shared_ptr<FakeCursor> cursor_ = std::make_shared<FakeCursor>(loop_.executor());
   std::shared_ptr<FakeSink> sink_ = std::make_shared<FakeSink>();
@@ -381,12 +382,26 @@ TEST_F(DispatcherTest, CloseDisconnectsEveryConsumerAndNoDispatchStartsAgain) {
   ASSERT_TRUE(d->add_consumer(c2).ok());
   d->flow(c1, 10);
   loop_.run_for(std::chrono::milliseconds(10));  // the loop waits for entries
+  EXPECT_EQ(gate_.count(), 1);  // the dispatch loop joined the task group
   d->close();
   EXPECT_EQ(sink_->closed, (std::vector<uint64_t>{1, 2}));
   EXPECT_TRUE(d->consumers().empty());
   cursor_->append();
   loop_.run_for(std::chrono::milliseconds(20));
   EXPECT_TRUE(sink_->sent.empty());
+  EXPECT_EQ(gate_.count(), 0);  // and left it when its wait was cancelled
+}
+
+TEST_F(DispatcherTest, NoDispatchStartsOnceTheTaskGroupIsClosed) {
+  auto d = make(wire::CommandSubscribe::Exclusive);
+  auto c1 = consumer(1);
+  ASSERT_TRUE(d->add_consumer(c1).ok());
+  cursor_->append();
+  gate_.close();
+  d->flow(c1, 10);
+  loop_.run_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(sink_->sent.empty());
+  EXPECT_EQ(gate_.count(), 0);
 }
 
 }  // namespace

@@ -11,7 +11,6 @@
 #include "broker/service/subscription.h"
 #include "broker/service/topic.h"
 #include "broker/service/topic_registry.h"
-#include "common/write_batch.h"
 
 namespace magnetar::broker {
 
@@ -44,7 +43,7 @@ Connection::Connection(ConnectionContext& context, std::unique_ptr<net::Stream> 
       log_(log::Logger("broker.cnx")),
       decoder_(protocol::DecoderOptions{
           static_cast<uint32_t>(context.config.max_message_size) + 10 * 1024, true}),
-      write_wakeup_(executor_),
+      outbox_(executor_, net::OutboxOptions{512, 4 << 20}),
       read_wakeup_(executor_),
       keep_alive_(executor_) {
   log_ = log_.with("remote", remote_);
@@ -57,19 +56,19 @@ void Connection::start() {
   auto self = shared_from_this();
   loop_thread_ = std::this_thread::get_id();
   last_received_ms_ = now_ms();
-  asio::co_spawn(
-      executor_, [self]() { return self->read_loop(); }, asio::detached);
-  asio::co_spawn(
-      executor_, [self]() { return self->write_loop(); }, asio::detached);
-  asio::co_spawn(
-      executor_, [self]() { return self->keep_alive_loop(); }, asio::detached);
+  spawn([self]() { return self->read_loop(); });
+  spawn([self]() -> Task<void> {
+    co_await self->outbox_.run(*self->stream_, [self](const boost::system::error_code& ec) {
+      self->log_.debug("write failed: {}", net::describe_error(ec));
+      self->close();
+    });
+  });
+  spawn([self]() { return self->keep_alive_loop(); });
 }
 
 void Connection::write(BufferChain frame) {
   on_my_loop([self = shared_from_this(), frame = std::move(frame)]() mutable {
-    if (self->closed_) return;
-    self->out_.push_back(std::move(frame));
-    self->write_wakeup_.cancel();
+    self->outbox_.push(std::move(frame));  // dropped once closed
   });
 }
 
@@ -85,7 +84,7 @@ void Connection::close() {
   if (closed_) return;
   closed_ = true;
   stream_->close();
-  write_wakeup_.cancel();
+  outbox_.close();
   read_wakeup_.cancel();
   keep_alive_.cancel();
   // Producers and consumers of this connection go away with it, on their topics' loops.
@@ -104,30 +103,6 @@ void Connection::close() {
   consumers_.clear();
   context_.closed(this);
   log_.debug("connection closed");
-}
-
-Task<void> Connection::write_loop() {
-  auto self = shared_from_this();
-  std::vector<asio::const_buffer> buffers;
-  std::vector<BufferChain> batch;  // keeps the written frames alive
-  while (!closed_) {
-    if (out_.empty()) {
-      write_wakeup_.expires_at(asio::steady_timer::time_point::max());
-      boost::system::error_code ec;
-      co_await write_wakeup_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      continue;
-    }
-    // Everything queued goes out in one gathered write.
-    take_write_batch(out_, batch, buffers, 512, 4 * 1024 * 1024);
-    boost::system::error_code ec;
-    co_await stream_->write(buffers, ec);
-    if (ec) {
-      log_.debug("write failed: {}", net::describe_error(ec));
-      close();
-      co_return;
-    }
-    batch.clear();  // the frames are written: release them now
-  }
 }
 
 Task<void> Connection::read_loop() {

@@ -14,7 +14,6 @@
 // brokerServicePortTls once the broker has completed the handshake; nothing here differs.
 
 #include <boost/asio/steady_timer.hpp>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,7 +25,9 @@
 #include "broker/wire/server_error.h"
 #include "common/asio.h"
 #include "common/buffer.h"
+#include "common/gate.h"
 #include "common/logging.h"
+#include "net/outbox.h"
 #include "net/stream.h"
 #include "protocol/frame.h"
 #include "protocol/topic_name.h"
@@ -47,6 +48,8 @@ struct ConnectionContext {
   TopicRegistry& topics;
   NamespaceService& namespaces;
   SchemaRegistry& schemas;
+  // The broker's task group: every coroutine a connection spawns joins it.
+  Gate& gate;
   // A name for a producer that did not choose one.
   std::function<std::string()> next_producer_name;
   // The connection closed (from its loop).
@@ -93,7 +96,6 @@ class Connection final : public ConsumerSink,
   };
 
   Task<void> read_loop();
-  Task<void> write_loop();
   Task<void> keep_alive_loop();
   // False when the connection must close.
   bool handle(protocol::Frame& frame);
@@ -146,11 +148,16 @@ class Connection final : public ConsumerSink,
       asio::post(executor_, std::forward<F>(f));
     }
   }
-  // Runs a coroutine lambda on this connection's executor. The lambda object itself is
-  // handed over (never an already-invoked temporary), so its captures outlive the coroutine.
+  // Runs a coroutine lambda on `executor` (this connection's by default) in the broker's task
+  // group; nothing runs once the broker is stopping. The lambda object itself is handed over
+  // (never an already-invoked temporary), so its captures outlive the coroutine.
   template <typename F>
   void spawn(F&& coroutine) {
-    asio::co_spawn(executor_, std::forward<F>(coroutine), asio::detached);
+    spawn_in(context_.gate, executor_, std::forward<F>(coroutine));
+  }
+  template <typename F>
+  void spawn_on(const Executor& executor, F&& coroutine) {
+    spawn_in(context_.gate, executor, std::forward<F>(coroutine));
   }
 
   ConnectionContext& context_;
@@ -166,8 +173,7 @@ class Connection final : public ConsumerSink,
   int protocol_version_ = 0;
   bool broker_entry_metadata_ = false;
 
-  std::deque<BufferChain> out_;
-  asio::steady_timer write_wakeup_;
+  net::Outbox outbox_;  // frames queued for the client, written in gathered writes
   asio::steady_timer read_wakeup_;  // back-pressure: reads wait here
   asio::steady_timer keep_alive_;
   int64_t last_received_ms_ = 0;

@@ -37,7 +37,7 @@ void Connection::handle_ack(const wire::CommandAck& ack) {
   const bool cumulative = ack.ack_type() == wire::CommandAck::Cumulative;
   auto self = shared_from_this();
   auto subscription = it->second.subscription;
-  asio::co_spawn(
+  spawn_on(
       it->second.topic->executor(),
       [self, subscription, cumulative, positions = std::move(positions),
        properties = std::move(properties), consumer_id = ack.consumer_id(),
@@ -56,8 +56,7 @@ void Connection::handle_ack(const wire::CommandAck& ack) {
           r->set_message(failure.message);
         }
         self->write_command(cmd);
-      },
-      asio::detached);
+      });
 }
 
 void Connection::handle_redeliver(const wire::CommandRedeliverUnacknowledgedMessages& req) {

@@ -23,7 +23,7 @@ void Connection::handle_seek(const wire::CommandSeek& req) {
   auto self = shared_from_this();
   auto entry = it->second;
   // On the topic's loop: find the target, reset the cursor, answer, disconnect consumers.
-  asio::co_spawn(
+  spawn_on(
       entry.topic->executor(),
       [self, entry, req]() -> Task<void> {
         auto& ml = entry.topic->ledger();
@@ -53,8 +53,7 @@ void Connection::handle_seek(const wire::CommandSeek& req) {
         self->send_success(req.request_id());
         // As Pulsar does: the subscription's consumers reconnect and read from there.
         entry.subscription->disconnect_all();
-      },
-      asio::detached);
+      });
 }
 
 void Connection::handle_get_last_message_id(const wire::CommandGetLastMessageId& req) {
