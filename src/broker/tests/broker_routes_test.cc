@@ -1,4 +1,4 @@
-// The broker's own HTTP endpoints (broker_routes.h) over HTTP: a whole BrokerServer (web port,
+// The broker's own HTTP endpoints (lookup, topics, bundles, brokers: broker/admin/) over HTTP: a whole BrokerServer (web port,
 // broker, load manager) and an in-process bookie over a memory: metadata store; the cluster,
 // tenant and namespace made through the admin REST API itself; requests sent with the blocking
 // http::HttpClient and messages produced with testing::PulsarTestClient.
