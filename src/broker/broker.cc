@@ -102,10 +102,10 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   b->namespaces_->set_topics(b->topics_.get());
   b->namespaces_->start();
   Broker* raw = b.get();
-  b->connection_context_ = std::make_unique<ConnectionContext>(ConnectionContext{
-      b->config_, *b->topics_, *b->namespaces_, *b->schemas_, b->gate_,
-      [raw] { return raw->next_producer_name(); },
-      [raw](Connection* cnx) { raw->forget_connection(cnx); }});
+  b->connection_context_ = std::make_unique<ConnectionContext>(
+      ConnectionContext{b->config_, *b->topics_, *b->namespaces_, *b->schemas_, b->gate_,
+                        [raw] { return raw->next_producer_name(); },
+                        [raw](Connection* cnx) { raw->forget_connection(cnx); }});
   b->connections_gauge_ = active_connections_gauge(b->config_.cluster_name);
   asio::ip::tcp::acceptor* plain = b->acceptor_.get();
   const Executor first = b->executor();
@@ -227,7 +227,8 @@ Task<void> Broker::accept_loop(asio::ip::tcp::acceptor* acceptor, bool tls) {
       spawn_in(gate_, loop.io.get_executor(), std::move(handshake));
       continue;
     }
-    auto cnx = std::make_shared<Connection>(*connection_context_, net::tcp_stream(std::move(socket)));
+    auto cnx =
+        std::make_shared<Connection>(*connection_context_, net::tcp_stream(std::move(socket)));
     asio::post(loop.io, [this, cnx] { serve(cnx); });
   }
 }
@@ -255,7 +256,6 @@ Task<void> Broker::handshake_then_serve(asio::ip::tcp::socket socket) {
   serve(std::make_shared<Connection>(*connection_context_, std::move(stream)));
 }
 
-
 void Broker::forget_connection(Connection* cnx) {
   std::lock_guard lock(connections_mu_);
   connections_.erase(cnx);
@@ -276,10 +276,10 @@ std::string Broker::next_producer_name() {
 
 Task<void> Broker::gauge_loop() {
   using std::chrono::milliseconds;
-  const auto tick = std::clamp(
-      milliseconds(static_cast<int64_t>(std::min(config_.message_expiry_check_interval_minutes * 60000,
-                                                 config_.backlog_quota_check_interval_seconds * 1000.0))),
-      milliseconds(10), milliseconds(1000));
+  const auto tick = std::clamp(milliseconds(static_cast<int64_t>(std::min(
+                                   config_.message_expiry_check_interval_minutes * 60000,
+                                   config_.backlog_quota_check_interval_seconds * 1000.0))),
+                               milliseconds(10), milliseconds(1000));
   while (!stopped_) {
     gauge_timer_->expires_after(tick);
     boost::system::error_code ec;

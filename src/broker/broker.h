@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,8 +21,6 @@
 
 #include "broker/config/broker_config.h"
 #include "broker/service/broker_services.h"
-#include <boost/asio/steady_timer.hpp>
-
 #include "common/asio.h"
 #include "common/gate.h"
 #include "common/logging.h"

@@ -67,8 +67,7 @@ Result<std::unique_ptr<BrokerServer>> BrokerServer::start(BrokerConfig config,
     o.report_max_interval = std::chrono::milliseconds(
         static_cast<int64_t>(config.load_balancer_report_update_max_interval_minutes * 60000));
     o.report_threshold_percentage = config.load_balancer_report_update_threshold_percentage;
-    o.overloaded_threshold_percentage =
-        config.load_balancer_broker_overloaded_threshold_percentage;
+    o.overloaded_threshold_percentage = config.load_balancer_broker_overloaded_threshold_percentage;
     o.split.enabled = config.load_balancer_auto_bundle_split_enabled;
     o.split.unload_split_bundles = config.load_balancer_auto_unload_split_bundles_enabled;
     o.split.maximum_bundles = config.load_balancer_namespace_maximum_bundles;
@@ -95,12 +94,22 @@ Result<std::unique_ptr<BrokerServer>> BrokerServer::start(BrokerConfig config,
   return s;
 }
 
-BrokerServer::~BrokerServer() { stop(); }
+BrokerServer::~BrokerServer() {
+  stop();
+}
 
-int BrokerServer::port() const { return broker_->port(); }
-int BrokerServer::web_port() const { return web_->port(); }
-int BrokerServer::tls_port() const { return broker_->tls_port(); }
-int BrokerServer::web_tls_port() const { return web_->tls_port(); }
+int BrokerServer::port() const {
+  return broker_->port();
+}
+int BrokerServer::web_port() const {
+  return web_->port();
+}
+int BrokerServer::tls_port() const {
+  return broker_->tls_port();
+}
+int BrokerServer::web_tls_port() const {
+  return web_->tls_port();
+}
 
 void BrokerServer::stop() {
   if (stopped_) return;

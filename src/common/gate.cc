@@ -11,7 +11,9 @@ std::optional<Gate::Holder> Gate::enter() {
   return Holder(this);
 }
 
-void Gate::close() { closed_.store(true); }
+void Gate::close() {
+  closed_.store(true);
+}
 
 void Gate::leave() {
   if (count_.fetch_sub(1) == 1 && closed_.load()) {

@@ -46,8 +46,8 @@ const std::map<std::string, std::set<std::string>>& rules() {
   return table;
 }
 
-const std::set<std::string> kBrokerRooms = {"config", "namespace", "service", "wire", "admin",
-                                            "replication"};
+const std::set<std::string> kBrokerRooms = {"config", "namespace", "service",
+                                            "wire",   "admin",     "replication"};
 
 }  // namespace
 

@@ -15,7 +15,7 @@
 namespace magnetar::structure {
 
 struct Violation {
-  std::string file;     // relative to the tree's root
+  std::string file;  // relative to the tree's root
   int line = 0;
   std::string include;  // what it includes
   std::string why;

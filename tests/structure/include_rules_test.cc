@@ -3,7 +3,6 @@
 #include "include_rules.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <fstream>
@@ -62,7 +61,8 @@ TEST(IncludeRules, UpwardAndSidewaysIncludesAreViolations) {
   tree.write("src/broker/namespace/b.cc", "#include \"broker/service/topic.h\"\n");
   tree.write("src/client/c.cc", "#include \"broker/broker.h\"\n");
   tree.write("src/common/d.h", "#include \"net/stream.h\"\n");
-  tree.write("src/broker/service/e.cc", "#include \"http/http_server.h\"\n#include \"net/tls.h\"\n");
+  tree.write("src/broker/service/e.cc",
+             "#include \"http/http_server.h\"\n#include \"net/tls.h\"\n");
   EXPECT_EQ(check_includes(tree.root()).size(), 6u) << describe(check_includes(tree.root()));
 }
 

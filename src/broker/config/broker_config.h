@@ -58,11 +58,11 @@ struct BrokerConfig {
   double load_balancer_report_update_max_interval_minutes = 15;
   double load_balancer_report_update_threshold_percentage = 10;
   double load_balancer_broker_overloaded_threshold_percentage = 85;
-  bool load_balancer_auto_bundle_split_enabled = true;         // loadBalancerAutoBundleSplitEnabled
+  bool load_balancer_auto_bundle_split_enabled = true;  // loadBalancerAutoBundleSplitEnabled
   bool load_balancer_auto_unload_split_bundles_enabled = true;  // ...AutoUnloadSplitBundlesEnabled
-  int32_t load_balancer_namespace_maximum_bundles = 128;  // loadBalancerNamespaceMaximumBundles
+  int32_t load_balancer_namespace_maximum_bundles = 128;     // loadBalancerNamespaceMaximumBundles
   int32_t load_balancer_namespace_bundle_max_topics = 1000;  // ...NamespaceBundleMaxTopics
-  int32_t load_balancer_namespace_bundle_max_sessions = 1000;  // ...NamespaceBundleMaxSessions
+  int32_t load_balancer_namespace_bundle_max_sessions = 1000;   // ...NamespaceBundleMaxSessions
   int32_t load_balancer_namespace_bundle_max_msg_rate = 30000;  // ...NamespaceBundleMaxMsgRate
   int32_t load_balancer_namespace_bundle_max_bandwidth_mbytes = 100;  // ...MaxBandwidthMbytes
 

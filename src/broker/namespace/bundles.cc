@@ -31,7 +31,9 @@ uint32_t topic_bundle_hash(std::string_view full_topic_name) {
   return static_cast<uint32_t>(crc);
 }
 
-std::string BundleRange::name() const { return fmt::format("0x{:08x}_0x{:08x}", lower, upper); }
+std::string BundleRange::name() const {
+  return fmt::format("0x{:08x}_0x{:08x}", lower, upper);
+}
 
 std::optional<BundleRange> BundleRange::parse(std::string_view name) {
   const size_t cut = name.find('_');

@@ -7,9 +7,9 @@
 #include <boost/asio/redirect_error.hpp>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/version.h"
@@ -93,7 +93,9 @@ LoadManager::LoadManager(NamespaceService& namespaces, LoadManagerOptions option
 
 LoadManager::~LoadManager() = default;
 
-bool LoadManager::is_leader() const { return election_ && election_->is_leader(); }
+bool LoadManager::is_leader() const {
+  return election_ && election_->is_leader();
+}
 
 Task<Status> LoadManager::start() {
   wake_ = std::make_unique<asio::steady_timer>(namespaces_.executor());
@@ -202,8 +204,7 @@ Task<Status> LoadManager::write_report(bool force) {
     ++totals.topics;
   }
   Report r;
-  const double seconds =
-      std::max(0.001, std::chrono::duration<double>(now - previous_.at).count());
+  const double seconds = std::max(0.001, std::chrono::duration<double>(now - previous_.at).count());
   r.msg_rate_in = std::max(0.0, (totals.msgs_in - previous_.msgs_in) / seconds);
   r.msg_rate_out = std::max(0.0, (totals.msgs_out - previous_.msgs_out) / seconds);
   r.throughput_in = std::max(0.0, (totals.bytes_in - previous_.bytes_in) / seconds);
@@ -226,14 +227,13 @@ Task<Status> LoadManager::write_report(bool force) {
       return 100.0 * std::abs(after - before) / base > options_.report_threshold_percentage;
     };
     due = moved(last_->msg_rate_in + last_->msg_rate_out, r.msg_rate_in + r.msg_rate_out) ||
-          moved(last_->throughput_in + last_->throughput_out,
-                r.throughput_in + r.throughput_out) ||
+          moved(last_->throughput_in + last_->throughput_out, r.throughput_in + r.throughput_out) ||
           moved(last_->cpu_usage, r.cpu_usage) || r.topics != last_->topics;
   }
   if (!due) co_return Status::OK();
   if (options_.split.enabled) co_await split_hot_bundles(loads, seconds);
-  previous_ = Counters{totals.msgs_in, totals.bytes_in, totals.msgs_out, totals.bytes_out, cpu,
-                       now};
+  previous_ =
+      Counters{totals.msgs_in, totals.bytes_in, totals.msgs_out, totals.bytes_out, cpu, now};
   metadata::PutOptions options;
   options.ephemeral = true;
   changed_ = false;
@@ -259,9 +259,10 @@ Task<Result<std::vector<std::string>>> LoadManager::brokers() {
 
 Task<void> LoadManager::hint_unloaded(std::string bundle, std::string destination) {
   const Json hint = {{"exclude", broker_id_}, {"destination", destination}, {"at", now_ms()}};
-  auto written = co_await namespaces_.store().put_recursive(fmt::format("{}/{}", kHintsPath, bundle),
-                                                        hint.dump());
-  if (!written.ok()) log_.warn("leaving the unload hint of {}: {}", bundle, written.status().to_string());
+  auto written = co_await namespaces_.store().put_recursive(
+      fmt::format("{}/{}", kHintsPath, bundle), hint.dump());
+  if (!written.ok())
+    log_.warn("leaving the unload hint of {}: {}", bundle, written.status().to_string());
 }
 
 Task<Result<Placement>> LoadManager::place(std::string bundle) {
@@ -309,9 +310,8 @@ Task<Result<Placement>> LoadManager::choose(const std::string& bundle) {
   };
   std::vector<Candidate> candidates;
   const auto now = Clock::now();
-  std::erase_if(preallocated_, [now](const auto& kv) {
-    return now - kv.second.second > kPreallocationTtl;
-  });
+  std::erase_if(preallocated_,
+                [now](const auto& kv) { return now - kv.second.second > kPreallocationTtl; });
   for (const std::string& id : *ids) {
     auto node = co_await store.get(fmt::format("{}/{}", kBrokersPath, id));
     if (!node.ok() || !node->has_value()) continue;
@@ -387,8 +387,7 @@ Task<Result<Placement>> LoadManager::choose(const std::string& bundle) {
   co_return p;
 }
 
-Task<void> LoadManager::split_hot_bundles(const std::vector<TopicLoad>& loads,
-                                          double seconds) {
+Task<void> LoadManager::split_hot_bundles(const std::vector<TopicLoad>& loads, double seconds) {
   struct BundleLoad {
     std::string ns;
     BundleRange range;
@@ -421,8 +420,9 @@ Task<void> LoadManager::split_hot_bundles(const std::vector<TopicLoad>& loads,
   for (const auto& [name, b] : bundles) {
     counters[name] = {b.msgs, b.bytes};
     auto before = bundle_counters_.find(name);
-    const double msg_rate =
-        before == bundle_counters_.end() ? 0 : std::max(0.0, b.msgs - before->second.first) / seconds;
+    const double msg_rate = before == bundle_counters_.end()
+                                ? 0
+                                : std::max(0.0, b.msgs - before->second.first) / seconds;
     const double mbytes_rate =
         before == bundle_counters_.end()
             ? 0

@@ -59,7 +59,7 @@ struct BundleSplitOptions {
 struct LoadManagerOptions {
   std::chrono::milliseconds report_min_interval{5000};  // ...ReportUpdateMinIntervalMillis
   std::chrono::milliseconds report_max_interval{15 * 60 * 1000};  // ...MaxIntervalMinutes
-  double report_threshold_percentage = 10;  // loadBalancerReportUpdateThresholdPercentage
+  double report_threshold_percentage = 10;      // loadBalancerReportUpdateThresholdPercentage
   double overloaded_threshold_percentage = 85;  // ...BrokerOverloadedThresholdPercentage
   BundleSplitOptions split;
 };

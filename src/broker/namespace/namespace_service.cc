@@ -12,9 +12,13 @@ namespace {
 
 using Json = nlohmann::json;
 
-std::string policies_path(std::string_view ns) { return fmt::format("/admin/policies/{}", ns); }
+std::string policies_path(std::string_view ns) {
+  return fmt::format("/admin/policies/{}", ns);
+}
 
-Status not_ready(std::string message) { return Status(Errc::kUnavailable, std::move(message)); }
+Status not_ready(std::string message) {
+  return Status(Errc::kUnavailable, std::move(message));
+}
 
 }  // namespace
 
@@ -374,8 +378,7 @@ void NamespaceService::on_session_event(metadata::SessionEvent event) {
       // heard from us; the client declares the connection lost after two thirds of the
       // timeout without an answer (a hung server), so only a third may be left: serve a
       // sixth of the timeout more at most (half of what is left, for timer slack).
-      const auto grace =
-          std::chrono::milliseconds(config_.metadata.session_timeout_ms / 6);
+      const auto grace = std::chrono::milliseconds(config_.metadata.session_timeout_ms / 6);
       log_.warn("metadata connection lost: serving for at most {} ms more", grace.count());
       auto timer = std::make_shared<asio::steady_timer>(executor_, grace);
       timer->async_wait([this, timer, generation](const boost::system::error_code& ec) {

@@ -19,8 +19,7 @@ namespace magnetar::broker {
 class Consumer {
  public:
   // `sink`: the connection it came on (kept weakly: the consumer never keeps it open).
-  Consumer(const std::shared_ptr<ConsumerSink>& sink, uint64_t id, std::string name,
-           int priority);
+  Consumer(const std::shared_ptr<ConsumerSink>& sink, uint64_t id, std::string name, int priority);
   uint64_t id() const { return id_; }
   const std::string& name() const { return name_; }
   int priority() const { return priority_; }

@@ -16,7 +16,7 @@ Deduplication::Deduplication(std::shared_ptr<mledger::ManagedCursor> cursor, Exe
       persisted_(std::move(persisted)) {}
 
 Task<Result<std::unique_ptr<Deduplication>>> Deduplication::open(mledger::ManagedLedger& ml,
-                                                                  Executor executor, Gate& gate) {
+                                                                 Executor executor, Gate& gate) {
   auto cursor = co_await ml.open_cursor(kCursor, mledger::InitialPosition::kEarliest);
   if (!cursor.ok()) co_return cursor.status();
   (*cursor)->set_active(false);
@@ -31,9 +31,8 @@ Task<Result<std::unique_ptr<Deduplication>>> Deduplication::open(mledger::Manage
     for (const auto& e : *entries) {
       auto md = message_metadata(e.data);
       if (!md) continue;
-      const auto seq = static_cast<int64_t>(md->has_highest_sequence_id()
-                                                ? md->highest_sequence_id()
-                                                : md->sequence_id());
+      const auto seq = static_cast<int64_t>(
+          md->has_highest_sequence_id() ? md->highest_sequence_id() : md->sequence_id());
       auto [it, inserted] = persisted.try_emplace(md->producer_name(), seq);
       if (!inserted) it->second = std::max(it->second, seq);
       ++replayed;

@@ -32,7 +32,8 @@ class ManagedDispatchCursor final : public DispatchCursor {
 }  // namespace
 
 std::shared_ptr<DispatchCursor> managed_dispatch_cursor(
-    std::shared_ptr<mledger::ManagedLedger> ledger, std::shared_ptr<mledger::ManagedCursor> cursor) {
+    std::shared_ptr<mledger::ManagedLedger> ledger,
+    std::shared_ptr<mledger::ManagedCursor> cursor) {
   return std::make_shared<ManagedDispatchCursor>(std::move(ledger), std::move(cursor));
 }
 

@@ -25,15 +25,25 @@ std::shared_ptr<Dispatcher> make_dispatcher(SubType type, Executor executor, Gat
                                             DispatchOptions options, log::Logger log) {
   DispatcherFactory make = make_exclusive_dispatcher;
   switch (type) {
-    case wire::CommandSubscribe::Exclusive: make = make_exclusive_dispatcher; break;
-    case wire::CommandSubscribe::Failover: make = make_failover_dispatcher; break;
-    case wire::CommandSubscribe::Shared: make = make_shared_dispatcher; break;
-    case wire::CommandSubscribe::Key_Shared: make = make_key_shared_dispatcher; break;
+    case wire::CommandSubscribe::Exclusive:
+      make = make_exclusive_dispatcher;
+      break;
+    case wire::CommandSubscribe::Failover:
+      make = make_failover_dispatcher;
+      break;
+    case wire::CommandSubscribe::Shared:
+      make = make_shared_dispatcher;
+      break;
+    case wire::CommandSubscribe::Key_Shared:
+      make = make_key_shared_dispatcher;
+      break;
   }
   return make(std::move(executor), gate, std::move(cursor), options, std::move(log));
 }
 
-Status Dispatcher::check_join(const Consumer&) const { return Status::OK(); }
+Status Dispatcher::check_join(const Consumer&) const {
+  return Status::OK();
+}
 
 Status Dispatcher::add_consumer(const std::shared_ptr<Consumer>& consumer) {
   MAGNETAR_TRY(check_join(*consumer));

@@ -144,8 +144,7 @@ std::shared_ptr<Dispatcher> make_exclusive_dispatcher(Executor, Gate&,
 std::shared_ptr<Dispatcher> make_failover_dispatcher(Executor, Gate&,
                                                      std::shared_ptr<DispatchCursor>,
                                                      DispatchOptions, log::Logger);
-std::shared_ptr<Dispatcher> make_shared_dispatcher(Executor, Gate&,
-                                                   std::shared_ptr<DispatchCursor>,
+std::shared_ptr<Dispatcher> make_shared_dispatcher(Executor, Gate&, std::shared_ptr<DispatchCursor>,
                                                    DispatchOptions, log::Logger);
 std::shared_ptr<Dispatcher> make_key_shared_dispatcher(Executor, Gate&,
                                                        std::shared_ptr<DispatchCursor>,

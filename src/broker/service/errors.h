@@ -12,19 +12,19 @@ namespace magnetar::broker {
 
 enum class Error {
   kOk = 0,
-  kConsumerBusy = 1,       // Exclusive taken, or another subscription type: ConsumerBusy
-  kConsumerAssignError,    // Key_Shared sticky ranges invalid or overlapping
-  kProducerBusy,           // the name is connected, or an exclusive producer holds the topic
-  kProducerFenced,         // Exclusive access refused: the topic has a producer
-  kTopicTerminated,        // no new producers on a terminated topic
-  kQuotaExceededHold,      // backlog quota, producer_request_hold: retriable
-  kQuotaExceeded,          // backlog quota, producer_exception: final
+  kConsumerBusy = 1,     // Exclusive taken, or another subscription type: ConsumerBusy
+  kConsumerAssignError,  // Key_Shared sticky ranges invalid or overlapping
+  kProducerBusy,         // the name is connected, or an exclusive producer holds the topic
+  kProducerFenced,       // Exclusive access refused: the topic has a producer
+  kTopicTerminated,      // no new producers on a terminated topic
+  kQuotaExceededHold,    // backlog quota, producer_request_hold: retriable
+  kQuotaExceeded,        // backlog quota, producer_exception: final
   kSubscriptionNotFound,
-  kSubscriptionBusy,       // unsubscribe with other consumers connected and not forced
-  kNotAllowed,             // e.g. cumulative acknowledgement on a Shared subscription
-  kReservedName,           // a subscription name the broker uses itself
+  kSubscriptionBusy,  // unsubscribe with other consumers connected and not forced
+  kNotAllowed,        // e.g. cumulative acknowledgement on a Shared subscription
+  kReservedName,      // a subscription name the broker uses itself
   kIncompatibleSchema,
-  kDuplicateInFlight,      // a send with this sequence id is still being stored
+  kDuplicateInFlight,  // a send with this sequence id is still being stored
 };
 
 const std::error_category& broker_category() noexcept;

@@ -33,8 +33,8 @@ class KeySharedDispatcher final : public SharedKindDispatcher {
         for (const auto& [s2, e2] : other->sticky_ranges) {
           if (start <= e2 && s2 <= end) {
             return Status(Error::kConsumerAssignError,
-                          fmt::format("hash range [{}, {}] overlaps [{}, {}] of consumer {}",
-                                      start, end, s2, e2, other->name()));
+                          fmt::format("hash range [{}, {}] overlaps [{}, {}] of consumer {}", start,
+                                      end, s2, e2, other->name()));
           }
         }
       }
@@ -112,8 +112,8 @@ class KeySharedDispatcher final : public SharedKindDispatcher {
 std::shared_ptr<Dispatcher> make_key_shared_dispatcher(Executor executor, Gate& gate,
                                                        std::shared_ptr<DispatchCursor> cursor,
                                                        DispatchOptions options, log::Logger log) {
-  return std::make_shared<KeySharedDispatcher>(std::move(executor), gate, std::move(cursor), options,
-                                               std::move(log));
+  return std::make_shared<KeySharedDispatcher>(std::move(executor), gate, std::move(cursor),
+                                               options, std::move(log));
 }
 
 }  // namespace magnetar::broker

@@ -1,11 +1,10 @@
 #include "broker/service/schema_registry.h"
 
-#include "broker/service/errors.h"
-
 #include <fmt/format.h>
 
 #include <chrono>
 
+#include "broker/service/errors.h"
 #include "metadata/metadata_store.h"
 #include "proto/schema_storage.pb.h"
 

@@ -74,8 +74,7 @@ class FailoverDispatcher final : public SingleActiveDispatcher {
     if (consumers_.empty()) return nullptr;
     std::vector<std::shared_ptr<Consumer>> sorted = consumers_;
     std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-      return a->priority() != b->priority() ? a->priority() < b->priority()
-                                            : a->name() < b->name();
+      return a->priority() != b->priority() ? a->priority() < b->priority() : a->name() < b->name();
     });
     const int partition = options_.partition_index;
     const size_t index = partition >= 0 ? static_cast<size_t>(partition) % sorted.size() : 0;
@@ -114,8 +113,8 @@ class FailoverDispatcher final : public SingleActiveDispatcher {
 std::shared_ptr<Dispatcher> make_exclusive_dispatcher(Executor executor, Gate& gate,
                                                       std::shared_ptr<DispatchCursor> cursor,
                                                       DispatchOptions options, log::Logger log) {
-  return std::make_shared<ExclusiveDispatcher>(std::move(executor), gate, std::move(cursor), options,
-                                               std::move(log));
+  return std::make_shared<ExclusiveDispatcher>(std::move(executor), gate, std::move(cursor),
+                                               options, std::move(log));
 }
 
 std::shared_ptr<Dispatcher> make_failover_dispatcher(Executor executor, Gate& gate,

@@ -40,8 +40,7 @@ PersistentTopic::PersistentTopic(const BrokerConfig& config, Gate& gate, Executo
       name_(std::move(name)),
       ml_(std::move(ml)),
       log_(log::Logger("broker").with("topic", name_.to_string())),
-      metrics_(
-          topic_metrics(config.cluster_name, name_.namespace_name(), name_.to_string())) {
+      metrics_(topic_metrics(config.cluster_name, name_.namespace_name(), name_.to_string())) {
   // Durable subscriptions recovered with the managed ledger.
   for (const auto& [cursor_name, cursor] : ml_->cursors()) {
     if (cursor_name == Deduplication::kCursor) continue;
@@ -158,22 +157,22 @@ void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer 
   }
   const auto size = static_cast<int64_t>(entry.size());
   auto self = shared_from_this();
-  ml_->async_add(BufferChain(std::move(entry)), [self, producer, messages = send.messages, size,
-                                                 top, dedup, done = std::move(done)](
-                                                    Result<Position> p) {
-    if (!p.ok()) {
-      done(std::move(p).status());
-      return;
-    }
-    self->msgs_in_ += messages;
-    self->bytes_in_ += size;
-    self->metrics_.in_messages->inc(messages);
-    self->metrics_.in_bytes->inc(size);
-    producer->msgs_in += messages;
-    producer->bytes_in += size;
-    if (dedup && self->dedup_) self->dedup_->persisted(producer->name(), top, *p);
-    done(std::optional<Position>(*p));
-  });
+  ml_->async_add(BufferChain(std::move(entry)),
+                 [self, producer, messages = send.messages, size, top, dedup,
+                  done = std::move(done)](Result<Position> p) {
+                   if (!p.ok()) {
+                     done(std::move(p).status());
+                     return;
+                   }
+                   self->msgs_in_ += messages;
+                   self->bytes_in_ += size;
+                   self->metrics_.in_messages->inc(messages);
+                   self->metrics_.in_bytes->inc(size);
+                   producer->msgs_in += messages;
+                   producer->bytes_in += size;
+                   if (dedup && self->dedup_) self->dedup_->persisted(producer->name(), top, *p);
+                   done(std::optional<Position>(*p));
+                 });
 }
 
 std::shared_ptr<Subscription> PersistentTopic::find_subscription(const std::string& name) const {

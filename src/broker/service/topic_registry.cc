@@ -16,7 +16,9 @@ namespace magnetar::broker {
 
 namespace {
 
-std::string policies_path(std::string_view ns) { return fmt::format("/admin/policies/{}", ns); }
+std::string policies_path(std::string_view ns) {
+  return fmt::format("/admin/policies/{}", ns);
+}
 
 std::string partitioned_path(const protocol::TopicName& name) {
   return fmt::format("/admin/partitioned-topics/{}/{}/{}", name.namespace_name(),
@@ -204,8 +206,7 @@ Task<std::vector<TopicLoad>> TopicRegistry::topic_loads() {
       }
       co_return loads;
     };
-    auto loads =
-        co_await run_on<std::vector<TopicLoad>>(state->loop.executor, std::move(work));
+    auto loads = co_await run_on<std::vector<TopicLoad>>(state->loop.executor, std::move(work));
     for (auto& t : *loads) out.push_back(std::move(t));
   }
   co_return out;

@@ -1,7 +1,8 @@
-// The broker's own HTTP endpoints (lookup, topics, bundles, brokers: broker/admin/) over HTTP: a whole BrokerServer (web port,
-// broker, load manager) and an in-process bookie over a memory: metadata store; the cluster,
-// tenant and namespace made through the admin REST API itself; requests sent with the blocking
-// http::HttpClient and messages produced with testing::PulsarTestClient.
+// The broker's own HTTP endpoints (lookup, topics, bundles, brokers: broker/admin/) over HTTP: a
+// whole BrokerServer (web port, broker, load manager) and an in-process bookie over a memory:
+// metadata store; the cluster, tenant and namespace made through the admin REST API itself;
+// requests sent with the blocking http::HttpClient and messages produced with
+// testing::PulsarTestClient.
 //
 // Each endpoint gets a success case and bad-input cases checked against Pulsar's codes and its
 // {"reason": ...} body. Several tests pin down defects found while writing them
@@ -18,8 +19,8 @@
 #include <regex>
 #include <set>
 
-#include "broker/config/broker_config.h"
 #include "broker/broker_server.h"
+#include "broker/config/broker_config.h"
 #include "http/http_client.h"
 #include "ledger/tests/ledger_test_support.h"
 #include "testing/pulsar_test_client.h"

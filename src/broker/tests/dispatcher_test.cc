@@ -2,6 +2,8 @@
 // bookie, no broker, no socket. The cursor holds entries in memory (ledger 1, entry ids from
 // 0), the sinks record what a connection would have been asked to send.
 
+#include "broker/service/dispatcher.h"
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/redirect_error.hpp>
@@ -11,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "broker/service/dispatcher.h"
 #include "broker/service/errors.h"
 #include "protocol/frame.h"
 #include "testing/event_loop.h"
@@ -382,7 +383,7 @@ TEST_F(DispatcherTest, CloseDisconnectsEveryConsumerAndNoDispatchStartsAgain) {
   ASSERT_TRUE(d->add_consumer(c2).ok());
   d->flow(c1, 10);
   loop_.run_for(std::chrono::milliseconds(10));  // the loop waits for entries
-  EXPECT_EQ(gate_.count(), 1);  // the dispatch loop joined the task group
+  EXPECT_EQ(gate_.count(), 1);                   // the dispatch loop joined the task group
   d->close();
   EXPECT_EQ(sink_->closed, (std::vector<uint64_t>{1, 2}));
   EXPECT_TRUE(d->consumers().empty());

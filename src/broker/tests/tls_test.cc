@@ -18,8 +18,8 @@
 #include <thread>
 
 #include "broker/broker.h"
-#include "broker/config/broker_config.h"
 #include "broker/broker_server.h"
+#include "broker/config/broker_config.h"
 #include "ledger/tests/ledger_test_support.h"
 #include "net/stream.h"
 #include "protocol/frame.h"
@@ -142,12 +142,8 @@ std::optional<std::chrono::milliseconds> time_until_closed(int port, const std::
 
 class BrokerTlsTest : public ::testing::Test, protected testing::TlsSuiteCerts {
  protected:
-  static void SetUpTestSuite() {
-    make_suite_certs("broker-tls");
-  }
-  static void TearDownTestSuite() {
-    remove_suite_certs();
-  }
+  static void SetUpTestSuite() { make_suite_certs("broker-tls"); }
+  static void TearDownTestSuite() { remove_suite_certs(); }
 
   BrokerTlsTest() : cluster_(test_name()) {
     cluster_.add_bookie();
@@ -218,7 +214,6 @@ class BrokerTlsTest : public ::testing::Test, protected testing::TlsSuiteCerts {
   std::shared_ptr<metadata::MetadataStore> store_;
   std::unique_ptr<BrokerServer> server_;
 };
-
 
 TEST_F(BrokerTlsTest, ThePulsarProtocolOverTlsAndLookupsNameTheTlsUrl) {
   start();

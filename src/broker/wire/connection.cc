@@ -109,8 +109,7 @@ Task<void> Connection::read_loop() {
   auto self = shared_from_this();
   while (!closed_) {
     // Back-pressure: too many sends waiting for storage; read again once they drain.
-    while (pending_sends_ >= config_.max_pending_publish_requests_per_connection &&
-           !closed_) {
+    while (pending_sends_ >= config_.max_pending_publish_requests_per_connection && !closed_) {
       read_wakeup_.expires_at(asio::steady_timer::time_point::max());
       boost::system::error_code ec;
       co_await read_wakeup_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
@@ -276,8 +275,8 @@ bool Connection::handle(protocol::Frame& frame) {
   }
 }
 
-void Connection::send_message(uint64_t consumer_id, mledger::Position position,
-                              const Buffer& entry, uint32_t redelivery_count) {
+void Connection::send_message(uint64_t consumer_id, mledger::Position position, const Buffer& entry,
+                              uint32_t redelivery_count) {
   wire::BaseCommand cmd;
   cmd.set_type(wire::BaseCommand::MESSAGE);
   auto* msg = cmd.mutable_message();

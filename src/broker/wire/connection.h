@@ -173,7 +173,7 @@ class Connection final : public ConsumerSink,
   int protocol_version_ = 0;
   bool broker_entry_metadata_ = false;
 
-  net::Outbox outbox_;  // frames queued for the client, written in gathered writes
+  net::Outbox outbox_;              // frames queued for the client, written in gathered writes
   asio::steady_timer read_wakeup_;  // back-pressure: reads wait here
   asio::steady_timer keep_alive_;
   int64_t last_received_ms_ = 0;

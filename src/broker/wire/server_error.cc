@@ -16,20 +16,33 @@ std::optional<wire::ServerError> by_name(const std::error_code& code) {
   }
   if (code.category() != broker_category()) return std::nullopt;
   switch (static_cast<Error>(code.value())) {
-    case Error::kOk: return std::nullopt;
-    case Error::kConsumerBusy: return wire::ConsumerBusy;
-    case Error::kConsumerAssignError: return wire::ConsumerAssignError;
-    case Error::kProducerBusy: return wire::ProducerBusy;
-    case Error::kProducerFenced: return wire::ProducerFenced;
-    case Error::kTopicTerminated: return wire::TopicTerminatedError;
-    case Error::kQuotaExceededHold: return wire::ProducerBlockedQuotaExceededError;
-    case Error::kQuotaExceeded: return wire::ProducerBlockedQuotaExceededException;
-    case Error::kSubscriptionNotFound: return wire::SubscriptionNotFound;
-    case Error::kSubscriptionBusy: return wire::UnknownError;  // as Pulsar answers it
+    case Error::kOk:
+      return std::nullopt;
+    case Error::kConsumerBusy:
+      return wire::ConsumerBusy;
+    case Error::kConsumerAssignError:
+      return wire::ConsumerAssignError;
+    case Error::kProducerBusy:
+      return wire::ProducerBusy;
+    case Error::kProducerFenced:
+      return wire::ProducerFenced;
+    case Error::kTopicTerminated:
+      return wire::TopicTerminatedError;
+    case Error::kQuotaExceededHold:
+      return wire::ProducerBlockedQuotaExceededError;
+    case Error::kQuotaExceeded:
+      return wire::ProducerBlockedQuotaExceededException;
+    case Error::kSubscriptionNotFound:
+      return wire::SubscriptionNotFound;
+    case Error::kSubscriptionBusy:
+      return wire::UnknownError;  // as Pulsar answers it
     case Error::kNotAllowed:
-    case Error::kReservedName: return wire::NotAllowedError;
-    case Error::kIncompatibleSchema: return wire::IncompatibleSchema;
-    case Error::kDuplicateInFlight: return wire::PersistenceError;
+    case Error::kReservedName:
+      return wire::NotAllowedError;
+    case Error::kIncompatibleSchema:
+      return wire::IncompatibleSchema;
+    case Error::kDuplicateInFlight:
+      return wire::PersistenceError;
   }
   return std::nullopt;
 }

@@ -37,26 +37,25 @@ void Connection::handle_ack(const wire::CommandAck& ack) {
   const bool cumulative = ack.ack_type() == wire::CommandAck::Cumulative;
   auto self = shared_from_this();
   auto subscription = it->second.subscription;
-  spawn_on(
-      it->second.topic->executor(),
-      [self, subscription, cumulative, positions = std::move(positions),
-       properties = std::move(properties), consumer_id = ack.consumer_id(),
-       request_id = ack.has_request_id() ? std::optional<uint64_t>(ack.request_id())
-                                         : std::nullopt]() mutable -> Task<void> {
-        Status st = co_await subscription->acknowledge(cumulative, std::move(positions),
-                                                       std::move(properties));
-        if (!request_id) co_return;
-        auto cmd = make_command(wire::BaseCommand::ACK_RESPONSE);
-        auto* r = cmd.mutable_ackresponse();
-        r->set_consumer_id(consumer_id);
-        r->set_request_id(*request_id);
-        if (!st.ok()) {
-          const ServerFailure failure = to_server_failure(st);
-          r->set_error(failure.error);
-          r->set_message(failure.message);
-        }
-        self->write_command(cmd);
-      });
+  spawn_on(it->second.topic->executor(),
+           [self, subscription, cumulative, positions = std::move(positions),
+            properties = std::move(properties), consumer_id = ack.consumer_id(),
+            request_id = ack.has_request_id() ? std::optional<uint64_t>(ack.request_id())
+                                              : std::nullopt]() mutable -> Task<void> {
+             Status st = co_await subscription->acknowledge(cumulative, std::move(positions),
+                                                            std::move(properties));
+             if (!request_id) co_return;
+             auto cmd = make_command(wire::BaseCommand::ACK_RESPONSE);
+             auto* r = cmd.mutable_ackresponse();
+             r->set_consumer_id(consumer_id);
+             r->set_request_id(*request_id);
+             if (!st.ok()) {
+               const ServerFailure failure = to_server_failure(st);
+               r->set_error(failure.error);
+               r->set_message(failure.message);
+             }
+             self->write_command(cmd);
+           });
 }
 
 void Connection::handle_redeliver(const wire::CommandRedeliverUnacknowledgedMessages& req) {

@@ -2,6 +2,7 @@
 // topic's loop (the subscription's kind judges it); permits go there in the order received.
 
 #include "broker/service/consumer.h"
+
 #include "broker/service/schema_registry.h"
 #include "broker/service/subscription.h"
 #include "broker/service/topic.h"
@@ -46,7 +47,8 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
     if (req.has_schema() && SchemaRegistry::is_storable(req.schema())) {
       auto version = co_await self->register_schema(*name, req.schema());
       if (!version.ok()) {
-        self->send_error(req.request_id(), to_server_failure(version.status(), wire::MetadataError));
+        self->send_error(req.request_id(),
+                         to_server_failure(version.status(), wire::MetadataError));
         co_return;
       }
     }

@@ -23,37 +23,35 @@ void Connection::handle_seek(const wire::CommandSeek& req) {
   auto self = shared_from_this();
   auto entry = it->second;
   // On the topic's loop: find the target, reset the cursor, answer, disconnect consumers.
-  spawn_on(
-      entry.topic->executor(),
-      [self, entry, req]() -> Task<void> {
-        auto& ml = entry.topic->ledger();
-        mledger::Position target;
-        if (req.has_message_id()) {
-          const auto ledger = static_cast<int64_t>(req.message_id().ledgerid());
-          if (ledger < 0) {
-            target = ml.first_position();
-          } else if (ledger == INT64_MAX) {
-            target = ml.next_position(ml.last_confirmed());
-          } else {
-            target = to_position(req.message_id());
-          }
-        } else {
-          auto found = co_await entry.topic->position_for_time(req.message_publish_time());
-          if (!found.ok()) {
-            self->send_error(req.request_id(), to_server_failure(found.status(), wire::UnknownError));
-            co_return;
-          }
-          target = *found;
-        }
-        Status st = co_await entry.subscription->reset(target);
-        if (!st.ok()) {
-          self->send_error(req.request_id(), to_server_failure(st));
-          co_return;
-        }
-        self->send_success(req.request_id());
-        // As Pulsar does: the subscription's consumers reconnect and read from there.
-        entry.subscription->disconnect_all();
-      });
+  spawn_on(entry.topic->executor(), [self, entry, req]() -> Task<void> {
+    auto& ml = entry.topic->ledger();
+    mledger::Position target;
+    if (req.has_message_id()) {
+      const auto ledger = static_cast<int64_t>(req.message_id().ledgerid());
+      if (ledger < 0) {
+        target = ml.first_position();
+      } else if (ledger == INT64_MAX) {
+        target = ml.next_position(ml.last_confirmed());
+      } else {
+        target = to_position(req.message_id());
+      }
+    } else {
+      auto found = co_await entry.topic->position_for_time(req.message_publish_time());
+      if (!found.ok()) {
+        self->send_error(req.request_id(), to_server_failure(found.status(), wire::UnknownError));
+        co_return;
+      }
+      target = *found;
+    }
+    Status st = co_await entry.subscription->reset(target);
+    if (!st.ok()) {
+      self->send_error(req.request_id(), to_server_failure(st));
+      co_return;
+    }
+    self->send_success(req.request_id());
+    // As Pulsar does: the subscription's consumers reconnect and read from there.
+    entry.subscription->disconnect_all();
+  });
 }
 
 void Connection::handle_get_last_message_id(const wire::CommandGetLastMessageId& req) {

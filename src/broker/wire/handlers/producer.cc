@@ -2,9 +2,10 @@
 // quotas and names are the topic's to judge); sends go to the topic's loop in the order
 // received and their receipts come back to this loop in order.
 
+#include "broker/service/producer.h"
+
 #include <algorithm>
 
-#include "broker/service/producer.h"
 #include "broker/service/schema_registry.h"
 #include "broker/service/topic.h"
 #include "broker/service/topic_registry.h"
@@ -48,7 +49,8 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
     if (req.has_schema() && SchemaRegistry::is_storable(req.schema())) {
       auto version = co_await self->register_schema(*name, req.schema());
       if (!version.ok()) {
-        self->send_error(req.request_id(), to_server_failure(version.status(), wire::MetadataError));
+        self->send_error(req.request_id(),
+                         to_server_failure(version.status(), wire::MetadataError));
         co_return;
       }
       schema_version = *version;
@@ -151,10 +153,10 @@ bool Connection::handle_send(protocol::Frame& frame) {
       if (highest) receipt->set_highest_sequence_id(static_cast<uint64_t>(highest));
       // A duplicate (stored before) is acknowledged with message id -1:-1.
       const auto& stored = *r;
-      receipt->mutable_message_id()->set_ledgerid(
-          stored ? static_cast<uint64_t>(stored->ledger_id) : UINT64_MAX);
-      receipt->mutable_message_id()->set_entryid(
-          stored ? static_cast<uint64_t>(stored->entry_id) : UINT64_MAX);
+      receipt->mutable_message_id()->set_ledgerid(stored ? static_cast<uint64_t>(stored->ledger_id)
+                                                         : UINT64_MAX);
+      receipt->mutable_message_id()->set_entryid(stored ? static_cast<uint64_t>(stored->entry_id)
+                                                        : UINT64_MAX);
     } else if (r.status().code() != make_error_code(mledger::Error::kClosed)) {
       // (A send the topic's closing cut short gets no error: its producer was told to
       // reconnect and resends, as Pulsar does.)

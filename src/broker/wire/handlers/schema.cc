@@ -16,6 +16,18 @@ void set_failure(Response* r, const ServerFailure& failure) {
   r->set_error_message(failure.message);
 }
 
+// The topic a schema request names; when it is not a valid name, the response (`cmd`, whose
+// body is `r`) goes out with InvalidTopicName and nullopt comes back.
+template <typename Response>
+std::optional<protocol::TopicName> topic_or_answer(Connection& cnx, const wire::BaseCommand& cmd,
+                                                   Response* r, const std::string& topic) {
+  auto name = protocol::TopicName::parse(topic);
+  if (name.ok()) return std::move(*name);
+  set_failure(r, {wire::InvalidTopicName, name.status().message()});
+  cnx.write_command(cmd);
+  return std::nullopt;
+}
+
 }  // namespace
 
 Task<Result<std::string>> Connection::register_schema(protocol::TopicName topic,
@@ -31,12 +43,8 @@ void Connection::handle_get_schema(const wire::CommandGetSchema& req) {
     auto cmd = make_command(wire::BaseCommand::GET_SCHEMA_RESPONSE);
     auto* r = cmd.mutable_getschemaresponse();
     r->set_request_id(req.request_id());
-    auto name = protocol::TopicName::parse(req.topic());
-    if (!name.ok()) {
-      set_failure(r, {wire::InvalidTopicName, name.status().message()});
-      self->write_command(cmd);
-      co_return;
-    }
+    auto name = topic_or_answer(*self, cmd, r, req.topic());
+    if (!name) co_return;
     std::optional<int64_t> version;
     if (req.has_schema_version()) version = SchemaRegistry::decode_version(req.schema_version());
     auto found = co_await self->context_.schemas.get(*name, version);
@@ -59,12 +67,8 @@ void Connection::handle_get_or_create_schema(const wire::CommandGetOrCreateSchem
     auto cmd = make_command(wire::BaseCommand::GET_OR_CREATE_SCHEMA_RESPONSE);
     auto* r = cmd.mutable_getorcreateschemaresponse();
     r->set_request_id(req.request_id());
-    auto name = protocol::TopicName::parse(req.topic());
-    if (!name.ok()) {
-      set_failure(r, {wire::InvalidTopicName, name.status().message()});
-      self->write_command(cmd);
-      co_return;
-    }
+    auto name = topic_or_answer(*self, cmd, r, req.topic());
+    if (!name) co_return;
     auto version = co_await self->register_schema(*name, req.schema());
     if (!version.ok()) {
       set_failure(r, to_server_failure(version.status(), wire::MetadataError));

@@ -19,7 +19,7 @@ bool Connection::handle_transaction(const wire::BaseCommand& cmd) {
     // The other transaction requests: refused the same way.
 #define MAGNETAR_REFUSE_TXN(TYPE, REQ, RESP_TYPE, RESP)                \
   case wire::BaseCommand::TYPE: {                                      \
-    auto r = make_command(wire::BaseCommand::RESP_TYPE);                    \
+    auto r = make_command(wire::BaseCommand::RESP_TYPE);               \
     r.mutable_##RESP()->set_request_id(cmd.REQ().request_id());        \
     r.mutable_##RESP()->set_error(wire::NotAllowedError);              \
     r.mutable_##RESP()->set_message("transactions are not supported"); \
