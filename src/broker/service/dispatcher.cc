@@ -134,9 +134,24 @@ void Dispatcher::mark_for_redelivery(Position p) {
   ++redeliveries_[p];
 }
 
-void Dispatcher::take_redeliveries_from(Dispatcher& previous) {
-  to_redeliver_ = std::move(previous.to_redeliver_);
-  redeliveries_ = std::move(previous.redeliveries_);
+void Dispatcher::take_over_from(Dispatcher& previous) {
+  to_redeliver_.merge(previous.to_redeliver_);
+  redeliveries_.merge(previous.redeliveries_);
+  previous.closed_ = true;
+  if (previous.dispatching_) {
+    previous.successor_ = weak_from_this();
+    waiting_for_predecessor_ = true;
+  }
+}
+
+void Dispatcher::hand_over() {
+  auto next = successor_.lock();
+  if (!next) return;
+  successor_.reset();
+  next->to_redeliver_.merge(to_redeliver_);
+  next->redeliveries_.merge(redeliveries_);
+  next->waiting_for_predecessor_ = false;
+  next->trigger();
 }
 
 int64_t Dispatcher::unacked_messages() const {
@@ -167,7 +182,10 @@ void Dispatcher::restart() {
 }
 
 void Dispatcher::trigger() {
-  if (closed_ || dispatching_ || consumers_.empty() || available_permits() <= 0) return;
+  if (closed_ || dispatching_ || waiting_for_predecessor_ || consumers_.empty() ||
+      available_permits() <= 0) {
+    return;
+  }
   auto self = shared_from_this();
   dispatching_ = spawn_in(gate_, executor_, [self]() { return self->dispatch_loop(); });
 }
@@ -266,10 +284,12 @@ Task<void> Dispatcher::dispatch_loop() {
     // FLOW or an acknowledgement instead of spinning.
     if (sent == 0) {
       dispatching_ = false;
+      hand_over();
       co_return;
     }
   }
   dispatching_ = false;
+  hand_over();
   // After a cancelled wait (a consumer left, a rewind, redeliveries), a loop must run again
   // even with nothing to read yet: it waits for new entries (restart()'s own trigger() came
   // while this loop still ran and did nothing).

@@ -82,8 +82,11 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   // disconnect_all() for good: no dispatch starts again.
   void close();
   // A dispatcher of another kind replaces `previous` (the subscription's type changed while
-  // it had no consumers): what was waiting for redelivery carries over.
-  void take_redeliveries_from(Dispatcher& previous);
+  // it had no consumers): what waits for redelivery carries over, `previous` closes, and
+  // while its dispatch loop still runs (a read in flight when the last consumer left) this
+  // one starts none: what that loop still reads or holds comes over when it ends, and only
+  // then does this one dispatch, so the two never read the cursor at once.
+  void take_over_from(Dispatcher& previous);
   // Called for every entry sent (messages, bytes), for the subscription's counters.
   void set_on_sent(std::function<void(int, int64_t)> on_sent) { on_sent_ = std::move(on_sent); }
   int64_t unacked_messages() const;
@@ -125,8 +128,13 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   void send_to(const std::shared_ptr<Consumer>& consumer, const mledger::Entry& entry,
                int messages);
 
+  // Hands what waits for redelivery to the successor (take_over_from) and lets it dispatch.
+  void hand_over();
+
   bool dispatching_ = false;
   bool closed_ = false;
+  bool waiting_for_predecessor_ = false;  // its dispatch loop still runs
+  std::weak_ptr<Dispatcher> successor_;
   std::function<void(int, int64_t)> on_sent_;
 };
 

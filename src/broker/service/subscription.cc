@@ -40,7 +40,7 @@ Subscription::Subscription(PersistentTopic& topic, std::string name, SubType typ
 void Subscription::use_dispatcher(SubType type) {
   auto next = make_dispatcher(type, topic_.executor(), topic_.gate(), dispatch_cursor_,
                               dispatch_options(topic_), log_);
-  if (dispatcher_) next->take_redeliveries_from(*dispatcher_);
+  if (dispatcher_) next->take_over_from(*dispatcher_);
   // (Copies, not `this`: a dispatch loop may outlive the subscription by a few steps.)
   next->set_on_sent([out = out_, messages_metric = metrics_.out_messages,
                      bytes_metric = metrics_.out_bytes](int messages, int64_t bytes) {

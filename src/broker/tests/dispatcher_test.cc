@@ -36,7 +36,7 @@ Buffer make_entry(const std::string& key, int messages = 1) {
 // makes the next reads fail (kUnavailable) without consuming anything.
 class FakeCursor final : public DispatchCursor {
  public:
-  explicit FakeCursor(Executor executor) : wakeup_(executor) {}
+  explicit FakeCursor(Executor executor) : wakeup_(executor), stall_(executor) {}
 
   void append(const std::string& key = "", int messages = 1) {
     entries_.push_back(mledger::Entry{Position{1, static_cast<int64_t>(entries_.size())},
@@ -51,6 +51,15 @@ class FakeCursor final : public DispatchCursor {
     if (fail_reads > 0) {
       --fail_reads;
       co_return Status(Errc::kUnavailable, "the bookies are away");
+    }
+    if (stall_reads) {
+      // A read already on its way to the bookies: cancel_wait() does not end it.
+      stall_reads = false;
+      stalled = true;
+      stall_.expires_at(asio::steady_timer::time_point::max());
+      boost::system::error_code ec;
+      co_await stall_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      stalled = false;
     }
     while (next_ >= entries_.size()) {
       cancelled_ = false;
@@ -85,8 +94,13 @@ class FakeCursor final : public DispatchCursor {
     wakeup_.cancel();
   }
 
+  // Ends a stalled read.
+  void release() { stall_.cancel(); }
+
   int reads = 0;
   int fail_reads = 0;
+  bool stall_reads = false;  // the next read stalls until release()
+  bool stalled = false;
   std::vector<std::chrono::steady_clock::time_point> read_times;
 
  private:
@@ -95,6 +109,7 @@ class FakeCursor final : public DispatchCursor {
   size_t next_ = 0;
   bool cancelled_ = false;
   asio::steady_timer wakeup_;
+  asio::steady_timer stall_;
 };
 
 struct Sent {
@@ -342,13 +357,39 @@ TEST_F(DispatcherTest, ATypeChangeCarriesTheRedeliveriesOver) {
   ASSERT_TRUE(until_sent(2));
   ASSERT_TRUE(shared->remove_consumer(1, sink_.get()));  // both wait for redelivery
   auto exclusive = make(wire::CommandSubscribe::Exclusive);
-  exclusive->take_redeliveries_from(*shared);
+  exclusive->take_over_from(*shared);
   auto c2 = consumer(2);
   ASSERT_TRUE(exclusive->add_consumer(c2).ok());
   exclusive->flow(c2, 10);
   ASSERT_TRUE(until_sent(4));
   EXPECT_EQ(sink_->sent[2].redelivery_count, 1u);
   EXPECT_EQ(sink_->sent[3].redelivery_count, 1u);
+}
+
+// The last Shared consumer leaves while a read is on its way; an Exclusive consumer comes
+// before it returns. The new dispatcher waits for the old one's loop, and what that read
+// brought reaches the new consumer: nothing is skipped, nothing read twice at once.
+TEST_F(DispatcherTest, ATypeChangeDuringAReadInFlightLosesNothing) {
+  auto shared = make(wire::CommandSubscribe::Shared);
+  auto c1 = consumer(1);
+  ASSERT_TRUE(shared->add_consumer(c1).ok());
+  for (int i = 0; i < 3; ++i) cursor_->append();
+  cursor_->stall_reads = true;
+  shared->flow(c1, 10);
+  ASSERT_TRUE(loop_.run_until([&] { return cursor_->stalled; }));
+  ASSERT_TRUE(shared->remove_consumer(1, sink_.get()));
+  auto exclusive = make(wire::CommandSubscribe::Exclusive);
+  exclusive->take_over_from(*shared);
+  auto c2 = consumer(2);
+  ASSERT_TRUE(exclusive->add_consumer(c2).ok());
+  exclusive->flow(c2, 10);
+  loop_.run_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(cursor_->reads, 1);  // the new dispatcher waits for the old loop
+  EXPECT_TRUE(sink_->sent.empty());
+  cursor_->release();
+  ASSERT_TRUE(until_sent(3));
+  EXPECT_EQ(sink_->positions_for(2), (std::vector<Position>{{1, 0}, {1, 1}, {1, 2}}));
+  EXPECT_TRUE(sink_->positions_for(1).empty());
 }
 
 // A cursor whose reads keep failing is retried with capped exponential delays: never
