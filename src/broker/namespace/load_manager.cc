@@ -69,6 +69,9 @@ std::pair<double, double> memory_mb() {
   return {resident * page_mb, total};
 }
 
+// The shortest window a CPU usage is measured over (see write_report).
+constexpr double kMinCpuWindowSeconds = 1.0;
+
 double usage_percent(const Json& report, const char* resource) {
   auto it = report.find(resource);
   if (it == report.end() || !it->is_object()) return 0;
@@ -100,6 +103,7 @@ bool LoadManager::is_leader() const {
 Task<Status> LoadManager::start() {
   wake_ = std::make_unique<asio::steady_timer>(namespaces_.executor());
   previous_.at = Clock::now();
+  previous_.cpu_at = previous_.at;
   previous_.cpu_seconds = process_cpu_seconds();
   Status st = co_await write_report(true);
   if (!st.ok()) co_return st;
@@ -209,9 +213,16 @@ Task<Status> LoadManager::write_report(bool force) {
   r.msg_rate_out = std::max(0.0, (totals.msgs_out - previous_.msgs_out) / seconds);
   r.throughput_in = std::max(0.0, (totals.bytes_in - previous_.bytes_in) / seconds);
   r.throughput_out = std::max(0.0, (totals.bytes_out - previous_.bytes_out) / seconds);
+  // The kernel counts CPU time in clock ticks (10 ms), so usage over a short window is noise:
+  // a broker's first report, a few milliseconds after it started, could claim several cores
+  // and be passed over by placement as overloaded. Usage is measured over at least a second;
+  // until then the last measurement stands (none yet: 0).
   const double cpu = process_cpu_seconds();
   const double cores = std::max(1u, std::thread::hardware_concurrency());
-  r.cpu_usage = 100.0 * std::max(0.0, cpu - previous_.cpu_seconds) / seconds;
+  const double cpu_window = std::chrono::duration<double>(now - previous_.cpu_at).count();
+  const bool cpu_measured = cpu_window >= kMinCpuWindowSeconds;
+  r.cpu_usage = cpu_measured ? 100.0 * std::max(0.0, cpu - previous_.cpu_seconds) / cpu_window
+                             : (last_ ? last_->cpu_usage : 0.0);
   r.cpu_limit = 100.0 * cores;
   std::tie(r.memory_usage, r.memory_limit) = memory_mb();
   r.topics = totals.topics;
@@ -232,8 +243,13 @@ Task<Status> LoadManager::write_report(bool force) {
   }
   if (!due) co_return Status::OK();
   if (options_.split.enabled) co_await split_hot_bundles(loads, seconds);
-  previous_ =
-      Counters{totals.msgs_in, totals.bytes_in, totals.msgs_out, totals.bytes_out, cpu, now};
+  previous_ = Counters{totals.msgs_in,
+                       totals.bytes_in,
+                       totals.msgs_out,
+                       totals.bytes_out,
+                       now,
+                       cpu_measured ? cpu : previous_.cpu_seconds,
+                       cpu_measured ? now : previous_.cpu_at};
   metadata::PutOptions options;
   options.ephemeral = true;
   changed_ = false;

@@ -122,8 +122,11 @@ class LoadManager {
   // For rates: counters and the time they were read.
   struct Counters {
     double msgs_in = 0, bytes_in = 0, msgs_out = 0, bytes_out = 0;
-    double cpu_seconds = 0;
     std::chrono::steady_clock::time_point at{};
+    // The CPU time counter and when it was read: advanced only by a CPU measurement, which
+    // needs a window of kMinCpuWindow (see write_report).
+    double cpu_seconds = 0;
+    std::chrono::steady_clock::time_point cpu_at{};
   };
   Counters previous_;
   // Per bundle (full name): messages and bytes (in + out) at the last check.
