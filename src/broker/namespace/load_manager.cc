@@ -104,7 +104,7 @@ Task<Status> LoadManager::start() {
   wake_ = std::make_unique<asio::steady_timer>(namespaces_.executor());
   previous_.at = Clock::now();
   previous_.cpu_at = previous_.at;
-  previous_.cpu_seconds = process_cpu_seconds();
+  previous_.cpu_seconds = options_.cpu_seconds ? options_.cpu_seconds() : process_cpu_seconds();
   Status st = co_await write_report(true);
   if (!st.ok()) co_return st;
   election_ = std::make_unique<metadata::LeaderElection>(
@@ -217,7 +217,7 @@ Task<Status> LoadManager::write_report(bool force) {
   // a broker's first report, a few milliseconds after it started, could claim several cores
   // and be passed over by placement as overloaded. Usage is measured over at least a second;
   // until then the last measurement stands (none yet: 0).
-  const double cpu = process_cpu_seconds();
+  const double cpu = options_.cpu_seconds ? options_.cpu_seconds() : process_cpu_seconds();
   const double cores = std::max(1u, std::thread::hardware_concurrency());
   const double cpu_window = std::chrono::duration<double>(now - previous_.cpu_at).count();
   const bool cpu_measured = cpu_window >= kMinCpuWindowSeconds;

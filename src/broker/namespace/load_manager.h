@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -62,6 +63,9 @@ struct LoadManagerOptions {
   double report_threshold_percentage = 10;      // loadBalancerReportUpdateThresholdPercentage
   double overloaded_threshold_percentage = 85;  // ...BrokerOverloadedThresholdPercentage
   BundleSplitOptions split;
+  // The process's CPU time in seconds (default: utime + stime of /proc/self/stat, counted in
+  // clock ticks). Tests give a fake.
+  std::function<double()> cpu_seconds;
 };
 
 struct Placement {
