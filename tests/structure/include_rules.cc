@@ -22,7 +22,7 @@ const std::map<std::string, std::set<std::string>>& rules() {
       {"mledger", {"common", "ledger", "metadata", "proto"}},
       {"testing", {"common", "metadata", "net", "proto", "protocol"}},
       // The broker's rooms: {wire, admin} -> service -> namespace -> config -> libraries.
-      {"broker/config", {"common", "metadata", "mledger", "net"}},
+      {"broker/config", {"common", "metadata", "mledger", "net", "protocol"}},
       {"broker/namespace", {"broker/config", "common", "metadata", "proto", "protocol"}},
       {"broker/service",
        {"broker/namespace", "broker/config", "common", "ledger", "metadata", "mledger", "proto",

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "broker/admin/policies_json.h"
+#include "broker/config/store_paths.h"
 
 namespace magnetar::broker::admin {
 
@@ -72,7 +73,7 @@ Response invalid_namespace_name() {
 }
 
 std::string NamespaceName::policies_path() const {
-  return fmt::format("/admin/policies/{}/{}", tenant, local);
+  return namespace_policies_path(tenant + "/" + local);
 }
 
 std::string NamespaceName::ledgers_dir() const {

@@ -22,6 +22,7 @@
 
 #include "broker/admin/admin_nodes.h"
 #include "broker/admin/admin_routes.h"
+#include "broker/config/store_paths.h"
 #include "broker/namespace/bundles.h"
 #include "broker/namespace/namespace_service.h"
 #include "broker/service/subscription.h"
@@ -71,7 +72,7 @@ Task<Response> clear_bundle_backlog(BrokerServices broker, std::string ns, Bundl
 
 // The namespace's bundles, from its policies.
 Task<Result<std::vector<BundleRange>>> bundles_of(BrokerServices broker, const std::string& ns) {
-  auto node = co_await (*broker.stores.configuration).get(fmt::format("/admin/policies/{}", ns));
+  auto node = co_await (*broker.stores.configuration).get(namespace_policies_path(ns));
   if (!node.ok()) co_return node.status();
   if (!node->has_value()) co_return Status(Errc::kNotFound, kNoNamespace);
   auto bundles = NamespaceBundles::from_policies((*node)->value,

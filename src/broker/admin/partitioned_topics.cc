@@ -25,6 +25,7 @@
 
 #include "broker/admin/admin_routes.h"
 #include "broker/admin/topic_access.h"
+#include "broker/config/store_paths.h"
 #include "broker/namespace/namespace_service.h"
 #include "broker/service/topic.h"
 #include "broker/service/topic_registry.h"
@@ -39,12 +40,6 @@ using http::PathParams;
 using http::Permission;
 using http::Request;
 using http::Response;
-
-// The partitioned-topic metadata node of `name`.
-std::string metadata_path(const protocol::TopicName& name) {
-  return fmt::format("/admin/partitioned-topics/{}/persistent/{}", name.namespace_name(),
-                     name.encoded_local_name());
-}
 
 // A PUT or POST body: a bare int, or {"partitions": N, "properties": {...}}; the metadata to
 // store ({"partitions": N[, "properties"]}), or 400/412.
@@ -92,8 +87,7 @@ Task<Response> PartitionedTopics::list(const PathParams& p) {
   auto exists = co_await broker().topics.namespace_exists(ns);
   if (!exists.ok()) co_return broker_error(exists.status());
   if (!*exists) co_return error(404, "Namespace does not exist");
-  auto children =
-      co_await configuration().children(fmt::format("/admin/partitioned-topics/{}/persistent", ns));
+  auto children = co_await configuration().children(partitioned_topics_dir(ns));
   if (!children.ok()) co_return broker_error(children.status());
   Json out = Json::array();
   for (const auto& child : *children) {
@@ -127,7 +121,8 @@ Task<Response> PartitionedTopics::create(const Request& req, const PathParams& p
   if (ml.ok() && *ml) co_return error(409, "This topic already exists");
   metadata::PutOptions create;
   create.expected_version = -1;
-  auto made = co_await configuration().put_recursive(metadata_path(name), meta.dump(), create);
+  auto made =
+      co_await configuration().put_recursive(partitioned_topic_path(name), meta.dump(), create);
   if (!made.ok()) {
     if (made.status().is(Errc::kBadVersion)) {
       co_return error(409, "This topic already exists");
@@ -147,7 +142,7 @@ Task<Response> PartitionedTopics::grow(const Request& req, const PathParams& p) 
   if (name.is_partition()) {
     co_return error(412, "a partition cannot be partitioned again");
   }
-  const std::string path = metadata_path(name);
+  const std::string path = partitioned_topic_path(name);
   auto node = co_await configuration().get(path);
   if (!node.ok()) co_return broker_error(node.status());
   if (!node->has_value()) co_return error(404, "Partitioned topic does not exist");
@@ -173,7 +168,7 @@ Task<Response> PartitionedTopics::remove(const Request& req, const PathParams& p
   auto checked = co_await checked_topic(broker(), p);
   if (auto* answer = std::get_if<Response>(&checked)) co_return std::move(*answer);
   const protocol::TopicName name = std::get<protocol::TopicName>(std::move(checked));
-  const std::string path = metadata_path(name);
+  const std::string path = partitioned_topic_path(name);
   auto node = co_await configuration().get(path);
   if (!node.ok()) co_return broker_error(node.status());
   if (!node->has_value()) co_return error(404, "Partitioned topic does not exist");

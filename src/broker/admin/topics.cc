@@ -24,6 +24,7 @@
 
 #include "broker/admin/admin_routes.h"
 #include "broker/admin/topic_access.h"
+#include "broker/config/store_paths.h"
 #include "broker/service/policies.h"
 #include "broker/service/topic.h"
 #include "broker/service/topic_registry.h"
@@ -236,7 +237,7 @@ Prefix persistent_prefix() {
     if (namespace_level) {
       if (req.method != "GET") return method_not_allowed();
       // What the store answers for the namespace's node (a path with an empty component).
-      Status st = metadata::validate_path(fmt::format("/admin/policies/{}/{}", parts[0], parts[1]));
+      Status st = metadata::validate_path(namespace_policies_path(parts[0] + "/" + parts[1]));
       if (!st.ok()) return broker_error(st);
       return error(404, "Namespace does not exist");
     }

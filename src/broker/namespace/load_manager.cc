@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "broker/config/store_paths.h"
 #include "common/version.h"
 #include "metadata/leader_election.h"
 
@@ -416,7 +417,7 @@ Task<void> LoadManager::split_hot_bundles(const std::vector<TopicLoad>& loads, d
     const std::string ns = t.name.namespace_name();
     auto it = namespaces.find(ns);
     if (it == namespaces.end()) {
-      auto node = co_await namespaces_.configuration_store().get("/admin/policies/" + ns);
+      auto node = co_await namespaces_.configuration_store().get(namespace_policies_path(ns));
       if (!node.ok() || !node->has_value()) continue;
       auto parsed = NamespaceBundles::from_policies(
           (*node)->value, namespaces_.config().default_number_of_namespace_bundles);

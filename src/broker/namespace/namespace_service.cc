@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "broker/config/store_paths.h"
 #include "broker/namespace/load_manager.h"
 
 namespace magnetar::broker {
@@ -11,10 +12,6 @@ namespace magnetar::broker {
 namespace {
 
 using Json = nlohmann::json;
-
-std::string policies_path(std::string_view ns) {
-  return fmt::format("/admin/policies/{}", ns);
-}
 
 Status not_ready(std::string message) {
   return Status(Errc::kUnavailable, std::move(message));
@@ -88,7 +85,7 @@ LookupAnswer NamespaceService::connect_here() const {
 }
 
 Task<Result<std::string>> NamespaceService::policies_of(const std::string& ns) {
-  auto got = co_await configuration_store().get(policies_path(ns));
+  auto got = co_await configuration_store().get(namespace_policies_path(ns));
   if (!got.ok()) co_return got.status();
   if (!got->has_value()) {
     co_return Status(Errc::kNotFound, fmt::format("Namespace {} does not exist", ns));
@@ -285,7 +282,7 @@ Task<Status> NamespaceService::split_bundle(std::string ns, BundleRange range, b
     // 1. Own both halves before anyone can see them (their nodes first), 2. switch the
     // policies with compare-and-set, 3. drop the parent's node.
     for (int attempt = 0; attempt < 16; ++attempt) {
-      auto node = co_await config.get(policies_path(ns));
+      auto node = co_await config.get(namespace_policies_path(ns));
       if (!node.ok()) co_return node.status();
       if (!node->has_value()) co_return Status(Errc::kNotFound, "namespace does not exist");
       auto bundles = NamespaceBundles::from_policies((*node)->value, 4);
@@ -313,7 +310,7 @@ Task<Status> NamespaceService::split_bundle(std::string ns, BundleRange range, b
                                  {"numBundles", static_cast<int>(boundaries->size()) - 1}};
       metadata::PutOptions cas;
       cas.expected_version = (*node)->stat.version;
-      auto written = co_await config.put(policies_path(ns), policies.dump(), cas);
+      auto written = co_await config.put(namespace_policies_path(ns), policies.dump(), cas);
       if (!written.ok()) {
         for (const auto& half : halves) (void)co_await store_.remove(bundle_owner_path(ns, half));
         if (written.status().is(Errc::kBadVersion)) continue;

@@ -7,25 +7,13 @@
 #include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
 
+#include "broker/config/store_paths.h"
 #include "broker/namespace/namespace_service.h"
 #include "broker/service/policies.h"
 #include "broker/service/topic.h"
 #include "mledger/managed_ledger.h"
 
 namespace magnetar::broker {
-
-namespace {
-
-std::string policies_path(std::string_view ns) {
-  return fmt::format("/admin/policies/{}", ns);
-}
-
-std::string partitioned_path(const protocol::TopicName& name) {
-  return fmt::format("/admin/partitioned-topics/{}/{}/{}", name.namespace_name(),
-                     protocol::to_string(name.domain()), name.encoded_local_name());
-}
-
-}  // namespace
 
 TopicRegistry::TopicRegistry(std::vector<Loop> loops, metadata::MetadataStores stores,
                              const BrokerConfig& config, NamespaceService& namespaces, Gate& gate)
@@ -50,7 +38,7 @@ std::shared_ptr<PersistentTopic> TopicRegistry::loaded_topic(const std::string& 
 }
 
 Task<Result<bool>> TopicRegistry::namespace_exists(std::string ns) {
-  auto r = co_await stores_.configuration->exists(policies_path(ns));
+  auto r = co_await stores_.configuration->exists(namespace_policies_path(ns));
   if (!r.ok()) co_return r.status();
   co_return *r;
 }
@@ -91,7 +79,7 @@ Task<Result<std::shared_ptr<PersistentTopic>>> TopicRegistry::load_topic(LoopSta
     state->loading.erase(key);
     for (auto& w : waiters) w(true);
   };
-  auto ns = co_await stores_.configuration->get(policies_path(name.namespace_name()));
+  auto ns = co_await stores_.configuration->get(namespace_policies_path(name.namespace_name()));
   if (!ns.ok() || !ns->has_value()) {
     finish();
     co_return Status(Errc::kNotFound,
@@ -221,7 +209,7 @@ Task<bool> TopicRegistry::may_auto_create(protocol::TopicName name) {
 
 Task<Result<int>> TopicRegistry::partitions(protocol::TopicName name, bool auto_create) {
   if (name.is_partition()) co_return 0;
-  const std::string path = partitioned_path(name);
+  const std::string path = partitioned_topic_path(name);
   auto got = co_await stores_.configuration->get(path);
   if (!got.ok()) co_return got.status();
   if (got->has_value()) {
