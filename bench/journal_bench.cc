@@ -70,7 +70,7 @@ void BM_JournalAppend(benchmark::State& state) {
       cv.wait(lock, [&] { return outstanding < window; });
       ++outstanding;
     }
-    journal->append(JournalRecord{JournalRecordType::kEntry, 1, entry++, payload}, done);
+    journal->append(JournalRecord{JournalRecordType::kEntry, LedgerId{1}, EntryId{entry++}, payload}, done);
   }
   {
     std::unique_lock lock(mu);
@@ -147,7 +147,7 @@ void BM_JournalAppendLatency(benchmark::State& state) {
     std::condition_variable wcv;
     int warm_left = 3 * 64 * 1024;
     for (int i = 0; i < 3 * 64 * 1024; ++i) {
-      journal->append(JournalRecord{JournalRecordType::kEntry, 2, i, payload},
+      journal->append(JournalRecord{JournalRecordType::kEntry, LedgerId{2}, EntryId{i}, payload},
                       [&](Status, JournalPosition) {
                         std::lock_guard lock(wmu);
                         if (--warm_left == 0) wcv.notify_one();
@@ -167,7 +167,7 @@ void BM_JournalAppendLatency(benchmark::State& state) {
       std::this_thread::sleep_until(
           t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(i / rate)));
       const auto sent = Clock::now();
-      journal->append(JournalRecord{JournalRecordType::kEntry, 1, i, payload},
+      journal->append(JournalRecord{JournalRecordType::kEntry, LedgerId{1}, EntryId{i}, payload},
                       [&, i, sent](Status st, JournalPosition) {
                         if (!st.ok()) std::abort();
                         latencies[static_cast<size_t>(i)] =

@@ -80,7 +80,7 @@ Status Bookie::start() {
         return storage_->set_fenced(r.ledger_id).status();
       case JournalRecordType::kEntry: {
         auto header = protocol::peek_entry_header(r.payload);
-        int64_t lac = header.ok() ? header->lac : -1;
+        EntryId lac{header.ok() ? header->lac : -1};
         return storage_->add_entry(r.ledger_id, r.entry_id, r.payload, lac);
       }
       case JournalRecordType::kExplicitLac:
@@ -185,21 +185,21 @@ void Bookie::add_entries(std::vector<Add> adds) {
 }
 
 void Bookie::store_add(bookie_wire::AddRequest request, Buffer entry, AddCallback done) {
-  const int64_t ledger = request.ledger_id();
-  const int64_t entry_id = request.entry_id();
+  const LedgerId ledger{request.ledger_id()};
+  const EntryId entry_id{request.entry_id()};
   if (read_only_) return done(bookie_wire::READ_ONLY);
   auto header = protocol::peek_entry_header(entry);
-  if (!header.ok() || header->ledger_id != ledger || header->entry_id != entry_id ||
-      entry_id < 0) {
+  if (!header.ok() || header->ledger_id != ledger.value() ||
+      header->entry_id != entry_id.value() || !entry_id.valid()) {
     return done(bookie_wire::BAD_REQUEST);
   }
   auto key = storage_->check_master_key(ledger, request.master_key());
   if (!key.ok()) return done(to_bookie_status(key.status()));
   if (key->fenced && !request.recovery()) return done(bookie_wire::FENCED);
-  Status stored = storage_->add_entry(ledger, entry_id, entry, header->lac);
+  Status stored = storage_->add_entry(ledger, entry_id, entry, EntryId{header->lac});
   if (!stored.ok()) return done(to_bookie_status(stored));
   if (key->created) {
-    journal_for(ledger).append(JournalRecord{JournalRecordType::kMasterKey, ledger, -1,
+    journal_for(ledger).append(JournalRecord{JournalRecordType::kMasterKey, ledger, EntryId{},
                                              Buffer::copy_of(request.master_key())},
                                [](Status, JournalPosition) {});
   }
@@ -213,7 +213,7 @@ void Bookie::store_add(bookie_wire::AddRequest request, Buffer entry, AddCallbac
 
 void Bookie::read_entry(const bookie_wire::ReadRequest& request, ReadCallback done) {
   asio::post(workers_, [this, request, done = std::move(done)]() mutable {
-    const int64_t ledger = request.ledger_id();
+    const LedgerId ledger{request.ledger_id()};
     if (request.fence()) {
       Status key = storage_->set_master_key(ledger, request.master_key());
       if (!key.ok()) return done(to_bookie_status(key), Buffer(), -1);
@@ -222,7 +222,7 @@ void Bookie::read_entry(const bookie_wire::ReadRequest& request, ReadCallback do
       if (*fenced) {
         // Answer only once the fence is durable: a fence lost in a crash would let the old
         // writer go on after recovery began.
-        journal_for(ledger).append(JournalRecord{JournalRecordType::kFence, ledger, -1,
+        journal_for(ledger).append(JournalRecord{JournalRecordType::kFence, ledger, EntryId{},
                                        Buffer::copy_of(request.master_key())},
                          [this, request, done = std::move(done)](Status st,
                                                                  JournalPosition) mutable {
@@ -238,7 +238,7 @@ void Bookie::read_entry(const bookie_wire::ReadRequest& request, ReadCallback do
 
 void Bookie::read_range(const bookie_wire::ReadRangeRequest& request, ReadRangeCallback done) {
   asio::post(workers_, [this, request, done = std::move(done)]() mutable {
-    const int64_t ledger = request.ledger_id();
+    const LedgerId ledger{request.ledger_id()};
     if (request.first_entry_id() < 0 || request.max_entries() == 0) {
       return done(bookie_wire::BAD_REQUEST, {}, -1);
     }
@@ -251,7 +251,7 @@ void Bookie::read_range(const bookie_wire::ReadRangeRequest& request, ReadRangeC
     std::vector<Buffer> entries;
     uint64_t bytes = 0;
     BookieStatus stopped = bookie_wire::OK;
-    for (int64_t e = request.first_entry_id(); entries.size() < max_entries; ++e) {
+    for (EntryId e{request.first_entry_id()}; entries.size() < max_entries; ++e) {
       auto entry = storage_->read_entry(ledger, e);
       if (!entry.ok()) {
         if (entry.status().is(Errc::kCorruption)) {
@@ -270,27 +270,28 @@ void Bookie::read_range(const bookie_wire::ReadRangeRequest& request, ReadRangeC
       entries.push_back(std::move(entry).value());
     }
     BookieStatus status = entries.empty() ? stopped : bookie_wire::OK;
-    done(status, std::move(entries), info->lac);
+    done(status, std::move(entries), info->lac.value());
   });
 }
 
 void Bookie::do_read(const bookie_wire::ReadRequest& request, ReadCallback done) {
-  const int64_t ledger = request.ledger_id();
+  const LedgerId ledger{request.ledger_id()};
   auto info = storage_->ledger_info(ledger);
   if (!info.ok()) return done(bookie_wire::NO_LEDGER, Buffer(), -1);
-  auto entry = storage_->read_entry(ledger, request.entry_id());
-  if (entry.ok()) return done(bookie_wire::OK, std::move(entry).value(), info->lac);
+  const int64_t lac = info->lac.value();
+  auto entry = storage_->read_entry(ledger, EntryId{request.entry_id()});
+  if (entry.ok()) return done(bookie_wire::OK, std::move(entry).value(), lac);
   if (entry.status().is(Errc::kCorruption)) {
     log_.with("ledger_id", ledger).with("entry_id", request.entry_id())
         .error("stored entry is corrupt: {}", entry.status().to_string());
-    return done(bookie_wire::IO_ERROR, Buffer(), info->lac);
+    return done(bookie_wire::IO_ERROR, Buffer(), lac);
   }
   if (!entry.status().is(Errc::kNotFound)) {
-    return done(to_bookie_status(entry.status()), Buffer(), info->lac);
+    return done(to_bookie_status(entry.status()), Buffer(), lac);
   }
   // Long poll: wait for the LAC to move past what the reader knows.
   if (request.has_previous_lac() && request.timeout_ms() > 0 &&
-      info->lac <= request.previous_lac()) {
+      lac <= request.previous_lac()) {
     auto w = std::make_shared<Waiter>();
     w->previous_lac = request.previous_lac();
     w->request = request;
@@ -321,19 +322,19 @@ void Bookie::do_read(const bookie_wire::ReadRequest& request, ReadCallback done)
     complete_waiters(ledger);
     return;
   }
-  done(bookie_wire::NO_ENTRY, Buffer(), info->lac);
+  done(bookie_wire::NO_ENTRY, Buffer(), lac);
 }
 
-void Bookie::complete_waiters(int64_t ledger_id) {
-  auto info = storage_->ledger_info(ledger_id);
+void Bookie::complete_waiters(LedgerId ledger) {
+  auto info = storage_->ledger_info(ledger);
   if (!info.ok()) return;
   std::vector<std::shared_ptr<Waiter>> ready;
   {
     std::lock_guard<std::mutex> lock(waiters_mu_);
-    auto range = waiters_.equal_range(ledger_id);
+    auto range = waiters_.equal_range(ledger);
     for (auto it = range.first; it != range.second;) {
-      if (info->lac > it->second->previous_lac ||
-          storage_->read_entry(ledger_id, it->second->request.entry_id()).ok()) {
+      if (info->lac.value() > it->second->previous_lac ||
+          storage_->read_entry(ledger, EntryId{it->second->request.entry_id()}).ok()) {
         ready.push_back(it->second);
         it = waiters_.erase(it);
       } else {
@@ -352,17 +353,17 @@ void Bookie::complete_waiters(int64_t ledger_id) {
   }
 }
 
-bookie_wire::ReadLacResponse Bookie::read_lac(int64_t ledger_id) {
+bookie_wire::ReadLacResponse Bookie::read_lac(LedgerId ledger) {
   bookie_wire::ReadLacResponse r;
-  r.set_ledger_id(ledger_id);
-  auto info = storage_->ledger_info(ledger_id);
+  r.set_ledger_id(ledger.value());
+  auto info = storage_->ledger_info(ledger);
   if (!info.ok()) {
     r.set_status(bookie_wire::NO_LEDGER);
     return r;
   }
   r.set_status(bookie_wire::OK);
-  r.set_lac(info->lac);
-  r.set_last_entry_id(info->last_entry_id);
+  r.set_lac(info->lac.value());
+  r.set_last_entry_id(info->last_entry_id.value());
   return r;
 }
 
@@ -378,8 +379,8 @@ bookie_wire::BookieInfoResponse Bookie::info() {
   return r;
 }
 
-Journal& Bookie::journal_for(int64_t ledger_id) {
-  return *journals_[static_cast<uint64_t>(ledger_id) % journals_.size()];
+Journal& Bookie::journal_for(LedgerId ledger) {
+  return *journals_[static_cast<uint64_t>(ledger.value()) % journals_.size()];
 }
 
 Status Bookie::checkpoint() {
@@ -401,11 +402,11 @@ Status Bookie::checkpoint() {
   return result;
 }
 
-std::vector<int64_t> Bookie::ledgers() const { return storage_->ledgers(); }
+std::vector<LedgerId> Bookie::ledgers() const { return storage_->ledgers(); }
 
-Result<uint64_t> Bookie::garbage_collect(const std::vector<int64_t>& deleted) {
+Result<uint64_t> Bookie::garbage_collect(const std::vector<LedgerId>& deleted) {
   int dropped = 0;
-  for (int64_t ledger : deleted) {
+  for (LedgerId ledger : deleted) {
     Status st = storage_->delete_ledger(ledger);
     if (!st.ok()) return st;
     ++dropped;

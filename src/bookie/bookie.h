@@ -64,7 +64,7 @@ class Bookie {
   using ReadRangeCallback =
       std::function<void(BookieStatus, std::vector<Buffer> entries, int64_t lac)>;
   void read_range(const bookie_wire::ReadRangeRequest& request, ReadRangeCallback done);
-  bookie_wire::ReadLacResponse read_lac(int64_t ledger_id);
+  bookie_wire::ReadLacResponse read_lac(LedgerId ledger);
   bookie_wire::BookieInfoResponse info();
 
   bool read_only() const { return read_only_.load(); }
@@ -77,10 +77,10 @@ class Bookie {
   Status checkpoint();
 
   // The ledgers this bookie holds entries or state of, ascending.
-  std::vector<int64_t> ledgers() const;
+  std::vector<LedgerId> ledgers() const;
   // Drops the local ledgers in `deleted` (their metadata is gone), then reclaims entry-log
   // space. Blocking: call from a thread that may wait on disk. Returns the bytes reclaimed.
-  Result<uint64_t> garbage_collect(const std::vector<int64_t>& deleted);
+  Result<uint64_t> garbage_collect(const std::vector<LedgerId>& deleted);
 
  private:
   // An add, on a storage worker.
@@ -89,7 +89,7 @@ class Bookie {
   Status start();
   void checkpoint_loop();
   void check_disks();
-  void complete_waiters(int64_t ledger_id);
+  void complete_waiters(LedgerId ledger);
   void do_read(const bookie_wire::ReadRequest& request, ReadCallback done);
 
   struct Waiter {
@@ -105,7 +105,7 @@ class Bookie {
   std::unique_ptr<LedgerStorage> storage_;
   // One per journalDirectories entry; a ledger's records all go to journal_for(ledger).
   std::vector<std::unique_ptr<Journal>> journals_;
-  Journal& journal_for(int64_t ledger_id);
+  Journal& journal_for(LedgerId ledger);
   std::atomic<bool> read_only_{false};
   std::function<void()> on_read_only_;
   std::mutex callbacks_mu_;
@@ -116,7 +116,7 @@ class Bookie {
   std::thread timers_thread_;
 
   std::mutex waiters_mu_;
-  std::multimap<int64_t, std::shared_ptr<Waiter>> waiters_;  // by ledger id
+  std::multimap<LedgerId, std::shared_ptr<Waiter>> waiters_;  // by ledger id
 
   std::mutex checkpoint_mu_;  // one checkpoint at a time
   std::mutex loop_mu_;

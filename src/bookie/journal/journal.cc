@@ -149,8 +149,8 @@ void encode_record(std::string& out, const JournalRecord& r, uint32_t seed) {
   store_be32(p, static_cast<uint32_t>(body));
   uint8_t* b = p + kRecordPrefixSize;
   b[0] = static_cast<uint8_t>(r.type);
-  store_be64(b + 1, static_cast<uint64_t>(r.ledger_id));
-  store_be64(b + 9, static_cast<uint64_t>(r.entry_id));
+  store_be64(b + 1, static_cast<uint64_t>(r.ledger_id.value()));
+  store_be64(b + 9, static_cast<uint64_t>(r.entry_id.value()));
   if (!r.payload.empty()) std::memcpy(b + kBodyFixedSize, r.payload.data(), r.payload.size());
   store_be32(p + 4, crc32c::extend(seed, b, body));
 }
@@ -321,8 +321,8 @@ Status replay_file(Env& env, const std::string& dir, uint64_t id, uint64_t start
     }
     JournalRecord record;
     record.type = static_cast<JournalRecordType>(type);
-    record.ledger_id = static_cast<int64_t>(load_be64(body.data() + 1));
-    record.entry_id = static_cast<int64_t>(load_be64(body.data() + 9));
+    record.ledger_id = LedgerId{static_cast<int64_t>(load_be64(body.data() + 1))};
+    record.entry_id = EntryId{static_cast<int64_t>(load_be64(body.data() + 9))};
     // A copy, so a caller keeping payloads does not pin whole read chunks.
     record.payload = Buffer::copy_of(body.data() + kBodyFixedSize, length - kBodyFixedSize);
     MAGNETAR_TRY(fn(record, JournalPosition{id, pos}));

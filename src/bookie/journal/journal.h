@@ -25,6 +25,7 @@
 
 #include "common/buffer.h"
 #include "common/env.h"
+#include "common/ids.h"
 #include "common/status.h"
 
 namespace magnetar::bookie {
@@ -60,8 +61,8 @@ enum class JournalRecordType : uint8_t { kEntry = 1, kMasterKey = 2, kFence = 3,
 
 struct JournalRecord {
   JournalRecordType type = JournalRecordType::kEntry;
-  int64_t ledger_id = 0;
-  int64_t entry_id = 0;
+  LedgerId ledger_id{0};
+  EntryId entry_id{0};  // -1 for records about the ledger (key, fence)
   Buffer payload;  // shared, never copied by append()
 };
 

@@ -262,7 +262,7 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
       case BookieRequest::kReadLac: {
         BookieResponse r;
         r.set_request_id(id);
-        *r.mutable_read_lac() = bookie_.read_lac(req.read_lac().ledger_id());
+        *r.mutable_read_lac() = bookie_.read_lac(LedgerId{req.read_lac().ledger_id()});
         send(r, Buffer());
         return;
       }
@@ -508,15 +508,15 @@ Status BookieServer::run_gc() {
   // What this bookie holds is taken before the listing: a ledger's metadata is written before
   // any of its entries reaches a bookie, so a ledger held now and missing from a later
   // listing was deleted, while one created during the listing is not a candidate at all.
-  const std::vector<int64_t> held = bookie_.ledgers();
+  const std::vector<LedgerId> held = bookie_.ledgers();
   auto listed = run_sync<Result<std::vector<int64_t>>>(
       [&]() { return metadata::list_ledger_ids(*store_); });
   if (!listed.ok()) return listed.status();  // never drop anything on a failed listing
   // (No second lookup of each candidate: on ZooKeeper every path read stays watched for the
   // session's lifetime, and a deleted ledger's path would never fire.)
-  std::vector<int64_t> deleted;
-  for (int64_t id : held) {
-    if (!std::binary_search(listed->begin(), listed->end(), id)) deleted.push_back(id);
+  std::vector<LedgerId> deleted;
+  for (LedgerId id : held) {
+    if (!std::binary_search(listed->begin(), listed->end(), id.value())) deleted.push_back(id);
   }
   return bookie_.garbage_collect(deleted).status();
 }

@@ -233,12 +233,13 @@ void LedgerStorage::run_flusher() {
 
 // ---- ledgers ----
 
-Status LedgerStorage::set_master_key(int64_t ledger_id, std::string_view master_key) {
-  return check_master_key(ledger_id, master_key).status();
+Status LedgerStorage::set_master_key(LedgerId ledger, std::string_view master_key) {
+  return check_master_key(ledger, master_key).status();
 }
 
-Result<LedgerStorage::KeyCheck> LedgerStorage::check_master_key(int64_t ledger_id,
+Result<LedgerStorage::KeyCheck> LedgerStorage::check_master_key(LedgerId ledger,
                                                                 std::string_view master_key) {
+  const int64_t ledger_id = ledger.value();
   if (!valid_ledger_id(ledger_id)) return bad_ledger_id(ledger_id);
   std::lock_guard lock(ledgers_mu_);
   auto [it, created] = ledgers_.try_emplace(ledger_id);
@@ -257,15 +258,17 @@ Result<LedgerStorage::KeyCheck> LedgerStorage::check_master_key(int64_t ledger_i
   return KeyCheck{false, st.fenced};
 }
 
-Result<LedgerInfo> LedgerStorage::ledger_info(int64_t ledger_id) const {
+Result<LedgerInfo> LedgerStorage::ledger_info(LedgerId ledger) const {
+  const int64_t ledger_id = ledger.value();
   std::lock_guard lock(ledgers_mu_);
   auto it = ledgers_.find(ledger_id);
   if (it == ledgers_.end()) return ledger_not_found(ledger_id);
   const LedgerState& st = it->second;
-  return LedgerInfo{st.fenced, st.master_key, st.lac, st.last_entry_id};
+  return LedgerInfo{st.fenced, st.master_key, EntryId{st.lac}, EntryId{st.last_entry_id}};
 }
 
-Result<bool> LedgerStorage::set_fenced(int64_t ledger_id) {
+Result<bool> LedgerStorage::set_fenced(LedgerId ledger) {
+  const int64_t ledger_id = ledger.value();
   std::lock_guard lock(ledgers_mu_);
   auto it = ledgers_.find(ledger_id);
   if (it == ledgers_.end()) return ledger_not_found(ledger_id);
@@ -275,11 +278,11 @@ Result<bool> LedgerStorage::set_fenced(int64_t ledger_id) {
   return true;
 }
 
-std::vector<int64_t> LedgerStorage::ledgers() const {
+std::vector<LedgerId> LedgerStorage::ledgers() const {
   std::lock_guard lock(ledgers_mu_);
-  std::vector<int64_t> ids;
+  std::vector<LedgerId> ids;
   ids.reserve(ledgers_.size());
-  for (const auto& [id, st] : ledgers_) ids.push_back(id);
+  for (const auto& [id, st] : ledgers_) ids.emplace_back(id);
   return ids;
 }
 
@@ -290,7 +293,10 @@ bool LedgerStorage::ledger_live(int64_t ledger_id) const {
 
 // ---- adds and reads ----
 
-Status LedgerStorage::add_entry(int64_t ledger_id, int64_t entry_id, Buffer entry, int64_t lac) {
+Status LedgerStorage::add_entry(LedgerId ledger, EntryId id, Buffer entry, EntryId entry_lac) {
+  const int64_t ledger_id = ledger.value();
+  const int64_t entry_id = id.value();
+  const int64_t lac = entry_lac.value();
   if (!valid_ledger_id(ledger_id)) return bad_ledger_id(ledger_id);
   if (entry_id < 0) {
     return Status(Errc::kInvalidArgument, fmt::format("invalid entry id {}", entry_id));
@@ -365,7 +371,9 @@ Status LedgerStorage::add_entry(int64_t ledger_id, int64_t entry_id, Buffer entr
   return Status::OK();
 }
 
-Result<Buffer> LedgerStorage::read_entry(int64_t ledger_id, int64_t entry_id) const {
+Result<Buffer> LedgerStorage::read_entry(LedgerId ledger, EntryId entry) const {
+  const int64_t ledger_id = ledger.value();
+  int64_t entry_id = entry.value();
   if (!valid_ledger_id(ledger_id)) return bad_ledger_id(ledger_id);
   if (entry_id < -1) {
     return Status(Errc::kInvalidArgument, fmt::format("invalid entry id {}", entry_id));
@@ -581,7 +589,8 @@ Status LedgerStorage::roll_log() {
 
 // ---- delete and GC ----
 
-Status LedgerStorage::delete_ledger(int64_t ledger_id) {
+Status LedgerStorage::delete_ledger(LedgerId ledger) {
+  const int64_t ledger_id = ledger.value();
   if (!valid_ledger_id(ledger_id)) return bad_ledger_id(ledger_id);
   std::lock_guard flush_lock(flush_mu_);
   if (failed_.load(std::memory_order_acquire)) return failure_status();

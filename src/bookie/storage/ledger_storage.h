@@ -42,6 +42,7 @@
 #include "bookie/storage/write_cache.h"
 #include "common/buffer.h"
 #include "common/env.h"
+#include "common/ids.h"
 #include "common/logging.h"
 #include "common/status.h"
 
@@ -64,8 +65,8 @@ struct LedgerStorageOptions {
 struct LedgerInfo {
   bool fenced = false;
   std::string master_key;
-  int64_t lac = -1;
-  int64_t last_entry_id = -1;
+  EntryId lac;            // -1: none
+  EntryId last_entry_id;  // -1: none
 };
 
 class LedgerStorage {
@@ -83,34 +84,34 @@ class LedgerStorage {
   // Creates the ledger on first use; later calls must present the same key (else
   // Errc::kPermissionDenied, the bookie's EUA). A ledger first created by add_entry() has
   // no key yet and takes the first one presented.
-  Status set_master_key(int64_t ledger_id, std::string_view master_key);
+  Status set_master_key(LedgerId ledger, std::string_view master_key);
   // set_master_key() that also says, under the same lock, whether the ledger was created by
   // this call and whether it is fenced (what an add needs to know, without copying the key).
   struct KeyCheck {
     bool created = false;
     bool fenced = false;
   };
-  Result<KeyCheck> check_master_key(int64_t ledger_id, std::string_view master_key);
-  Result<LedgerInfo> ledger_info(int64_t ledger_id) const;  // kNotFound if unknown
+  Result<KeyCheck> check_master_key(LedgerId ledger, std::string_view master_key);
+  Result<LedgerInfo> ledger_info(LedgerId ledger) const;  // kNotFound if unknown
   // Fences; returns true if it was not fenced before. Fencing is persisted (at the next
   // flush; the journal's fence record covers the gap). kNotFound if the ledger is unknown.
-  Result<bool> set_fenced(int64_t ledger_id);
+  Result<bool> set_fenced(LedgerId ledger);
   // Stores an entry (its bytes exactly as received; copied) in the write cache; `lac` is the
   // LAC carried by that entry. Creates the ledger if unknown. Adding an entry that is stored
   // already succeeds and keeps the first copy. kResourceExhausted if the cache stays full
   // past max_throttle; the sticky failure after a failed flush.
-  Status add_entry(int64_t ledger_id, int64_t entry_id, Buffer entry, int64_t lac);
+  Status add_entry(LedgerId ledger, EntryId id, Buffer entry, EntryId lac);
   // entry_id -1: the last entry. kNotFound if absent (the message says whether the ledger or
   // the entry); kCorruption if the stored record fails its checksum.
-  Result<Buffer> read_entry(int64_t ledger_id, int64_t entry_id) const;
+  Result<Buffer> read_entry(LedgerId ledger, EntryId entry) const;
   // Everything added before this call becomes durable in entry logs + index (fdatasync of
   // the entry log, then one synced RocksDB batch), with the ledgers' fence bits, keys, LACs.
   Status flush();
   // Forgets the ledger: its state and index entries go now (durably), its bytes in entry
   // logs at the next garbage_collect(). Deleting an unknown ledger succeeds.
-  Status delete_ledger(int64_t ledger_id);
+  Status delete_ledger(LedgerId ledger);
   // Known ledger ids, ascending.
-  std::vector<int64_t> ledgers() const;
+  std::vector<LedgerId> ledgers() const;
   // Drops entry logs holding only deleted ledgers; compacts logs whose live fraction is
   // below the threshold (copy live entries to the current log, update the index durably,
   // then delete the old log). Never touches the current log. Returns bytes reclaimed.

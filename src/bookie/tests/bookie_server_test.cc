@@ -15,9 +15,12 @@
 #include "protocol/bookie_entry.h"
 #include "metadata/paths.h"
 #include "protocol/bookie_frame.h"
+#include "testing/ids.h"
 
 namespace magnetar::bookie {
 namespace {
+
+using magnetar::testing::L;
 
 using asio::ip::tcp;
 
@@ -299,9 +302,9 @@ TEST(BookieGcTest, LedgersWhoseMetadataIsGoneAreDropped) {
                 }).ok());
   }
   ASSERT_TRUE((*server)->garbage_collect().ok());
-  EXPECT_EQ((*b)->read_lac(5).status(), bookie_wire::NO_LEDGER);
-  EXPECT_EQ((*b)->read_lac(6).status(), bookie_wire::OK);
-  EXPECT_EQ((*b)->read_lac(7).status(), bookie_wire::OK);
+  EXPECT_EQ((*b)->read_lac(L(5)).status(), bookie_wire::NO_LEDGER);
+  EXPECT_EQ((*b)->read_lac(L(6)).status(), bookie_wire::OK);
+  EXPECT_EQ((*b)->read_lac(L(7)).status(), bookie_wire::OK);
   (*server)->stop();
   server->reset();
   b->reset();
@@ -380,8 +383,8 @@ TEST(BookieGcTest, ALedgerCreatedWhileTheMetadataIsListedIsKept) {
   };
   ASSERT_TRUE((*server)->garbage_collect().ok());
   ASSERT_TRUE(added);
-  EXPECT_EQ((*b)->read_lac(5).status(), bookie_wire::NO_LEDGER);
-  EXPECT_EQ((*b)->read_lac(8).status(), bookie_wire::OK);
+  EXPECT_EQ((*b)->read_lac(L(5)).status(), bookie_wire::NO_LEDGER);
+  EXPECT_EQ((*b)->read_lac(L(8)).status(), bookie_wire::OK);
   (*server)->stop();
   server->reset();
   b->reset();

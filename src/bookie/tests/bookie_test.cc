@@ -17,9 +17,12 @@
 #include "bookie/journal/journal.h"
 #include "common/config.h"
 #include "protocol/bookie_entry.h"
+#include "testing/ids.h"
 
 namespace magnetar::bookie {
 namespace {
+
+using magnetar::testing::L;
 
 using bookie_wire::BookieStatus;
 
@@ -128,7 +131,7 @@ TEST_F(BookieTest, AddThenReadBackWithLac) {
   EXPECT_EQ(read(1, -1).status, bookie_wire::OK);  // the last entry
   EXPECT_EQ(read(1, 5).status, bookie_wire::NO_ENTRY);
   EXPECT_EQ(read(2, 0).status, bookie_wire::NO_LEDGER);
-  auto lac = bookie_->read_lac(1);
+  auto lac = bookie_->read_lac(L(1));
   EXPECT_EQ(lac.status(), bookie_wire::OK);
   EXPECT_EQ(lac.lac(), 0);
   EXPECT_EQ(lac.last_entry_id(), 1);
@@ -263,7 +266,7 @@ TEST_F(BookieTest, AcknowledgedEntriesSurviveACrashInAReusedJournalFile) {
   o.dir = config_.journal_directories[0];
   std::vector<int64_t> ids;
   auto replayed = Journal::replay(o, posix_env(), [&](const JournalRecord& r, JournalPosition) {
-    if (r.type == JournalRecordType::kEntry) ids.push_back(r.entry_id);
+    if (r.type == JournalRecordType::kEntry) ids.push_back(r.entry_id.value());
     return Status::OK();
   });
   ASSERT_TRUE(replayed.ok()) << replayed.status().to_string();
@@ -297,7 +300,7 @@ TEST_F(BookieTest, SeveralJournalDirectoriesShareTheLedgersAndAllReplay) {
     std::set<int64_t> ledgers;
     int entries = 0;
     auto replayed = Journal::replay(o, posix_env(), [&](const JournalRecord& r, JournalPosition) {
-      ledgers.insert(r.ledger_id);
+      ledgers.insert(r.ledger_id.value());
       entries += r.type == JournalRecordType::kEntry ? 1 : 0;
       return Status::OK();
     });

@@ -54,7 +54,7 @@ Buffer payload_for(int64_t ledger, int64_t entry, size_t size) {
 
 JournalRecord record(int64_t ledger, int64_t entry, size_t size,
                      JournalRecordType type = JournalRecordType::kEntry) {
-  return JournalRecord{type, ledger, entry, payload_for(ledger, entry, size)};
+  return JournalRecord{type, LedgerId{ledger}, EntryId{entry}, payload_for(ledger, entry, size)};
 }
 
 struct Replayed {
@@ -217,14 +217,14 @@ TEST_F(JournalTest, ConcurrentAppendsReplayInOrderByteExact) {
   std::vector<int64_t> next(kThreads, 0);
   JournalPosition prev;
   for (const auto& r : records) {
-    int64_t t = r.record.ledger_id;
+    int64_t t = r.record.ledger_id.value();
     ASSERT_GE(t, 0);
     ASSERT_LT(t, kThreads);
-    EXPECT_EQ(r.record.entry_id, next[t]++) << "each thread's records replay in its order";
-    size_t size = static_cast<size_t>((r.record.entry_id * 37 + t * 11) % 1500);
-    EXPECT_EQ(r.record.payload, payload_for(t, r.record.entry_id, size));
+    EXPECT_EQ(r.record.entry_id.value(), next[t]++) << "each thread's records replay in its order";
+    size_t size = static_cast<size_t>((r.record.entry_id.value() * 37 + t * 11) % 1500);
+    EXPECT_EQ(r.record.payload, payload_for(t, r.record.entry_id.value(), size));
     EXPECT_EQ(r.record.type, JournalRecordType::kEntry);
-    EXPECT_EQ(r.after, (acked[{t, r.record.entry_id}])) << "replay position = acked position";
+    EXPECT_EQ(r.after, (acked[{t, r.record.entry_id.value()}])) << "replay position = acked position";
     EXPECT_LT(prev, r.after);
     prev = r.after;
   }
@@ -303,7 +303,7 @@ TEST_F(JournalTest, RollsAtMaxFileSizeAndReplayCrossesFiles) {
   auto records = replay();
   ASSERT_EQ(records.size(), 200u);
   for (int i = 0; i < 200; ++i) {
-    EXPECT_EQ(records[i].record.entry_id, i);
+    EXPECT_EQ(records[i].record.entry_id.value(), i);
     EXPECT_EQ(records[i].record.payload, payload_for(7, i, 200));
   }
 }
@@ -339,7 +339,7 @@ TEST_F(JournalTest, CheckpointDeletesOldFilesKeepsBackupsAndReplayStartsAtTheMar
   auto records = replay(posix_env(), &replay_mark);
   EXPECT_EQ(replay_mark, mark);
   ASSERT_EQ(records.size(), 100u);
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(records[i].record.entry_id, 100 + i);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(records[i].record.entry_id.value(), 100 + i);
 }
 
 TEST_F(JournalTest, TruncatedTailEndsReplayWithoutTheTornRecord) {
@@ -353,7 +353,7 @@ TEST_F(JournalTest, TruncatedTailEndsReplayWithoutTheTornRecord) {
   fs::resize_file(files[0], fs::file_size(files[0]) - 30);  // mid last record
   auto records = replay();
   ASSERT_EQ(records.size(), 9u);
-  EXPECT_EQ(records.back().record.entry_id, 8);
+  EXPECT_EQ(records.back().record.entry_id.value(), 8);
 }
 
 // The writer keeps zeros written ahead of its data (so fdatasync has no file size change to
@@ -387,7 +387,7 @@ TEST_F(JournalTest, ZerosWrittenAheadEndReplayAndAreTrimmedOnClose) {
   }
   records = replay();
   ASSERT_EQ(records.size(), 15u);
-  EXPECT_EQ(records.back().record.entry_id, 14);
+  EXPECT_EQ(records.back().record.entry_id.value(), 14);
 }
 
 std::vector<std::string> spare_files(const std::string& dir) {
@@ -449,8 +449,8 @@ TEST_F(JournalTest, AReusedFileReplaysOnlyWhatWasWrittenSinceItsReuse) {
   EXPECT_EQ(replay_mark, mark);
   ASSERT_EQ(records.size(), static_cast<size_t>(next - 1200));
   for (size_t i = 0; i < records.size(); ++i) {
-    ASSERT_EQ(records[i].record.entry_id, 1200 + static_cast<int64_t>(i));
-    EXPECT_EQ(records[i].record.payload, payload_for(4, records[i].record.entry_id, 200));
+    ASSERT_EQ(records[i].record.entry_id.value(), 1200 + static_cast<int64_t>(i));
+    EXPECT_EQ(records[i].record.payload, payload_for(4, records[i].record.entry_id.value(), 200));
   }
 }
 
@@ -500,8 +500,8 @@ TEST_F(JournalTest, VersionOneFilesStillReplay) {
   }
   auto records = replay();
   ASSERT_EQ(records.size(), 1u);
-  EXPECT_EQ(records[0].record.ledger_id, 9);
-  EXPECT_EQ(records[0].record.entry_id, 3);
+  EXPECT_EQ(records[0].record.ledger_id.value(), 9);
+  EXPECT_EQ(records[0].record.entry_id.value(), 3);
   EXPECT_EQ(records[0].record.payload.to_string(), "v1-payload");
 }
 
@@ -555,7 +555,7 @@ TEST_F(JournalTest, FailedSyncFailsTheGroupAndEveryLaterAppend) {
 
   auto records = replay();
   ASSERT_GE(records.size(), 5u) << "acked records survive";
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(records[i].record.entry_id, i);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(records[i].record.entry_id.value(), i);
 }
 
 TEST_F(JournalTest, DiskFullFailsWithResourceExhausted) {
@@ -599,7 +599,7 @@ TEST_F(JournalTest, ReopenAfterCleanCloseContinuesInANewFile) {
   EXPECT_EQ(journal_files().size(), 2u);
   auto records = replay();
   ASSERT_EQ(records.size(), 20u);
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(records[i].record.entry_id, i);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(records[i].record.entry_id.value(), i);
 }
 
 TEST_F(JournalTest, WithoutSyncDataAcksPrecedeTheSyncAndCloseSyncs) {
@@ -708,7 +708,7 @@ TEST_F(JournalTest, QueueFullMakesTheAppenderWaitInsteadOfFailing) {
     return replay();
   }();
   ASSERT_EQ(records.size(), 5u);
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(records[static_cast<size_t>(i)].record.entry_id, i);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(records[static_cast<size_t>(i)].record.entry_id.value(), i);
 }
 
 TEST_F(JournalTest, RecordTypesAndNegativeIdsRoundTrip) {
@@ -728,7 +728,7 @@ TEST_F(JournalTest, RecordTypesAndNegativeIdsRoundTrip) {
   auto records = replay();
   ASSERT_EQ(records.size(), 3u);
   EXPECT_EQ(records[0].record.type, JournalRecordType::kMasterKey);
-  EXPECT_EQ(records[0].record.entry_id, -0x1000);
+  EXPECT_EQ(records[0].record.entry_id.value(), -0x1000);
   EXPECT_EQ(records[0].record.payload, payload_for(5, -0x1000, 20));
   EXPECT_EQ(records[1].record.type, JournalRecordType::kFence);
   EXPECT_TRUE(records[1].record.payload.empty());

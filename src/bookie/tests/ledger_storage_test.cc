@@ -11,12 +11,15 @@
 
 #include "bookie/storage/entry_log.h"
 #include "common/metrics.h"
+#include "testing/ids.h"
 
 namespace magnetar::bookie {
 namespace {
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
+using magnetar::testing::E;
+using magnetar::testing::L;
 
 // Deterministic entry bytes, different for every (ledger, entry).
 Buffer make_entry(int64_t ledger, int64_t entry, size_t size = 100) {
@@ -66,14 +69,14 @@ class LedgerStorageTest : public ::testing::Test {
   static void add_range(LedgerStorage& s, int64_t ledger, int64_t first, int64_t last,
                         size_t size = 100) {
     for (int64_t e = first; e <= last; ++e) {
-      ASSERT_TRUE(s.add_entry(ledger, e, make_entry(ledger, e, size), e - 1).ok());
+      ASSERT_TRUE(s.add_entry(L(ledger), E(e), make_entry(ledger, e, size), E(e - 1)).ok());
     }
   }
 
   static void expect_range(const LedgerStorage& s, int64_t ledger, int64_t first, int64_t last,
                            size_t size = 100) {
     for (int64_t e = first; e <= last; ++e) {
-      auto r = s.read_entry(ledger, e);
+      auto r = s.read_entry(L(ledger), E(e));
       ASSERT_TRUE(r.ok()) << "entry " << e << ": " << r.status().to_string();
       EXPECT_EQ(*r, make_entry(ledger, e, size)) << "entry " << e;
     }
@@ -84,7 +87,7 @@ class LedgerStorageTest : public ::testing::Test {
 
 TEST_F(LedgerStorageTest, RoundTripBeforeAndAfterFlushAndReopen) {
   auto s = open(options());
-  ASSERT_TRUE(s->set_master_key(1, "key").ok());
+  ASSERT_TRUE(s->set_master_key(L(1), "key").ok());
   add_range(*s, 1, 0, 9);
   expect_range(*s, 1, 0, 9);  // from the write cache
   ASSERT_TRUE(s->flush().ok());
@@ -95,10 +98,10 @@ TEST_F(LedgerStorageTest, RoundTripBeforeAndAfterFlushAndReopen) {
   s.reset();
   s = open(options());
   expect_range(*s, 1, 0, 9);
-  auto gone = s->read_entry(1, 12);
+  auto gone = s->read_entry(L(1), E(12));
   EXPECT_TRUE(gone.status().is(Errc::kNotFound));
-  EXPECT_EQ(s->ledger_info(1)->last_entry_id, 9);
-  EXPECT_EQ(s->ledgers(), std::vector<int64_t>{1});
+  EXPECT_EQ(s->ledger_info(L(1))->last_entry_id, E(9));
+  EXPECT_EQ(s->ledgers(), std::vector<LedgerId>{L(1)});
 
   // The journal replays what was lost; the restarted storage takes it in a new log.
   add_range(*s, 1, 10, 14);
@@ -109,16 +112,16 @@ TEST_F(LedgerStorageTest, RoundTripBeforeAndAfterFlushAndReopen) {
 
 TEST_F(LedgerStorageTest, ReadOfMinusOneReturnsTheLastEntry) {
   auto s = open(options());
-  for (int64_t e : {2, 0, 4, 1, 3}) ASSERT_TRUE(s->add_entry(7, e, make_entry(7, e), -1).ok());
-  EXPECT_EQ(*s->read_entry(7, -1), make_entry(7, 4));
+  for (int64_t e : {2, 0, 4, 1, 3}) ASSERT_TRUE(s->add_entry(L(7), E(e), make_entry(7, e), E(-1)).ok());
+  EXPECT_EQ(*s->read_entry(L(7), E(-1)), make_entry(7, 4));
   ASSERT_TRUE(s->flush().ok());
-  EXPECT_EQ(*s->read_entry(7, -1), make_entry(7, 4));
+  EXPECT_EQ(*s->read_entry(L(7), E(-1)), make_entry(7, 4));
   s.reset();
   s = open(options());
-  EXPECT_EQ(*s->read_entry(7, -1), make_entry(7, 4));
+  EXPECT_EQ(*s->read_entry(L(7), E(-1)), make_entry(7, 4));
 
-  ASSERT_TRUE(s->set_master_key(8, "k").ok());
-  auto empty = s->read_entry(8, -1);
+  ASSERT_TRUE(s->set_master_key(L(8), "k").ok());
+  auto empty = s->read_entry(L(8), E(-1));
   EXPECT_TRUE(empty.status().is(Errc::kNotFound));
 }
 
@@ -126,96 +129,96 @@ TEST_F(LedgerStorageTest, NotFoundSaysWhetherLedgerOrEntry) {
   auto s = open(options());
   add_range(*s, 1, 0, 2);
   ASSERT_TRUE(s->flush().ok());
-  auto no_ledger = s->read_entry(2, 0);
+  auto no_ledger = s->read_entry(L(2), E(0));
   EXPECT_TRUE(no_ledger.status().is(Errc::kNotFound));
   EXPECT_NE(no_ledger.status().message().find("ledger 2 not found"), std::string::npos)
       << no_ledger.status().message();
-  auto no_entry = s->read_entry(1, 3);
+  auto no_entry = s->read_entry(L(1), E(3));
   EXPECT_TRUE(no_entry.status().is(Errc::kNotFound));
   EXPECT_NE(no_entry.status().message().find("entry 3 of ledger 1"), std::string::npos)
       << no_entry.status().message();
-  EXPECT_TRUE(s->ledger_info(2).status().is(Errc::kNotFound));
+  EXPECT_TRUE(s->ledger_info(L(2)).status().is(Errc::kNotFound));
 }
 
 TEST_F(LedgerStorageTest, MasterKeyMismatchIsPermissionDenied) {
   auto s = open(options());
-  ASSERT_TRUE(s->set_master_key(3, "secret").ok());
-  EXPECT_TRUE(s->set_master_key(3, "secret").ok());
-  EXPECT_TRUE(s->set_master_key(3, "other").is(Errc::kPermissionDenied));
+  ASSERT_TRUE(s->set_master_key(L(3), "secret").ok());
+  EXPECT_TRUE(s->set_master_key(L(3), "secret").ok());
+  EXPECT_TRUE(s->set_master_key(L(3), "other").is(Errc::kPermissionDenied));
   ASSERT_TRUE(s->flush().ok());
   s.reset();
   s = open(options());
-  EXPECT_EQ(s->ledger_info(3)->master_key, "secret");
-  EXPECT_TRUE(s->set_master_key(3, "other").is(Errc::kPermissionDenied));
-  EXPECT_TRUE(s->set_master_key(3, "secret").ok());
+  EXPECT_EQ(s->ledger_info(L(3))->master_key, "secret");
+  EXPECT_TRUE(s->set_master_key(L(3), "other").is(Errc::kPermissionDenied));
+  EXPECT_TRUE(s->set_master_key(L(3), "secret").ok());
 }
 
 TEST_F(LedgerStorageTest, LedgerCreatedByAddTakesTheFirstKey) {
   auto s = open(options());
   add_range(*s, 4, 0, 0);  // journal replay can add before the key is known
-  EXPECT_EQ(s->ledger_info(4)->master_key, "");
-  EXPECT_TRUE(s->set_master_key(4, "k").ok());
-  EXPECT_TRUE(s->set_master_key(4, "x").is(Errc::kPermissionDenied));
+  EXPECT_EQ(s->ledger_info(L(4))->master_key, "");
+  EXPECT_TRUE(s->set_master_key(L(4), "k").ok());
+  EXPECT_TRUE(s->set_master_key(L(4), "x").is(Errc::kPermissionDenied));
 }
 
 TEST_F(LedgerStorageTest, FencePersistsAcrossFlushAndReopen) {
   auto s = open(options());
-  EXPECT_TRUE(s->set_fenced(5).status().is(Errc::kNotFound));
-  ASSERT_TRUE(s->set_master_key(5, "k").ok());
-  EXPECT_EQ(*s->set_fenced(5), true);
-  EXPECT_EQ(*s->set_fenced(5), false);
-  EXPECT_TRUE(s->ledger_info(5)->fenced);
+  EXPECT_TRUE(s->set_fenced(L(5)).status().is(Errc::kNotFound));
+  ASSERT_TRUE(s->set_master_key(L(5), "k").ok());
+  EXPECT_EQ(*s->set_fenced(L(5)), true);
+  EXPECT_EQ(*s->set_fenced(L(5)), false);
+  EXPECT_TRUE(s->ledger_info(L(5))->fenced);
   ASSERT_TRUE(s->flush().ok());
   s.reset();
   s = open(options());
-  EXPECT_TRUE(s->ledger_info(5)->fenced);
-  EXPECT_EQ(*s->set_fenced(5), false);
+  EXPECT_TRUE(s->ledger_info(L(5))->fenced);
+  EXPECT_EQ(*s->set_fenced(L(5)), false);
 }
 
 TEST_F(LedgerStorageTest, FenceAfterAFlushReachesTheNextOne) {
   auto s = open(options());
   add_range(*s, 5, 0, 3);
   ASSERT_TRUE(s->flush().ok());
-  EXPECT_EQ(*s->set_fenced(5), true);
+  EXPECT_EQ(*s->set_fenced(L(5)), true);
   ASSERT_TRUE(s->flush().ok());  // nothing cached: only the ledger record changes
   s.reset();
   s = open(options());
-  EXPECT_TRUE(s->ledger_info(5)->fenced);
+  EXPECT_TRUE(s->ledger_info(L(5))->fenced);
   expect_range(*s, 5, 0, 3);
 }
 
 TEST_F(LedgerStorageTest, TracksLacAndLastEntryId) {
   auto s = open(options());
-  ASSERT_TRUE(s->set_master_key(6, "k").ok());
-  EXPECT_EQ(s->ledger_info(6)->lac, -1);
-  EXPECT_EQ(s->ledger_info(6)->last_entry_id, -1);
-  ASSERT_TRUE(s->add_entry(6, 0, make_entry(6, 0), -1).ok());
-  ASSERT_TRUE(s->add_entry(6, 1, make_entry(6, 1), 0).ok());
-  ASSERT_TRUE(s->add_entry(6, 3, make_entry(6, 3), 2).ok());
-  ASSERT_TRUE(s->add_entry(6, 2, make_entry(6, 2), 1).ok());  // out of order
-  EXPECT_EQ(s->ledger_info(6)->lac, 2);
-  EXPECT_EQ(s->ledger_info(6)->last_entry_id, 3);
+  ASSERT_TRUE(s->set_master_key(L(6), "k").ok());
+  EXPECT_EQ(s->ledger_info(L(6))->lac, E(-1));
+  EXPECT_EQ(s->ledger_info(L(6))->last_entry_id, E(-1));
+  ASSERT_TRUE(s->add_entry(L(6), E(0), make_entry(6, 0), E(-1)).ok());
+  ASSERT_TRUE(s->add_entry(L(6), E(1), make_entry(6, 1), E(0)).ok());
+  ASSERT_TRUE(s->add_entry(L(6), E(3), make_entry(6, 3), E(2)).ok());
+  ASSERT_TRUE(s->add_entry(L(6), E(2), make_entry(6, 2), E(1)).ok());  // out of order
+  EXPECT_EQ(s->ledger_info(L(6))->lac, E(2));
+  EXPECT_EQ(s->ledger_info(L(6))->last_entry_id, E(3));
   ASSERT_TRUE(s->flush().ok());
-  ASSERT_TRUE(s->add_entry(6, 4, make_entry(6, 4), 3).ok());  // not flushed
-  EXPECT_EQ(s->ledger_info(6)->lac, 3);
+  ASSERT_TRUE(s->add_entry(L(6), E(4), make_entry(6, 4), E(3)).ok());  // not flushed
+  EXPECT_EQ(s->ledger_info(L(6))->lac, E(3));
   s.reset();
   s = open(options());
-  EXPECT_EQ(s->ledger_info(6)->lac, 2);
-  EXPECT_EQ(s->ledger_info(6)->last_entry_id, 3);
+  EXPECT_EQ(s->ledger_info(L(6))->lac, E(2));
+  EXPECT_EQ(s->ledger_info(L(6))->last_entry_id, E(3));
 }
 
 TEST_F(LedgerStorageTest, AddIsIdempotent) {
   auto s = open(options());
-  ASSERT_TRUE(s->add_entry(1, 0, make_entry(1, 0), -1).ok());
-  ASSERT_TRUE(s->add_entry(1, 0, Buffer::copy_of("different"), -1).ok());
-  EXPECT_EQ(*s->read_entry(1, 0), make_entry(1, 0));
+  ASSERT_TRUE(s->add_entry(L(1), E(0), make_entry(1, 0), E(-1)).ok());
+  ASSERT_TRUE(s->add_entry(L(1), E(0), Buffer::copy_of("different"), E(-1)).ok());
+  EXPECT_EQ(*s->read_entry(L(1), E(0)), make_entry(1, 0));
   ASSERT_TRUE(s->flush().ok());
   const auto size_after_first = fs::file_size(dir_ + "/current/" + log_files().front());
   // Journal replay of an entry flushed already: nothing is written again.
-  ASSERT_TRUE(s->add_entry(1, 0, make_entry(1, 0), -1).ok());
+  ASSERT_TRUE(s->add_entry(L(1), E(0), make_entry(1, 0), E(-1)).ok());
   ASSERT_TRUE(s->flush().ok());
   EXPECT_EQ(fs::file_size(dir_ + "/current/" + log_files().front()), size_after_first);
-  EXPECT_EQ(*s->read_entry(1, 0), make_entry(1, 0));
+  EXPECT_EQ(*s->read_entry(L(1), E(0)), make_entry(1, 0));
 }
 
 TEST_F(LedgerStorageTest, ConcurrentAddsWhileFlushesRun) {
@@ -239,10 +242,10 @@ TEST_F(LedgerStorageTest, ConcurrentAddsWhileFlushesRun) {
         // Two threads per ledger, interleaving entry ids.
         int64_t ledger = t / 2;
         int64_t entry = e * 2 + t % 2;
-        Status st = s->add_entry(ledger, entry, make_entry(ledger, entry, 200), entry - 1);
+        Status st = s->add_entry(L(ledger), E(entry), make_entry(ledger, entry, 200), E(entry - 1));
         ASSERT_TRUE(st.ok()) << st.to_string();
         if (e % 50 == 0) {
-          EXPECT_TRUE(s->read_entry(ledger, entry).ok());
+          EXPECT_TRUE(s->read_entry(L(ledger), E(entry)).ok());
         }
       }
     });
@@ -252,7 +255,7 @@ TEST_F(LedgerStorageTest, ConcurrentAddsWhileFlushesRun) {
   flusher.join();
   for (int64_t ledger = 0; ledger < kThreads / 2; ++ledger) {
     expect_range(*s, ledger, 0, kEntries * 2 - 1, 200);
-    EXPECT_EQ(s->ledger_info(ledger)->last_entry_id, kEntries * 2 - 1);
+    EXPECT_EQ(s->ledger_info(L(ledger))->last_entry_id, E(kEntries * 2 - 1));
   }
   ASSERT_TRUE(s->flush().ok());
   s.reset();
@@ -280,7 +283,7 @@ TEST_F(LedgerStorageTest, FlippedByteOnDiskIsCorruptionNotWrongData) {
     f.seekp(at);
     f.write(&c, 1);
   }
-  auto r = s->read_entry(1, 0);
+  auto r = s->read_entry(L(1), E(0));
   EXPECT_TRUE(r.status().is(Errc::kCorruption)) << r.status().to_string();
   expect_range(*s, 1, 1, 2);  // its neighbours are intact
 }
@@ -313,8 +316,8 @@ TEST_F(LedgerStorageTest, GarbageCollectionDeletesLogsOfDeletedLedgers) {
   const auto before = log_files();
   ASSERT_GE(before.size(), 3u);
 
-  ASSERT_TRUE(s->delete_ledger(1).ok());
-  EXPECT_TRUE(s->read_entry(1, 0).status().is(Errc::kNotFound));
+  ASSERT_TRUE(s->delete_ledger(L(1)).ok());
+  EXPECT_TRUE(s->read_entry(L(1), E(0)).status().is(Errc::kNotFound));
   auto reclaimed = s->garbage_collect();
   ASSERT_TRUE(reclaimed.ok()) << reclaimed.status().to_string();
   EXPECT_GT(*reclaimed, 100u * 200u);
@@ -322,13 +325,13 @@ TEST_F(LedgerStorageTest, GarbageCollectionDeletesLogsOfDeletedLedgers) {
   EXPECT_LT(after.size(), before.size());
   EXPECT_FALSE(fs::exists(dir_ + "/current/" + before.front()));
   expect_range(*s, 2, 0, 9, 200);
-  EXPECT_EQ(s->ledgers(), std::vector<int64_t>{2});
+  EXPECT_EQ(s->ledgers(), std::vector<LedgerId>{L(2)});
 
   // Nothing left to collect; the state survives a restart.
   EXPECT_EQ(*s->garbage_collect(), 0u);
   s.reset();
   s = open(o);
-  EXPECT_EQ(s->ledgers(), std::vector<int64_t>{2});
+  EXPECT_EQ(s->ledgers(), std::vector<LedgerId>{L(2)});
   expect_range(*s, 2, 0, 9, 200);
   EXPECT_EQ(*s->garbage_collect(), 0u);
 }
@@ -346,14 +349,14 @@ TEST_F(LedgerStorageTest, CompactionKeepsLiveEntriesReadable) {
   ASSERT_TRUE(s->flush().ok());
   ASSERT_GE(log_files().size(), 2u);
 
-  ASSERT_TRUE(s->delete_ledger(2).ok());
+  ASSERT_TRUE(s->delete_ledger(L(2)).ok());
   auto reclaimed = s->garbage_collect();
   ASSERT_TRUE(reclaimed.ok()) << reclaimed.status().to_string();
   EXPECT_GT(*reclaimed, 80u * 500u);
   EXPECT_FALSE(fs::exists(dir_ + "/current/" + first_log));
   expect_range(*s, 1, 0, 9, 500);
   expect_range(*s, 3, 0, 39, 500);
-  EXPECT_TRUE(s->read_entry(2, 0).status().is(Errc::kNotFound));
+  EXPECT_TRUE(s->read_entry(L(2), E(0)).status().is(Errc::kNotFound));
 
   s.reset();
   s = open(o);
@@ -370,14 +373,14 @@ TEST_F(LedgerStorageTest, FullCacheThrottlesThenRejects) {
   auto s = open(o);
   add_range(*s, 1, 0, 2, 300);
   auto start = std::chrono::steady_clock::now();
-  Status st = s->add_entry(1, 3, make_entry(1, 3, 300), 2);
+  Status st = s->add_entry(L(1), E(3), make_entry(1, 3, 300), E(2));
   auto waited = std::chrono::steady_clock::now() - start;
   EXPECT_TRUE(st.is(Errc::kResourceExhausted)) << st.to_string();
   EXPECT_GE(waited, 90ms);
   EXPECT_TRUE(s->failure().ok());  // throttling is not a failure
 
   ASSERT_TRUE(s->flush().ok());
-  EXPECT_TRUE(s->add_entry(1, 3, make_entry(1, 3, 300), 2).ok());
+  EXPECT_TRUE(s->add_entry(L(1), E(3), make_entry(1, 3, 300), E(2)).ok());
   expect_range(*s, 1, 0, 3, 300);
 }
 
@@ -392,7 +395,7 @@ TEST_F(LedgerStorageTest, ThrottledAddProceedsWhenAFlushMakesRoom) {
     std::this_thread::sleep_for(50ms);
     EXPECT_TRUE(s->flush().ok());
   });
-  EXPECT_TRUE(s->add_entry(1, 3, make_entry(1, 3, 300), 2).ok());
+  EXPECT_TRUE(s->add_entry(L(1), E(3), make_entry(1, 3, 300), E(2)).ok());
   flusher.join();
   expect_range(*s, 1, 0, 3, 300);
 }
@@ -418,9 +421,9 @@ TEST_F(LedgerStorageTest, FailedSyncDuringFlushIsSticky) {
   EXPECT_TRUE(st.is(Errc::kIoError)) << st.to_string();
   env.fail_sync = false;
   EXPECT_TRUE(s->failure().is(Errc::kIoError));
-  EXPECT_TRUE(s->add_entry(1, 10, make_entry(1, 10), 9).is(Errc::kIoError));
+  EXPECT_TRUE(s->add_entry(L(1), E(10), make_entry(1, 10), E(9)).is(Errc::kIoError));
   EXPECT_FALSE(s->flush().ok());
-  EXPECT_FALSE(s->delete_ledger(1).ok());
+  EXPECT_FALSE(s->delete_ledger(L(1)).ok());
   EXPECT_FALSE(s->garbage_collect().ok());
   expect_range(*s, 1, 0, 9);  // reads go on, from disk and from the cache
 }
@@ -474,7 +477,7 @@ TEST_F(LedgerStorageTest, DiskFullDuringFlushIsSticky) {
   EXPECT_TRUE(st.is(Errc::kResourceExhausted)) << st.to_string();
   env.disk_full = false;
   EXPECT_TRUE(s->failure().is(Errc::kResourceExhausted));
-  EXPECT_FALSE(s->add_entry(1, 5, make_entry(1, 5), 4).ok());
+  EXPECT_FALSE(s->add_entry(L(1), E(5), make_entry(1, 5), E(4)).ok());
   expect_range(*s, 1, 0, 4);
 }
 
@@ -496,9 +499,9 @@ TEST_F(LedgerStorageTest, RejectsBadOptionsAndIds) {
   o.entry_log_max_size = 8;
   EXPECT_TRUE(LedgerStorage::open(o).status().is(Errc::kInvalidArgument));
   auto s = open(options());
-  EXPECT_TRUE(s->add_entry(-1, 0, make_entry(0, 0), -1).is(Errc::kInvalidArgument));
-  EXPECT_TRUE(s->add_entry(1, -1, make_entry(0, 0), -1).is(Errc::kInvalidArgument));
-  EXPECT_TRUE(s->read_entry(1, -2).status().is(Errc::kInvalidArgument));
+  EXPECT_TRUE(s->add_entry(L(-1), E(0), make_entry(0, 0), E(-1)).is(Errc::kInvalidArgument));
+  EXPECT_TRUE(s->add_entry(L(1), E(-1), make_entry(0, 0), E(-1)).is(Errc::kInvalidArgument));
+  EXPECT_TRUE(s->read_entry(L(1), E(-2)).status().is(Errc::kInvalidArgument));
 }
 
 // ---- entry log format ----
