@@ -28,9 +28,9 @@
 
 #include "common/env.h"
 #include "common/metrics.h"
+#include "latency_report.h"
 #include "ledger/bookie_client.h"
 #include "ledger/bookkeeper.h"
-#include "latency_report.h"
 #include "local_bookie.h"
 #include "metadata/metadata_store.h"
 #include "protocol/bookie_entry.h"
@@ -60,8 +60,8 @@ struct AddLatency {
 // Issues `count` adds of `size` bytes to one bookie with at most `inflight` outstanding;
 // when `pace` > 0, starts one add every 1/pace seconds. Returns each add's latency.
 std::vector<AddLatency> run_adds(magnetar::testing::EventLoop& loop, ledger::BookieClient& client,
-                             const std::string& bookie, int64_t ledger, int64_t first, int count,
-                             size_t size, int inflight, double pace) {
+                                 const std::string& bookie, int64_t ledger, int64_t first,
+                                 int count, size_t size, int inflight, double pace) {
   std::vector<AddLatency> latencies;
   latencies.reserve(static_cast<size_t>(count));
   int started = 0, finished = 0, outstanding = 0;
@@ -226,7 +226,8 @@ void BM_DiskGroupCommitFloor(benchmark::State& state) {
   for (auto _ : state) {
     const auto t0 = Clock::now();
     auto arrival = [&](int i) {
-      return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(i / rate));
+      return t0 +
+             std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(i / rate));
     };
     int written = 0;
     while (written < count) {
@@ -279,7 +280,7 @@ void BM_LedgerAdd(benchmark::State& state) {
     while (finished < batch) {
       while (started < batch && started - finished < window) {
         ++started;
-        auto added = [&](Result<int64_t> r) {
+        auto added = [&](Result<EntryId> r) {
           if (!r.ok()) std::abort();
           ++finished;
         };

@@ -145,7 +145,7 @@ double pump(EventLoop& loop, int count, int window, Start start) {
 double raw_adds(EventLoop& loop, const std::shared_ptr<ledger::LedgerHandle>& lh,
                 const std::string& payload, int count) {
   return pump(loop, count, kWindow, [&](int& finished) {
-    lh->async_add(BufferChain(Buffer::copy_of(payload)), [&finished](Result<int64_t> r) {
+    lh->async_add(BufferChain(Buffer::copy_of(payload)), [&finished](Result<EntryId> r) {
       if (!r.ok()) die("raw add: " + r.status().to_string());
       ++finished;
     });
@@ -298,11 +298,12 @@ void BM_RawBacklogRead(benchmark::State& state) {
   for (auto _ : state) {
     // A handle of its own, as a reader in another process would open it.
     auto rh = c.loop.await(c.bk->open(lh->id(), "", false)).value();
-    const int64_t last = rh->last_add_confirmed();
+    const int64_t last = rh->last_add_confirmed().value();
     int64_t entries = 0, bytes = 0;
     auto read_all = [&]() -> Task<bool> {
       for (int64_t first = 0; first <= last; first += kReadBatch) {
-        auto got = co_await rh->read(first, std::min<int64_t>(first + kReadBatch - 1, last));
+        auto got = co_await rh->read(EntryId{first},
+                                     EntryId{std::min<int64_t>(first + kReadBatch - 1, last)});
         if (!got.ok()) die("raw read: " + got.status().to_string());
         for (const auto& e : *got) bytes += static_cast<int64_t>(e.payload.size());
         entries += static_cast<int64_t>(got->size());

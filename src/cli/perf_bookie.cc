@@ -179,7 +179,7 @@ Task<Status> BookieBench::create_ledgers(Writing& w) {
                                    o_.num_ledgers, o_.ensemble_size, o_.write_quorum, o_.ack_quorum,
                                    lh.status().to_string()));
     }
-    ids.push_back((*lh)->id());
+    ids.push_back((*lh)->id().value());
     w.ledgers.push_back(LedgerSlot{std::move(lh).value(), Status::OK()});
     ++w.live;
   }
@@ -214,7 +214,7 @@ Task<bool> BookieBench::write(std::shared_ptr<Writing> w) {
     const size_t i = next++ % w->ledgers.size();
     ++w->outstanding;
     const auto sent_at = PerfClock::now();
-    auto added = [this, w, i, sent_at, bytes](Result<int64_t> r) {
+    auto added = [this, w, i, sent_at, bytes](Result<EntryId> r) {
       if (r.ok()) {
         const auto us =
             std::chrono::duration_cast<std::chrono::microseconds>(PerfClock::now() - sent_at);
@@ -256,7 +256,7 @@ Task<Status> BookieBench::finish(Writing& w) {
           Errc::kTimeout,
           fmt::format("Closing and deleting the ledgers took longer than {} s", o_.timeout_s));
     }
-    const int64_t id = slot.handle->id();
+    const LedgerId id = slot.handle->id();
     // Closed first in any case: a handle that is still open may retry an ensemble change
     // on a timer, which must not outlive the client.
     Status closed = co_await slot.handle->close();
@@ -265,12 +265,12 @@ Task<Status> BookieBench::finish(Writing& w) {
           Status(closed.code(), fmt::format("Cannot close ledger {}: {}", id, closed.to_string()));
     }
     if (o_.keep_ledgers) {
-      if (closed.ok()) removed.push_back(id);
+      if (closed.ok()) removed.push_back(id.value());
       continue;
     }
     Status gone = co_await bk_->remove(id);
     if (gone.ok()) {
-      removed.push_back(id);
+      removed.push_back(id.value());
     } else if (result.ok()) {
       result =
           Status(gone.code(), fmt::format("Cannot delete ledger {}: {}", id, gone.to_string()));

@@ -1,14 +1,14 @@
 #include "ledger/bookkeeper.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
+#include <boost/asio/redirect_error.hpp>
 #include <chrono>
 #include <functional>
 #include <limits>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <boost/asio/redirect_error.hpp>
 
 #include "protocol/bookie_entry.h"
 
@@ -97,8 +97,7 @@ Task<bool> recovery_add(BookieClient& client, std::string bookie, bookie_wire::A
 // ---------------------------------------------------------------------------------------
 // BookKeeper
 
-BookKeeper::BookKeeper(metadata::MetadataStore& store, Executor executor,
-                       BookKeeperOptions options)
+BookKeeper::BookKeeper(metadata::MetadataStore& store, Executor executor, BookKeeperOptions options)
     : store_(store),
       executor_(executor),
       options_(std::move(options)),
@@ -131,8 +130,8 @@ Task<Result<std::shared_ptr<LedgerHandle>>> BookKeeper::create(
   auto bookies = co_await available_bookies();
   if (!bookies.ok()) co_return bookies.status();
   std::set<std::string> none;
-  auto ensemble = options_.placement->new_ensemble(ensemble_size, write_quorum, ack_quorum,
-                                                   *bookies, none);
+  auto ensemble =
+      options_.placement->new_ensemble(ensemble_size, write_quorum, ack_quorum, *bookies, none);
   if (!ensemble.ok()) co_return ensemble.status();
   auto id = co_await ids_.next();
   if (!id.ok()) co_return id.status();
@@ -160,13 +159,14 @@ Task<Result<std::shared_ptr<LedgerHandle>>> BookKeeper::create(
   auto put = co_await store_.put_recursive(path, std::move(json), must_not_exist);
   if (!put.ok()) co_return put.status();
   log_.with("ledger_id", md.ledger_id)
-      .info("created ledger E={} Qw={} Qa={} ensemble={}", ensemble_size, write_quorum,
-            ack_quorum, fmt::join(md.segments.front().ensemble, ","));
-  co_return std::make_shared<LedgerHandle>(*this, std::move(md), put->stat.version,
-                                           std::move(path), true);
+      .info("created ledger E={} Qw={} Qa={} ensemble={}", ensemble_size, write_quorum, ack_quorum,
+            fmt::join(md.segments.front().ensemble, ","));
+  co_return std::make_shared<LedgerHandle>(*this, std::move(md), put->stat.version, std::move(path),
+                                           true);
 }
 
-Task<Result<BookKeeper::StoredMetadata>> BookKeeper::find_metadata(int64_t ledger_id) {
+Task<Result<BookKeeper::StoredMetadata>> BookKeeper::find_metadata(LedgerId ledger) {
+  const int64_t ledger_id = ledger.value();
   const std::array<std::string, 2> paths = {ledger_path(ledger_id),
                                             metadata::flat_ledger_path(ledger_id)};
   for (const std::string& path : paths) {
@@ -183,22 +183,20 @@ Task<Result<BookKeeper::StoredMetadata>> BookKeeper::find_metadata(int64_t ledge
   co_return Status(Errc::kNotFound, fmt::format("ledger {} does not exist", ledger_id));
 }
 
-Task<Result<LedgerMetadata>> BookKeeper::read_metadata(int64_t ledger_id) {
-  auto found = co_await find_metadata(ledger_id);
+Task<Result<LedgerMetadata>> BookKeeper::read_metadata(LedgerId ledger) {
+  auto found = co_await find_metadata(ledger);
   if (!found.ok()) co_return found.status();
   co_return LedgerMetadata::from_json(found->json);
 }
 
-Task<Result<std::shared_ptr<LedgerHandle>>> BookKeeper::open(int64_t ledger_id,
-                                                             std::string password,
+Task<Result<std::shared_ptr<LedgerHandle>>> BookKeeper::open(LedgerId ledger, std::string password,
                                                              bool recovery) {
-  auto found = co_await find_metadata(ledger_id);
+  auto found = co_await find_metadata(ledger);
   if (!found.ok()) co_return found.status();
   auto md = LedgerMetadata::from_json(found->json);
   if (!md.ok()) co_return md.status();
   if (md->password != password) {
-    co_return Status(Errc::kPermissionDenied,
-                     fmt::format("ledger {}: wrong password", ledger_id));
+    co_return Status(Errc::kPermissionDenied, fmt::format("ledger {}: wrong password", ledger));
   }
   auto handle = std::make_shared<LedgerHandle>(*this, std::move(md).value(), found->version,
                                                std::move(found->path), false);
@@ -214,7 +212,8 @@ Task<Result<std::shared_ptr<LedgerHandle>>> BookKeeper::open(int64_t ledger_id,
   co_return handle;
 }
 
-Task<Status> BookKeeper::remove(int64_t ledger_id) {
+Task<Status> BookKeeper::remove(LedgerId ledger) {
+  const int64_t ledger_id = ledger.value();
   // Bookies drop the entries of ledgers missing from the metadata at garbage collection.
   Status st = co_await store_.remove(ledger_path(ledger_id));
   if (st.is(Errc::kNotFound)) {
@@ -227,8 +226,13 @@ Task<Status> BookKeeper::remove(int64_t ledger_id) {
   co_return st;
 }
 
-Task<Result<std::vector<int64_t>>> BookKeeper::list_ledgers() {
-  co_return co_await metadata::list_ledger_ids(store_);
+Task<Result<std::vector<LedgerId>>> BookKeeper::list_ledgers() {
+  auto ids = co_await metadata::list_ledger_ids(store_);
+  if (!ids.ok()) co_return ids.status();
+  std::vector<LedgerId> out;
+  out.reserve(ids->size());
+  for (int64_t id : *ids) out.emplace_back(id);
+  co_return out;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -258,19 +262,19 @@ LedgerHandle::LedgerHandle(BookKeeper& bk, LedgerMetadata metadata, int64_t meta
 
 LedgerHandle::~LedgerHandle() = default;
 
-Task<Result<int64_t>> LedgerHandle::add(BufferChain payload) {
+Task<Result<EntryId>> LedgerHandle::add(BufferChain payload) {
   auto self = shared_from_this();
   auto start = [self, payload = std::move(payload)](AddCallback done) mutable {
     self->async_add(std::move(payload), std::move(done));
   };
-  auto waiting = await_callback<Result<int64_t>>(std::move(start));
+  auto waiting = await_callback<Result<EntryId>>(std::move(start));
   co_return co_await std::move(waiting);
 }
 
 void LedgerHandle::async_add(BufferChain payload, AddCallback done) {
   Status refused = failed_;
   if (refused.ok() && (!writable_ || closed())) {
-    refused = ledger_error(Errc::kInvalidArgument, id(), "not open for writing");
+    refused = ledger_error(Errc::kInvalidArgument, metadata_.ledger_id, "not open for writing");
   }
   if (!refused.ok()) {
     asio::post(bk_.executor(), [done = std::move(done), refused]() { done(refused); });
@@ -282,7 +286,7 @@ void LedgerHandle::async_add(BufferChain payload, AddCallback done) {
   p->acked.reserve(static_cast<size_t>(metadata_.write_quorum));
   p->callback = std::move(done);
   protocol::EntryHeader header;
-  header.ledger_id = id();
+  header.ledger_id = metadata_.ledger_id;
   header.entry_id = p->entry_id;
   header.lac = lac_;
   pushed_length_ += static_cast<int64_t>(payload.size());
@@ -298,7 +302,7 @@ void LedgerHandle::async_add(BufferChain payload, AddCallback done) {
 void LedgerHandle::send(const std::shared_ptr<PendingAdd>& p, int index) {
   const std::string& bookie = metadata_.ensemble_for(p->entry_id)[static_cast<size_t>(index)];
   bookie_wire::AddRequest request;
-  request.set_ledger_id(id());
+  request.set_ledger_id(metadata_.ledger_id);
   request.set_entry_id(p->entry_id);
   request.set_master_key(master_key_);
   // The callback keeps the handle alive while the request is in flight.
@@ -322,18 +326,17 @@ void LedgerHandle::on_add_answer(PendingAdd& p, int index, const std::string& bo
     return;
   }
   if (r.ok() && (r->status == bookie_wire::FENCED || r->status == bookie_wire::UNAUTHORIZED)) {
-    fail(ledger_error(Errc::kFenced, id(),
+    fail(ledger_error(Errc::kFenced, metadata_.ledger_id,
                       fmt::format("bookie {} refused entry {}: the ledger was fenced by a "
                                   "recovering reader (another owner took over)",
                                   bookie, p.entry_id)));
     return;
   }
   if (failed_bookies_.insert(bookie).second) {
-    std::string why = r.ok() ? fmt::format("status {}",
-                                           bookie_wire::BookieStatus_Name(r->status))
+    std::string why = r.ok() ? fmt::format("status {}", bookie_wire::BookieStatus_Name(r->status))
                              : r.status().to_string();
-    log_.with("bookie", bookie).warn("add of entry {} failed: {}; replacing the bookie",
-                                     p.entry_id, why);
+    log_.with("bookie", bookie)
+        .warn("add of entry {} failed: {}; replacing the bookie", p.entry_id, why);
   }
   if (!changing_ensemble_ && !change_retry_scheduled_) {
     changing_ensemble_ = true;
@@ -374,7 +377,7 @@ void LedgerHandle::try_complete() {
     lac_ = p->entry_id;
     length_ += static_cast<int64_t>(p->payload_size);
     p->done = true;
-    p->callback(p->entry_id);
+    p->callback(EntryId{p->entry_id});
   }
   if (pending_.empty()) wake_drain_waiters();
 }
@@ -415,13 +418,12 @@ Task<void> LedgerHandle::change_ensemble() {
     Status st;
     for (size_t i = 0; i < ensemble.size() && st.ok(); ++i) {
       if (!failed_bookies_.count(ensemble[i])) continue;
-      auto r = bk_.placement().replace_bookie(ensemble, static_cast<int>(i),
-                                              metadata_.write_quorum, metadata_.ack_quorum,
-                                              *available, excluded);
+      auto r = bk_.placement().replace_bookie(ensemble, static_cast<int>(i), metadata_.write_quorum,
+                                              metadata_.ack_quorum, *available, excluded);
       if (!r.ok()) {
-        st = ledger_error(Errc::kUnavailable, id(),
-                          fmt::format("no bookie to replace {}: {}", ensemble[i],
-                                      r.status().message()));
+        st = ledger_error(
+            Errc::kUnavailable, metadata_.ledger_id,
+            fmt::format("no bookie to replace {}: {}", ensemble[i], r.status().message()));
         break;
       }
       excluded.insert(*r);
@@ -433,9 +435,10 @@ Task<void> LedgerHandle::change_ensemble() {
         // Delayed ensemble change (BookKeeper's delayEnsembleChange): every write set still
         // reaches Qa without the failed bookies, so keep writing with what is left and look
         // for a replacement again in a second. Entries stay on >= Qa bookies meanwhile.
-        log_.warn("{}; continuing on the remaining bookies of each write set (ack quorum {} "
-                  "still reachable), retrying the ensemble change every second",
-                  st.message(), metadata_.ack_quorum);
+        log_.warn(
+            "{}; continuing on the remaining bookies of each write set (ack quorum {} "
+            "still reachable), retrying the ensemble change every second",
+            st.message(), metadata_.ack_quorum);
         change_retry_scheduled_ = true;
         asio::co_spawn(bk_.executor(), retry_change_later(), asio::detached);
         break;
@@ -488,7 +491,7 @@ Task<Status> LedgerHandle::write_metadata(LedgerMetadata updated) {
   if (!put.ok()) {
     if (put.status().is(Errc::kBadVersion)) {
       // Someone else changed the metadata: a recovering reader (fencing us) or a close.
-      co_return ledger_error(Errc::kFenced, id(),
+      co_return ledger_error(Errc::kFenced, metadata_.ledger_id,
                              "ledger metadata changed underneath this writer (recovered by "
                              "another client)");
     }
@@ -532,7 +535,7 @@ Task<LedgerHandle::EntryRead> LedgerHandle::read_entry(int64_t entry_id) {
   // A copy: an ensemble change may reshape metadata_.segments while this read waits.
   const std::vector<std::string> ensemble = metadata_.ensemble_for(entry_id);
   EntryRead out;
-  out.status = ledger_error(Errc::kNotFound, id(),
+  out.status = ledger_error(Errc::kNotFound, metadata_.ledger_id,
                             fmt::format("entry {} not found on any replica", entry_id));
   // Replicas that failed recently go last, so a dead bookie costs nothing while others serve.
   std::vector<int> order = metadata_.write_set(entry_id);
@@ -542,7 +545,7 @@ Task<LedgerHandle::EntryRead> LedgerHandle::read_entry(int64_t entry_id) {
   for (int index : order) {
     std::string bookie = ensemble[static_cast<size_t>(index)];
     bookie_wire::ReadRequest request;
-    request.set_ledger_id(id());
+    request.set_ledger_id(metadata_.ledger_id);
     request.set_entry_id(entry_id);
     auto r = co_await bk_.client().read(bookie, std::move(request));
     if (!r.ok()) {
@@ -558,13 +561,13 @@ Task<LedgerHandle::EntryRead> LedgerHandle::read_entry(int64_t entry_id) {
     }
     if (r->status != bookie_wire::OK) {
       ++out.unreachable;
-      out.status = ledger_error(Errc::kUnavailable, id(),
+      out.status = ledger_error(Errc::kUnavailable, metadata_.ledger_id,
                                 fmt::format("bookie {} answered {} for entry {}", bookie,
                                             bookie_wire::BookieStatus_Name(r->status), entry_id));
       continue;
     }
     protocol::EntryHeader header;
-    auto payload = protocol::unpack_entry(r->entry, id(), entry_id, &header);
+    auto payload = protocol::unpack_entry(r->entry, metadata_.ledger_id, entry_id, &header);
     if (!payload.ok()) {
       ++out.unreachable;
       log_.with("bookie", bookie)
@@ -631,7 +634,7 @@ class LedgerHandle::ReadAhead {
       auto on_done = [state = state_, share, self = handle_.shared_from_this(), entry_id](
                          std::exception_ptr error, EntryRead read) {
         if (error) {
-          read.status = ledger_error(Errc::kInternal, self->id(),
+          read.status = ledger_error(Errc::kInternal, self->id().value(),
                                      fmt::format("read of entry {} threw", entry_id));
         }
         state->done.emplace(entry_id, std::move(read));
@@ -650,8 +653,7 @@ class LedgerHandle::ReadAhead {
   bool stopped_ = false;
 };
 
-Task<Status> LedgerHandle::read_ranges(int64_t first, int64_t last,
-                                       std::vector<LedgerEntry>& out) {
+Task<Status> LedgerHandle::read_ranges(int64_t first, int64_t last, std::vector<LedgerEntry>& out) {
   auto self = shared_from_this();
   struct State : Joiner {
     std::map<int64_t, Result<ReadRangeResult>> done;  // by the piece's first entry
@@ -662,7 +664,7 @@ Task<Status> LedgerHandle::read_ranges(int64_t first, int64_t last,
   };
   auto state = std::make_shared<State>();
   const int window = std::max(1, bk_.options().max_parallel_reads / kRangeEntries);
-  std::map<int64_t, Piece> pieces;     // by first entry: issued, not yet taken
+  std::map<int64_t, Piece> pieces;      // by first entry: issued, not yet taken
   std::set<std::string> came_up_short;  // answered a piece of this read without all of it
   int64_t next_issue = first;
   int64_t next = first;    // the first entry not yet appended to `out`
@@ -682,8 +684,7 @@ Task<Status> LedgerHandle::read_ranges(int64_t first, int64_t last,
       const size_t n = ensemble.size();
       size_t pick = static_cast<size_t>(next_issue / kRangeEntries) % n;
       auto avoid = [&](const std::string& b) {
-        return suspects_.count(b) > 0 || no_range_reads_.count(b) > 0 ||
-               came_up_short.count(b) > 0;
+        return suspects_.count(b) > 0 || no_range_reads_.count(b) > 0 || came_up_short.count(b) > 0;
       };
       for (size_t k = 0; k < n && avoid(ensemble[pick]); ++k) pick = (pick + 1) % n;
       if (no_range_reads_.count(ensemble[pick])) {
@@ -691,7 +692,7 @@ Task<Status> LedgerHandle::read_ranges(int64_t first, int64_t last,
         break;
       }
       bookie_wire::ReadRangeRequest request;
-      request.set_ledger_id(id());
+      request.set_ledger_id(metadata_.ledger_id);
       request.set_first_entry_id(next_issue);
       request.set_max_entries(static_cast<uint32_t>(piece_last - next_issue + 1));
       const int64_t start = next_issue;
@@ -725,7 +726,8 @@ Task<Status> LedgerHandle::read_ranges(int64_t first, int64_t last,
     if (got.ok() && got->status == bookie_wire::OK) {
       for (size_t i = 0; i < got->entries.size() && i < wanted; ++i) {
         const int64_t entry_id = start + static_cast<int64_t>(i);
-        auto payload = protocol::unpack_entry(got->entries[i], id(), entry_id, nullptr);
+        auto payload =
+            protocol::unpack_entry(got->entries[i], metadata_.ledger_id, entry_id, nullptr);
         if (!payload.ok()) {
           log_.with("bookie", piece.bookie)
               .warn("bad copy of entry {} in a range read: {}; reading it from the replicas",
@@ -733,7 +735,7 @@ Task<Status> LedgerHandle::read_ranges(int64_t first, int64_t last,
           break;
         }
         LedgerEntry entry;
-        entry.entry_id = entry_id;
+        entry.entry_id = EntryId{entry_id};
         entry.payload = std::move(payload).value();
         out.push_back(std::move(entry));
         next = entry_id + 1;
@@ -758,8 +760,7 @@ Task<Status> LedgerHandle::read_ranges(int64_t first, int64_t last,
   co_return Status::OK();
 }
 
-Task<Status> LedgerHandle::read_singly(int64_t first, int64_t last,
-                                       std::vector<LedgerEntry>& out) {
+Task<Status> LedgerHandle::read_singly(int64_t first, int64_t last, std::vector<LedgerEntry>& out) {
   auto self = shared_from_this();
   ReadAhead reads(*this, first, last);
   Status error;
@@ -770,7 +771,7 @@ Task<Status> LedgerHandle::read_singly(int64_t first, int64_t last,
       break;
     }
     LedgerEntry entry;
-    entry.entry_id = e;
+    entry.entry_id = EntryId{e};
     entry.payload = std::move(got.payload);
     out.push_back(std::move(entry));
   }
@@ -778,14 +779,16 @@ Task<Status> LedgerHandle::read_singly(int64_t first, int64_t last,
   co_return error;
 }
 
-Task<Result<std::vector<LedgerEntry>>> LedgerHandle::read(int64_t first, int64_t last) {
+Task<Result<std::vector<LedgerEntry>>> LedgerHandle::read(EntryId first_id, EntryId last_id) {
   auto self = shared_from_this();
+  const int64_t first = first_id.value();
+  const int64_t last = last_id.value();
   if (first < 0 || last < first) {
-    co_return ledger_error(Errc::kInvalidArgument, id(),
+    co_return ledger_error(Errc::kInvalidArgument, metadata_.ledger_id,
                            fmt::format("bad entry range [{}, {}]", first, last));
   }
   if (last > lac_) {
-    co_return ledger_error(Errc::kInvalidArgument, id(),
+    co_return ledger_error(Errc::kInvalidArgument, metadata_.ledger_id,
                            fmt::format("entry {} is past the last confirmed entry {}", last, lac_));
   }
   std::vector<LedgerEntry> out;
@@ -805,13 +808,14 @@ Task<Status> LedgerHandle::refresh_lac() {
   int64_t best = lac_;
   int answered = 0;
   for (const std::string& bookie : metadata_.segments.back().ensemble) {
-    auto r = co_await bk_.client().read_lac(bookie, id());
+    auto r = co_await bk_.client().read_lac(bookie, metadata_.ledger_id);
     if (!r.ok()) continue;
     ++answered;
     if (r->status() == bookie_wire::OK) best = std::max(best, r->lac());
   }
   if (answered == 0) {
-    co_return ledger_error(Errc::kUnavailable, id(), "no bookie of the last ensemble answered");
+    co_return ledger_error(Errc::kUnavailable, metadata_.ledger_id,
+                           "no bookie of the last ensemble answered");
   }
   lac_ = best;
   co_return Status::OK();
@@ -836,7 +840,7 @@ Task<Status> LedgerHandle::recover() {
   int64_t max_lac = metadata_.segments.back().first_entry_id - 1;
   for (size_t i = 0; i < ensemble.size(); ++i) {
     bookie_wire::ReadRequest fence;
-    fence.set_ledger_id(id());
+    fence.set_ledger_id(metadata_.ledger_id);
     fence.set_entry_id(-1);
     fence.set_fence(true);
     fence.set_master_key(master_key_);
@@ -857,7 +861,7 @@ Task<Status> LedgerHandle::recover() {
     int covered = 0;
     for (int k = 0; k < Qw; ++k) covered += fenced[static_cast<size_t>((start + k) % E)] ? 1 : 0;
     if (covered < Qw - Qa + 1) {
-      co_return ledger_error(Errc::kUnavailable, id(),
+      co_return ledger_error(Errc::kUnavailable, metadata_.ledger_id,
                              fmt::format("recovery could fence only {} of the bookies of write "
                                          "set {}; need {}",
                                          covered, start, Qw - Qa + 1));
@@ -880,13 +884,13 @@ Task<Status> LedgerHandle::recover() {
     if (!got.status.ok()) {
       if (e > max_lac && got.negatives >= Qw - Qa + 1) break;  // could never have been acked
       if (e > max_lac) {
-        error = ledger_error(Errc::kUnavailable, id(),
+        error = ledger_error(Errc::kUnavailable, metadata_.ledger_id,
                              fmt::format("recovery cannot tell whether entry {} exists: {}", e,
                                          got.status.to_string()));
       } else {
-        error = ledger_error(Errc::kUnavailable, id(),
-                             fmt::format("recovery cannot read confirmed entry {} (LAC {}): {}",
-                                         e, max_lac, got.status.to_string()));
+        error = ledger_error(Errc::kUnavailable, metadata_.ledger_id,
+                             fmt::format("recovery cannot read confirmed entry {} (LAC {}): {}", e,
+                                         max_lac, got.status.to_string()));
       }
       break;
     }
@@ -894,7 +898,7 @@ Task<Status> LedgerHandle::recover() {
     length = got.running_length;
     if (e <= max_lac) continue;
     protocol::EntryHeader header;
-    header.ledger_id = id();
+    header.ledger_id = metadata_.ledger_id;
     header.entry_id = e;
     header.lac = e - 1;
     header.length = got.running_length;
@@ -908,7 +912,7 @@ Task<Status> LedgerHandle::recover() {
     auto share = std::make_shared<JoinerShare>(adds);
     for (int index : write_set) {
       bookie_wire::AddRequest add;
-      add.set_ledger_id(id());
+      add.set_ledger_id(metadata_.ledger_id);
       add.set_entry_id(e);
       add.set_master_key(master_key_);
       add.set_recovery(true);
@@ -919,7 +923,7 @@ Task<Status> LedgerHandle::recover() {
         if (!thrown && stored) ++acks;
         if (--left > 0) return;
         if (acks < Qa && adds->error.ok()) {
-          adds->error = ledger_error(Errc::kUnavailable, self->id(),
+          adds->error = ledger_error(Errc::kUnavailable, self->id().value(),
                                      fmt::format("recovery could re-replicate entry {} to only "
                                                  "{} bookies; need {}",
                                                  e, acks, Qa));

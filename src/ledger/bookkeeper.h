@@ -34,12 +34,13 @@
 
 #include <deque>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/asio.h"
+#include "common/ids.h"
 #include "common/logging.h"
 #include "ledger/bookie_client.h"
 #include "ledger/ledger_metadata.h"
@@ -61,7 +62,7 @@ struct BookKeeperOptions {
 };
 
 struct LedgerEntry {
-  int64_t entry_id;
+  EntryId entry_id;
   Buffer payload;
 };
 
@@ -71,16 +72,16 @@ class BookKeeper {
   BookKeeper(metadata::MetadataStore& store, Executor executor, BookKeeperOptions options = {});
   ~BookKeeper();
 
-  Task<Result<std::shared_ptr<LedgerHandle>>> create(int ensemble_size, int write_quorum,
-                                                     int ack_quorum, std::string password,
-                                                     std::map<std::string, std::string> custom = {});
+  Task<Result<std::shared_ptr<LedgerHandle>>> create(
+      int ensemble_size, int write_quorum, int ack_quorum, std::string password,
+      std::map<std::string, std::string> custom = {});
   // recovery = false: read-only view up to the LAC known to the bookies (or the last entry
   // of a closed ledger). recovery = true: fence, recover, close (the new owner's way in).
-  Task<Result<std::shared_ptr<LedgerHandle>>> open(int64_t ledger_id, std::string password,
+  Task<Result<std::shared_ptr<LedgerHandle>>> open(LedgerId ledger, std::string password,
                                                    bool recovery);
-  Task<Status> remove(int64_t ledger_id);
-  Task<Result<std::vector<int64_t>>> list_ledgers();
-  Task<Result<LedgerMetadata>> read_metadata(int64_t ledger_id);
+  Task<Status> remove(LedgerId ledger);
+  Task<Result<std::vector<LedgerId>>> list_ledgers();  // ascending
+  Task<Result<LedgerMetadata>> read_metadata(LedgerId ledger);
   // Writable bookies registered under /ledgers/available (read-only ones excluded).
   Task<Result<std::vector<std::string>>> available_bookies();
 
@@ -104,7 +105,7 @@ class BookKeeper {
     int64_t version = 0;
   };
   // The ledger's metadata node: at ledger_path, else at flat_ledger_path; kNotFound if neither.
-  Task<Result<StoredMetadata>> find_metadata(int64_t ledger_id);
+  Task<Result<StoredMetadata>> find_metadata(LedgerId ledger);
 };
 
 class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
@@ -115,23 +116,23 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
                std::string metadata_path, bool writable);
   ~LedgerHandle();
 
-  int64_t id() const { return metadata_.ledger_id; }
+  LedgerId id() const { return LedgerId{metadata_.ledger_id}; }
   const LedgerMetadata& metadata() const { return metadata_; }
-  int64_t last_add_confirmed() const { return lac_; }
+  EntryId last_add_confirmed() const { return EntryId{lac_}; }
   bool closed() const { return metadata_.state == LedgerState::kClosed; }
 
   // Appends; returns the entry id once Qa bookies of its write set stored it. Adds complete
   // in order; after a failure of the handle (fenced, no replacement bookie) every pending
   // and later add fails.
-  Task<Result<int64_t>> add(BufferChain payload);
+  Task<Result<EntryId>> add(BufferChain payload);
   // add() without a coroutine per entry (the managed ledger's write path): `done` gets the
   // entry id or the failure, later on the executor, never inside this call.
-  using AddCallback = std::function<void(Result<int64_t>)>;
+  using AddCallback = std::function<void(Result<EntryId>)>;
   void async_add(BufferChain payload, AddCallback done);
   // Entries [first, last], which must not be past the LAC (or the last entry when closed), in
   // entry order; read max_parallel_reads at a time. Fails with the error of the first entry
   // no replica could serve (after every read in flight finished).
-  Task<Result<std::vector<LedgerEntry>>> read(int64_t first, int64_t last);
+  Task<Result<std::vector<LedgerEntry>>> read(EntryId first, EntryId last);
   // Waits for pending adds, then records state CLOSED with the last entry in the metadata.
   // Also after a write failure (closed at the last confirmed entry), but not once fenced.
   Task<Status> close();
@@ -146,11 +147,11 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   struct PendingAdd;
   // What reading one entry from the replicas of its write set found.
   struct EntryRead {
-    Status status;        // OK: `payload` holds the entry; otherwise the last replica's error
-    Buffer payload;       // the entry's payload, digest verified
+    Status status;   // OK: `payload` holds the entry; otherwise the last replica's error
+    Buffer payload;  // the entry's payload, digest verified
     int64_t running_length = 0;  // from its header: payload bytes of entries [0, entry]
-    int negatives = 0;    // replicas that answered NO_ENTRY or NO_LEDGER
-    int unreachable = 0;  // replicas that failed, answered an error or sent a bad copy
+    int negatives = 0;           // replicas that answered NO_ENTRY or NO_LEDGER
+    int unreachable = 0;         // replicas that failed, answered an error or sent a bad copy
   };
   class ReadAhead;
   // read()'s fast path when every bookie of an ensemble stores every entry (E == Qw): the
@@ -187,11 +188,11 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   const std::string master_key_;  // SHA-1 of the password, sent with every request
   log::Logger log_;
 
-  int64_t last_pushed_ = -1;  // last entry id handed out
-  int64_t lac_ = -1;          // last entry confirmed (all before it confirmed too)
-  int64_t length_ = 0;        // bytes of confirmed entries written through this handle
-  int64_t pushed_length_ = 0; // bytes of entries handed out (the running length in headers)
-  Status failed_;             // sticky
+  int64_t last_pushed_ = -1;   // last entry id handed out
+  int64_t lac_ = -1;           // last entry confirmed (all before it confirmed too)
+  int64_t length_ = 0;         // bytes of confirmed entries written through this handle
+  int64_t pushed_length_ = 0;  // bytes of entries handed out (the running length in headers)
+  Status failed_;              // sticky
   std::deque<std::shared_ptr<PendingAdd>> pending_;
   std::vector<std::function<void(bool)>> drain_waiters_;  // close() waiting for pending_
   bool changing_ensemble_ = false;

@@ -24,8 +24,8 @@ namespace wire = magnetar::mledger_wire;
 
 namespace {
 
-void set_position(wire::NestedPositionInfo* out, int64_t ledger_id, int64_t entry_id) {
-  out->set_ledgerid(ledger_id);
+void set_position(wire::NestedPositionInfo* out, LedgerId ledger, int64_t entry_id) {
+  out->set_ledgerid(ledger.value());
   out->set_entryid(entry_id);
 }
 
@@ -57,7 +57,7 @@ std::string ManagedCursor::path() const {
   return metadata::join_path(managed_ledger_path(ml_.name()), name_);
 }
 
-int64_t ManagedCursor::cursor_ledger_id() const {
+LedgerId ManagedCursor::cursor_ledger_id() const {
   return ledger_ ? ledger_->id() : node_ledger_id_;
 }
 
@@ -75,9 +75,9 @@ void ManagedCursor::advance_mark_delete() {
   while (true) {
     const Position next = ml_.next_position(mark_delete_);
     if (next > last || !acked_.contains(next)) break;
-    int64_t end = acked_.first_absent(next.ledger_id, next.entry_id) - 1;
+    int64_t end = acked_.first_absent(next.ledger_id, next.entry_id.value()) - 1;
     end = std::min(end, ml_.entries_in(next.ledger_id) - 1);
-    mark_delete_ = Position{next.ledger_id, end};
+    mark_delete_ = Position{next.ledger_id, EntryId{end}};
   }
   acked_.remove_through(mark_delete_);
   if (read_position_ <= mark_delete_) read_position_ = ml_.next_position(mark_delete_);
@@ -88,7 +88,7 @@ bool ManagedCursor::is_acknowledged(Position p) const {
 }
 
 bool ManagedCursor::has_more_entries() const {
-  return ml_.count_entries(Position{read_position_.ledger_id, read_position_.entry_id - 1},
+  return ml_.count_entries(Position{read_position_.ledger_id, read_position_.entry_id.prev()},
                            ml_.last_confirmed()) > 0;
 }
 
@@ -236,8 +236,8 @@ Task<Status> ManagedCursor::delete_positions(std::vector<Position> positions) {
   const Position last = ml_.last_confirmed();
   bool any = false;
   for (const Position& p : positions) {
-    if (p <= mark_delete_ || p > last || p.entry_id < 0) continue;
-    if (p.entry_id >= ml_.entries_in(p.ledger_id)) continue;
+    if (p <= mark_delete_ || p > last || !p.entry_id.valid()) continue;
+    if (p.entry_id.value() >= ml_.entries_in(p.ledger_id)) continue;
     any |= acked_.insert(p);
   }
   if (!any) co_return Status::OK();
@@ -367,8 +367,8 @@ Task<void> ManagedCursor::persist_loop() {
 
 std::string ManagedCursor::position_info_bytes() const {
   wire::PositionInfo info;
-  info.set_ledgerid(mark_delete_.ledger_id);
-  info.set_entryid(mark_delete_.entry_id);
+  info.set_ledgerid(mark_delete_.ledger_id.value());
+  info.set_entryid(mark_delete_.entry_id.value());
   add_ranges(acked_, static_cast<size_t>(ml_.config().max_unacked_ranges_to_persist), &info,
              &wire::PositionInfo::add_individualdeletedmessages);
   for (const auto& [k, v] : properties_) {
@@ -392,9 +392,9 @@ Task<Status> ManagedCursor::persist_once() {
     log_.warn("cursor ledger {} failed ({}); position goes to the metadata store", ledger_->id(),
               added.status().to_string());
     ledger_.reset();
-    const int64_t old = node_ledger_id_;
-    Status st = co_await write_node(-1);
-    if (st.ok() && old >= 0) (void)co_await ml_.factory_.bookkeeper().remove(old);
+    const LedgerId old = node_ledger_id_;
+    Status st = co_await write_node(LedgerId{});
+    if (st.ok() && old.valid()) (void)co_await ml_.factory_.bookkeeper().remove(old);
     co_return st;
   }
   co_return co_await switch_ledger(std::move(bytes));
@@ -414,14 +414,14 @@ Task<Status> ManagedCursor::switch_ledger(std::string position_info) {
     BufferChain payload(Buffer::copy_of(position_info));
     auto added = co_await (*created)->add(std::move(payload));
     if (added.ok()) {
-      const int64_t old = node_ledger_id_;
+      const LedgerId old = node_ledger_id_;
       Status st = co_await write_node((*created)->id());
       if (st.ok()) {
         auto previous = std::move(ledger_);
         ledger_ = *created;
         ledger_entries_ = 1;
         if (previous) (void)co_await previous->close();
-        if (old >= 0 && old != ledger_->id()) {
+        if (old.valid() && old != ledger_->id()) {
           Status removed = co_await bk.remove(old);
           if (!removed.ok() && !removed.is(Errc::kNotFound)) {
             log_.warn("old cursor ledger {} left behind: {}", old, removed.to_string());
@@ -440,20 +440,20 @@ Task<Status> ManagedCursor::switch_ledger(std::string position_info) {
   if (failure.is(Errc::kBadVersion) || failure.is(Errc::kFenced)) co_return failure;
   // No usable ledger: the metadata store holds the position (and some ranges) instead.
   log_.warn("no cursor ledger ({}); position goes to the metadata store", failure.to_string());
-  const int64_t old = node_ledger_id_;
-  Status st = co_await write_node(-1);
-  if (st.ok() && old >= 0) (void)co_await bk.remove(old);
+  const LedgerId old = node_ledger_id_;
+  Status st = co_await write_node(LedgerId{});
+  if (st.ok() && old.valid()) (void)co_await bk.remove(old);
   co_return st;
 }
 
 // The metadata node; with ledger id -1 it carries the position and ranges itself.
-Task<Status> ManagedCursor::write_node(int64_t cursors_ledger_id) {
+Task<Status> ManagedCursor::write_node(LedgerId cursors_ledger) {
   auto self = shared_from_this();
   wire::ManagedCursorInfo info;
-  info.set_cursorsledgerid(cursors_ledger_id);
-  info.set_markdeleteledgerid(mark_delete_.ledger_id);
-  info.set_markdeleteentryid(mark_delete_.entry_id);
-  if (cursors_ledger_id < 0) {
+  info.set_cursorsledgerid(cursors_ledger.value());
+  info.set_markdeleteledgerid(mark_delete_.ledger_id.value());
+  info.set_markdeleteentryid(mark_delete_.entry_id.value());
+  if (!cursors_ledger.valid()) {
     add_ranges(acked_,
                static_cast<size_t>(ml_.config().max_unacked_ranges_to_persist_in_metadata_store),
                &info, &wire::ManagedCursorInfo::add_individualdeletedmessages);
@@ -480,7 +480,7 @@ Task<Status> ManagedCursor::write_node(int64_t cursors_ledger_id) {
         fmt::format("cursor {}: cannot write its node: {}", name_, r.status().to_string()));
   }
   node_version_ = r->stat.version;
-  node_ledger_id_ = cursors_ledger_id;
+  node_ledger_id_ = cursors_ledger;
   co_return Status::OK();
 }
 
@@ -490,7 +490,7 @@ Task<Status> ManagedCursor::create(Position mark_delete) {
   read_position_ = ml_.next_position(mark_delete_);
   last_active_ms_ = ml_.now_ms();
   node_version_ = -1;  // must not exist yet
-  Status st = co_await write_node(-1);
+  Status st = co_await write_node(LedgerId{});
   if (st.ok()) log_.info("created at {}", mark_delete_.to_string());
   co_return st;
 }
@@ -500,10 +500,10 @@ namespace {
 // Acknowledged ranges from their stored form; a range spanning ledgers (possible in state
 // written by others) is split over the ledgers in between.
 void load_ranges(const google::protobuf::RepeatedPtrField<wire::MessageRange>& ranges,
-                 const std::map<int64_t, LedgerInfo>& ledgers, AckSet* acked) {
+                 const std::map<LedgerId, LedgerInfo>& ledgers, AckSet* acked) {
   for (const auto& r : ranges) {
-    const int64_t lo_ledger = r.lowerendpoint().ledgerid(),
-                  hi_ledger = r.upperendpoint().ledgerid();
+    const LedgerId lo_ledger{r.lowerendpoint().ledgerid()};
+    const LedgerId hi_ledger{r.upperendpoint().ledgerid()};
     const int64_t lo_entry = r.lowerendpoint().entryid() + 1,
                   hi_entry = r.upperendpoint().entryid();
     if (lo_ledger == hi_ledger) {
@@ -535,24 +535,24 @@ Task<Status> ManagedCursor::recover(std::string value, int64_t version) {
                      fmt::format("cursor {} of {}: node does not parse", name_, ml_.name()));
   }
   node_version_ = version;
-  node_ledger_id_ = info.cursorsledgerid();
+  node_ledger_id_ = LedgerId{info.cursorsledgerid()};
   last_active_ms_ = info.lastactive();
   for (const auto& p : info.cursorproperties()) cursor_properties_[p.name()] = p.value();
-  Position md{info.markdeleteledgerid(), info.markdeleteentryid()};
+  Position md{LedgerId{info.markdeleteledgerid()}, EntryId{info.markdeleteentryid()}};
   load_properties(info.properties(), &properties_);
   bool from_ledger = false;
-  if (node_ledger_id_ >= 0) {
+  if (node_ledger_id_.valid()) {
     // The last entry of the cursor ledger is the newest persisted position. Opening it with
     // recovery also fences a previous owner's writes.
     auto& bk = ml_.factory_.bookkeeper();
     auto lh = co_await bk.open(node_ledger_id_, ml_.config().password, true);
     if (lh.ok() && (*lh)->metadata().last_entry_id >= 0) {
-      const int64_t last = (*lh)->metadata().last_entry_id;
+      const EntryId last{(*lh)->metadata().last_entry_id};
       auto entries = co_await (*lh)->read(last, last);
       wire::PositionInfo pi;
       if (entries.ok() && !entries->empty() &&
           pi.ParseFromString(std::string(entries->front().payload.view()))) {
-        md = Position{pi.ledgerid(), pi.entryid()};
+        md = Position{LedgerId{pi.ledgerid()}, EntryId{pi.entryid()}};
         load_ranges(pi.individualdeletedmessages(), ml_.ledgers(), &acked_);
         load_properties(pi.properties(), &properties_);
         from_ledger = true;
@@ -590,12 +590,12 @@ Task<Status> ManagedCursor::close() {
       static_cast<int64_t>(ml_.config().max_unacked_ranges_to_persist_in_metadata_store);
   if (acked_.range_count() <= limit) {
     // Everything fits the node: the cursor ledger is no longer needed.
-    const int64_t old = node_ledger_id_;
-    st = co_await write_node(-1);
+    const LedgerId old = node_ledger_id_;
+    st = co_await write_node(LedgerId{});
     if (!st.ok()) co_return st;
     if (ledger_) (void)co_await ledger_->close();
     ledger_.reset();
-    if (old >= 0) (void)co_await ml_.factory_.bookkeeper().remove(old);
+    if (old.valid()) (void)co_await ml_.factory_.bookkeeper().remove(old);
   } else if (ledger_) {
     (void)co_await ledger_->close();
     ledger_.reset();
@@ -611,9 +611,9 @@ Task<Status> ManagedCursor::remove_state() {
   Status st = co_await ml_.factory_.store().remove(node);
   if (!st.ok() && !st.is(Errc::kNotFound)) co_return st;
   if (ledger_) (void)co_await ledger_->close();
-  const int64_t id = cursor_ledger_id();
+  const LedgerId id = cursor_ledger_id();
   ledger_.reset();
-  if (id >= 0) {
+  if (id.valid()) {
     Status removed = co_await ml_.factory_.bookkeeper().remove(id);
     if (!removed.ok() && !removed.is(Errc::kNotFound)) {
       log_.warn("cursor ledger {} left behind: {}", id, removed.to_string());
@@ -629,7 +629,7 @@ nlohmann::json ManagedCursor::stats() const {
   j["waitingReadOp"] = static_cast<bool>(waiter_);
   j["pendingReadOps"] = 0;
   j["messagesConsumedCounter"] = ml_.counters().entries_added - backlog_entries();
-  j["cursorLedger"] = cursor_ledger_id();
+  j["cursorLedger"] = cursor_ledger_id().value();
   j["cursorLedgerLastEntry"] = ledger_entries_ - 1;
   std::string ranges = "[";
   int shown = 0;

@@ -38,8 +38,8 @@ struct ManagedLedger::OpAdd {
   BufferChain data;
   int64_t size = 0;
   AddCallback done;
-  int64_t ledger_id = -1;  // ledger it was sent to (-1: not sent)
-  int64_t entry_id = -1;
+  LedgerId ledger_id;  // ledger it was sent to (-1: not sent)
+  EntryId entry_id;
   bool completed = false;
 };
 
@@ -94,8 +94,8 @@ std::map<std::string, std::string> ManagedLedger::ledger_custom_metadata() const
       {"application", "pulsar"}, {"component", "managed-ledger"}, {"pulsar/managed-ledger", name_}};
 }
 
-int64_t ManagedLedger::current_ledger_id() const {
-  return current_ ? current_->id() : -1;
+LedgerId ManagedLedger::current_ledger_id() const {
+  return current_ ? current_->id() : LedgerId{};
 }
 
 // ---------------------------------------------------------------------------------------
@@ -105,7 +105,7 @@ std::string ManagedLedger::serialize_info() const {
   wire::ManagedLedgerInfo info;
   for (const auto& [id, li] : ledgers_) {
     auto* out = info.add_ledgerinfo();
-    out->set_ledgerid(id);
+    out->set_ledgerid(id.value());
     if (li.timestamp_ms != 0) {
       out->set_entries(li.entries);
       out->set_size(li.size);
@@ -113,8 +113,8 @@ std::string ManagedLedger::serialize_info() const {
     }
   }
   if (terminated_) {
-    info.mutable_terminatedposition()->set_ledgerid(terminated_->ledger_id);
-    info.mutable_terminatedposition()->set_entryid(terminated_->entry_id);
+    info.mutable_terminatedposition()->set_ledgerid(terminated_->ledger_id.value());
+    info.mutable_terminatedposition()->set_entryid(terminated_->entry_id.value());
   }
   for (const auto& [k, v] : properties_) {
     auto* kv = info.add_properties();
@@ -172,19 +172,20 @@ Task<Status> ManagedLedger::initialize() {
       co_return ml_error(Error::kCorruptMetadata, name_, "ledger list does not parse");
     }
     for (const auto& li : info.ledgerinfo()) {
-      ledgers_[li.ledgerid()] = LedgerInfo{li.ledgerid(), li.entries(), li.size(), li.timestamp()};
+      const LedgerId id{li.ledgerid()};
+      ledgers_[id] = LedgerInfo{id, li.entries(), li.size(), li.timestamp()};
     }
     if (info.has_terminatedposition()) {
-      terminated_ =
-          Position{info.terminatedposition().ledgerid(), info.terminatedposition().entryid()};
+      terminated_ = Position{LedgerId{info.terminatedposition().ledgerid()},
+                             EntryId{info.terminatedposition().entryid()}};
     }
     for (const auto& kv : info.properties()) properties_[kv.key()] = kv.value();
   }
 
   // Recover the last ledger: fencing it stops a previous owner still writing.
-  std::vector<int64_t> to_delete;
+  std::vector<LedgerId> to_delete;
   if (!ledgers_.empty()) {
-    const int64_t last_id = ledgers_.rbegin()->first;
+    const LedgerId last_id = ledgers_.rbegin()->first;
     auto lh = co_await factory_.bookkeeper().open(last_id, config_.password, true);
     if (!lh.ok() && lh.status().is(Errc::kNotFound)) {
       log_.warn("last ledger {} does not exist any more; dropped from the list", last_id);
@@ -217,7 +218,7 @@ Task<Status> ManagedLedger::initialize() {
   }
   if (!ledgers_.empty()) {
     const LedgerInfo& last = ledgers_.rbegin()->second;
-    last_confirmed_ = Position{last.ledger_id, last.entries - 1};
+    last_confirmed_ = Position{last.ledger_id, EntryId{last.entries - 1}};
   }
 
   if (terminated_) {
@@ -228,10 +229,10 @@ Task<Status> ManagedLedger::initialize() {
     Status st = co_await create_ledger();
     if (!st.ok()) co_return st;
   }
-  if (ledgers_.size() == 1 && last_confirmed_.ledger_id < 0) {
-    last_confirmed_ = Position{ledgers_.begin()->first, -1};
+  if (ledgers_.size() == 1 && !last_confirmed_.ledger_id.valid()) {
+    last_confirmed_ = Position{ledgers_.begin()->first, EntryId{}};
   }
-  for (int64_t id : to_delete) {
+  for (LedgerId id : to_delete) {
     Status st = co_await factory_.bookkeeper().remove(id);
     if (!st.ok() && !st.is(Errc::kNotFound)) {
       log_.warn("cannot delete empty ledger {}: {}", id, st.to_string());
@@ -288,7 +289,7 @@ Task<Status> ManagedLedger::create_ledger() {
     co_return ml_error(Error::kWriteFailed, name_,
                        "cannot create a ledger: " + lh.status().to_string());
   }
-  const int64_t id = (*lh)->id();
+  const LedgerId id = (*lh)->id();
   ledgers_[id] = LedgerInfo{id, 0, 0, 0};
   Status st = co_await write_info();
   if (!st.ok()) {
@@ -358,7 +359,7 @@ void ManagedLedger::async_add(BufferChain data, AddCallback done) {
           }
           for (auto& p : std::deque<std::shared_ptr<OpAdd>>(self->pending_adds_)) {
             if (self->state_ != State::kLedgerOpened) break;
-            if (p->ledger_id < 0) self->send(p);
+            if (!p->ledger_id.valid()) self->send(p);
           }
         },
         asio::detached);
@@ -380,7 +381,7 @@ void ManagedLedger::send(const std::shared_ptr<OpAdd>& op) {
   ++current_pushed_entries_;
   current_pushed_bytes_ += op->size;
   ++inflight_;
-  auto written = [self = shared_from_this(), op, lh = current_](Result<int64_t> r) {
+  auto written = [self = shared_from_this(), op, lh = current_](Result<EntryId> r) {
     self->on_written(op, lh, std::move(r));
   };
   current_->async_add(op->data, std::move(written));
@@ -391,15 +392,14 @@ void ManagedLedger::send(const std::shared_ptr<OpAdd>& op) {
 }
 
 void ManagedLedger::on_written(const std::shared_ptr<OpAdd>& op,
-                               const std::shared_ptr<ledger::LedgerHandle>& lh,
-                               Result<int64_t> r) {
+                               const std::shared_ptr<ledger::LedgerHandle>& lh, Result<EntryId> r) {
   if (lh == current_) --inflight_;
   if (r.ok()) {
     op->entry_id = *r;
     op->completed = true;
   } else {
     // The op stays queued and is re-sent to the next ledger.
-    op->ledger_id = -1;
+    op->ledger_id = LedgerId{};
     if (lh == current_ && !write_failed_) {
       write_failed_ = true;
       ++consecutive_write_failures_;
@@ -429,7 +429,7 @@ void ManagedLedger::complete_ready_adds() {
     last_confirmed_ = pos;
     LedgerInfo& li = ledgers_[op->ledger_id];
     li.ledger_id = op->ledger_id;
-    li.entries = op->entry_id + 1;
+    li.entries = op->entry_id.value() + 1;
     li.size += op->size;
     total_size_ += op->size;
     ++counters_.entries_added;
@@ -490,7 +490,7 @@ Task<void> ManagedLedger::close_current_ledger() {
 
 Task<void> ManagedLedger::rollover() {
   auto self = shared_from_this();
-  const int64_t old_id = current_ ? current_->id() : -1;
+  const LedgerId old_id = current_ ? current_->id() : LedgerId{};
   co_await close_current_ledger();
   if (state_ == State::kFenced || state_ == State::kClosed) co_return;
   bool drop_old = false;
@@ -523,13 +523,13 @@ Task<void> ManagedLedger::rollover() {
   // Re-send, in order, every add that was waiting or failed on the old ledger.
   for (auto& op : std::deque<std::shared_ptr<OpAdd>>(pending_adds_)) {
     if (state_ != State::kLedgerOpened) break;
-    if (op->ledger_id < 0 && !op->completed) send(op);
+    if (!op->ledger_id.valid() && !op->completed) send(op);
   }
   auto trimming = trim();
   (void)co_await std::move(trimming);
 }
 
-Task<void> ManagedLedger::rollover_timer(int64_t ledger_id) {
+Task<void> ManagedLedger::rollover_timer(LedgerId ledger_id) {
   auto self = shared_from_this();
   asio::steady_timer timer(factory_.executor());
   while (current_ && current_->id() == ledger_id && state_ == State::kLedgerOpened) {
@@ -592,7 +592,7 @@ Task<Result<Position>> ManagedLedger::terminate() {
   co_await close_current_ledger();
   state_ = State::kTerminated;
   // Drop the empty current ledger, so the list ends at the terminated position.
-  std::vector<int64_t> empty;
+  std::vector<LedgerId> empty;
   for (auto it = ledgers_.begin(); it != ledgers_.end();) {
     if (it->second.entries == 0 && ledgers_.size() > 1) {
       empty.push_back(it->first);
@@ -603,7 +603,7 @@ Task<Result<Position>> ManagedLedger::terminate() {
   }
   Status st = co_await write_info();
   if (!st.ok()) co_return st;
-  for (int64_t id : empty) (void)co_await factory_.bookkeeper().remove(id);
+  for (LedgerId id : empty) (void)co_await factory_.bookkeeper().remove(id);
   log_.info("terminated at {}", terminated_->to_string());
   notify_cursors();
   co_return *terminated_;
@@ -612,8 +612,8 @@ Task<Result<Position>> ManagedLedger::terminate() {
 // ---------------------------------------------------------------------------------------
 // Positions
 
-int64_t ManagedLedger::entries_in(int64_t ledger_id) const {
-  auto it = ledgers_.find(ledger_id);
+int64_t ManagedLedger::entries_in(LedgerId ledger) const {
+  auto it = ledgers_.find(ledger);
   return it == ledgers_.end() ? 0 : it->second.entries;
 }
 
@@ -625,33 +625,34 @@ int64_t ManagedLedger::number_of_entries() const {
 
 Position ManagedLedger::first_position() const {
   for (const auto& [id, li] : ledgers_) {
-    if (li.entries > 0) return Position{id, 0};
+    if (li.entries > 0) return Position{id, EntryId{0}};
   }
   return next_position(last_confirmed_);
 }
 
 Position ManagedLedger::next_position(Position p) const {
-  if (p.entry_id + 1 < entries_in(p.ledger_id)) return Position{p.ledger_id, p.entry_id + 1};
+  const Position after{p.ledger_id, p.entry_id.next()};
+  if (after.entry_id.value() < entries_in(p.ledger_id)) return after;
   for (auto it = ledgers_.upper_bound(p.ledger_id); it != ledgers_.end(); ++it) {
-    if (it->second.entries > 0) return Position{it->first, 0};
+    if (it->second.entries > 0) return Position{it->first, EntryId{0}};
   }
   // Past the end: where the next add goes (the current ledger), or just after p.
   if (current_ && current_->id() >= p.ledger_id) {
-    if (current_->id() == p.ledger_id) return Position{p.ledger_id, p.entry_id + 1};
-    return Position{current_->id(), 0};
+    if (current_->id() == p.ledger_id) return after;
+    return Position{current_->id(), EntryId{0}};
   }
-  return Position{p.ledger_id, p.entry_id + 1};
+  return after;
 }
 
 Position ManagedLedger::previous_position(Position p) const {
-  if (p.entry_id > 0) return Position{p.ledger_id, p.entry_id - 1};
+  if (p.entry_id > EntryId{0}) return Position{p.ledger_id, p.entry_id.prev()};
   // Before the first entry of p's ledger: the last entry of the previous non-empty ledger.
   auto it = ledgers_.lower_bound(p.ledger_id);
   while (it != ledgers_.begin()) {
     --it;
-    if (it->second.entries > 0) return Position{it->first, it->second.entries - 1};
+    if (it->second.entries > 0) return Position{it->first, EntryId{it->second.entries - 1}};
   }
-  return Position{p.ledger_id, -1};
+  return Position{p.ledger_id, EntryId{}};
 }
 
 int64_t ManagedLedger::count_entries(Position from, Position to) const {
@@ -659,9 +660,9 @@ int64_t ManagedLedger::count_entries(Position from, Position to) const {
   int64_t n = 0;
   for (auto it = ledgers_.lower_bound(from.ledger_id);
        it != ledgers_.end() && it->first <= to.ledger_id; ++it) {
-    const int64_t lo = it->first == from.ledger_id ? from.entry_id + 1 : 0;
-    const int64_t hi = it->first == to.ledger_id ? std::min(to.entry_id, it->second.entries - 1)
-                                                 : it->second.entries - 1;
+    const int64_t last = it->second.entries - 1;
+    const int64_t lo = it->first == from.ledger_id ? from.entry_id.value() + 1 : 0;
+    const int64_t hi = it->first == to.ledger_id ? std::min(to.entry_id.value(), last) : last;
     if (hi >= lo) n += hi - lo + 1;
   }
   return n;
@@ -670,7 +671,7 @@ int64_t ManagedLedger::count_entries(Position from, Position to) const {
 // ---------------------------------------------------------------------------------------
 // Reads
 
-Task<Result<std::shared_ptr<ledger::LedgerHandle>>> ManagedLedger::read_handle(int64_t ledger_id) {
+Task<Result<std::shared_ptr<ledger::LedgerHandle>>> ManagedLedger::read_handle(LedgerId ledger_id) {
   auto self = shared_from_this();
   if (current_ && current_->id() == ledger_id) co_return current_;
   if (auto it = read_handles_.find(ledger_id); it != read_handles_.end()) co_return it->second;
@@ -680,8 +681,8 @@ Task<Result<std::shared_ptr<ledger::LedgerHandle>>> ManagedLedger::read_handle(i
   co_return *lh;
 }
 
-Task<Result<std::vector<Entry>>> ManagedLedger::read_from_bookies(int64_t ledger_id, int64_t first,
-                                                                  int64_t last) {
+Task<Result<std::vector<Entry>>> ManagedLedger::read_from_bookies(LedgerId ledger_id, EntryId first,
+                                                                  EntryId last) {
   auto self = shared_from_this();
   auto lh = co_await read_handle(ledger_id);
   if (!lh.ok()) co_return lh.status();
@@ -718,15 +719,15 @@ Task<Result<std::vector<Entry>>> ManagedLedger::read(Position from, int max_entr
   if (state_ == State::kClosed) co_return ml_error(Error::kClosed, name_, "closed");
   if (max_entries <= 0) co_return out;
   // A position past its ledger's end, or in a deleted ledger, moves to the next entry.
-  if (from.entry_id < 0) from.entry_id = 0;
-  if (from.entry_id >= entries_in(from.ledger_id)) {
+  if (!from.entry_id.valid()) from.entry_id = EntryId{0};
+  if (from.entry_id.value() >= entries_in(from.ledger_id)) {
     auto it = ledgers_.upper_bound(from.ledger_id);
     while (it != ledgers_.end() && it->second.entries == 0) ++it;
     if (it == ledgers_.end()) co_return out;
-    from = Position{it->first, 0};
+    from = Position{it->first, EntryId{0}};
   }
   if (from > last_confirmed_) co_return out;
-  int64_t last = entries_in(from.ledger_id) - 1;
+  EntryId last{entries_in(from.ledger_id) - 1};
   if (from.ledger_id == last_confirmed_.ledger_id) last = std::min(last, last_confirmed_.entry_id);
   int64_t count = std::min<int64_t>(max_entries, last - from.entry_id + 1);
   if (max_bytes > 0) {
@@ -734,10 +735,10 @@ Task<Result<std::vector<Entry>>> ManagedLedger::read(Position from, int max_entr
     const int64_t avg = std::max<int64_t>(1, total_size_ / entries);
     count = std::max<int64_t>(1, std::min(count, max_bytes / avg));
   }
-  const int64_t end = from.entry_id + count - 1;
+  const EntryId end = from.entry_id + (count - 1);
   out.reserve(static_cast<size_t>(count));
   // Cached entries are served from memory; runs of misses are read from the bookies.
-  int64_t e = from.entry_id;
+  EntryId e = from.entry_id;
   while (e <= end) {
     if (auto hit = cache_.get(Position{from.ledger_id, e})) {
       out.push_back(Entry{Position{from.ledger_id, e}, std::move(*hit)});
@@ -745,15 +746,15 @@ Task<Result<std::vector<Entry>>> ManagedLedger::read(Position from, int max_entr
       ++e;
       continue;
     }
-    int64_t run_end = e;
-    while (run_end + 1 <= end && !cache_.get(Position{from.ledger_id, run_end + 1})) ++run_end;
+    EntryId run_end = e;
+    while (run_end < end && !cache_.get(Position{from.ledger_id, run_end.next()})) ++run_end;
     auto batch = co_await read_from_bookies(from.ledger_id, e, run_end);
     if (!batch.ok()) {
       if (!out.empty()) co_return out;  // what was read so far; the rest on the next call
       co_return batch.status();
     }
     for (auto& entry : *batch) out.push_back(std::move(entry));
-    e = run_end + 1;
+    e = run_end.next();
   }
   co_return out;
 }
@@ -762,23 +763,23 @@ Task<Result<std::optional<Position>>> ManagedLedger::find_newest_matching(
     Position start, std::function<bool(const Entry&)> matches) {
   auto self = shared_from_this();
   // Positions in [start, last_confirmed] are numbered 0..n-1 over the ledger list.
-  std::vector<std::pair<int64_t, int64_t>> spans;  // (ledger, first entry) per ledger
-  std::vector<int64_t> offsets;                    // index of each span's first position
+  std::vector<Position> spans;   // the first position of each ledger's span
+  std::vector<int64_t> offsets;  // index of each span's first position
   int64_t n = 0;
   for (const auto& [id, li] : ledgers_) {
     if (id < start.ledger_id || li.entries == 0) continue;
-    const int64_t lo = id == start.ledger_id ? std::max<int64_t>(0, start.entry_id) : 0;
+    const int64_t lo = id == start.ledger_id ? std::max<int64_t>(0, start.entry_id.value()) : 0;
     int64_t hi = li.entries - 1;
-    if (id == last_confirmed_.ledger_id) hi = std::min(hi, last_confirmed_.entry_id);
+    if (id == last_confirmed_.ledger_id) hi = std::min(hi, last_confirmed_.entry_id.value());
     if (id > last_confirmed_.ledger_id || hi < lo) continue;
-    spans.emplace_back(id, lo);
+    spans.push_back(Position{id, EntryId{lo}});
     offsets.push_back(n);
     n += hi - lo + 1;
   }
   auto at = [&](int64_t index) {
     size_t s = static_cast<size_t>(std::upper_bound(offsets.begin(), offsets.end(), index) -
                                    offsets.begin() - 1);
-    return Position{spans[s].first, spans[s].second + (index - offsets[s])};
+    return Position{spans[s].ledger_id, spans[s].entry_id + (index - offsets[s])};
   };
   std::optional<Position> best;
   int64_t lo = 0, hi = n - 1;
@@ -931,15 +932,15 @@ Task<Status> ManagedLedger::trim() {
     if (retention_ms < 0 && retention_bytes < 0) break;
     // Ledgers strictly before the one holding the slowest durable mark-delete (that one too
     // when fully consumed); never the current ledger.
-    const int64_t current_id = current_ ? current_->id() : -1;
+    const LedgerId current_id = current_ledger_id();
     auto slowest = slowest_durable_mark_delete();
-    std::vector<int64_t> candidates;
+    std::vector<LedgerId> candidates;
     for (const auto& [id, li] : ledgers_) {
       if (id == current_id) break;
       if (!terminated_ && id == ledgers_.rbegin()->first) break;  // keep the write ledger
       if (slowest) {
         if (id > slowest->ledger_id) break;
-        if (id == slowest->ledger_id && slowest->entry_id < li.entries - 1) break;
+        if (id == slowest->ledger_id && slowest->entry_id.value() < li.entries - 1) break;
       }
       candidates.push_back(id);
     }
@@ -947,9 +948,9 @@ Task<Status> ManagedLedger::trim() {
       candidates.pop_back();  // a terminated ledger keeps its last ledger (the end marker)
     }
     const int64_t now = now_ms();
-    std::vector<int64_t> doomed;
+    std::vector<LedgerId> doomed;
     int64_t selected = 0;
-    for (int64_t id : candidates) {
+    for (LedgerId id : candidates) {
       const LedgerInfo& li = ledgers_[id];
       const bool expired = retention_ms >= 0 && now - li.timestamp_ms > retention_ms;
       const bool over_size =
@@ -959,8 +960,8 @@ Task<Status> ManagedLedger::trim() {
       doomed.push_back(id);
     }
     if (doomed.empty()) break;
-    std::map<int64_t, LedgerInfo> removed;
-    for (int64_t id : doomed) {
+    std::map<LedgerId, LedgerInfo> removed;
+    for (LedgerId id : doomed) {
       removed[id] = ledgers_[id];
       ledgers_.erase(id);
     }
@@ -979,7 +980,7 @@ Task<Status> ManagedLedger::trim() {
         if (c->read_position_ < first_kept) c->read_position_ = first_kept;
       }
     }
-    for (int64_t id : doomed) {
+    for (LedgerId id : doomed) {
       read_handles_.erase(id);
       Status removed_st = co_await factory_.bookkeeper().remove(id);
       if (!removed_st.ok() && !removed_st.is(Errc::kNotFound)) {
@@ -1002,7 +1003,7 @@ int64_t ManagedLedger::estimated_backlog_size() const {
     if (id < slowest->ledger_id) {
       size -= li.size;
     } else if (id == slowest->ledger_id) {
-      if (li.entries > 0) size -= li.size * (slowest->entry_id + 1) / li.entries;
+      if (li.entries > 0) size -= li.size * (slowest->entry_id.value() + 1) / li.entries;
     } else {
       break;
     }
@@ -1046,9 +1047,8 @@ Task<Status> ManagedLedger::close() {
 
 Task<void> ManagedLedger::wait_closed() {
   if (!closing_ || state_ == State::kClosed) co_return;
-  auto turn = await_callback<bool>([this](std::function<void(bool)> done) {
-    close_waiters_.push_back(std::move(done));
-  });
+  auto turn = await_callback<bool>(
+      [this](std::function<void(bool)> done) { close_waiters_.push_back(std::move(done)); });
   (void)co_await std::move(turn);
 }
 
@@ -1078,10 +1078,9 @@ nlohmann::json ManagedLedger::internal_stats() const {
   j["entriesAddedCounter"] = counters_.entries_added;
   j["numberOfEntries"] = number_of_entries();
   j["totalSize"] = total_size_;
-  const int64_t current_id = current_ledger_id();
+  const LedgerId current_id = current_ledger_id();
   j["currentLedgerEntries"] = entries_in(current_id);
-  j["currentLedgerSize"] =
-      current_id >= 0 && ledgers_.count(current_id) ? ledgers_.at(current_id).size : 0;
+  j["currentLedgerSize"] = ledgers_.count(current_id) ? ledgers_.at(current_id).size : 0;
   j["lastLedgerCreatedTimestamp"] = current_created_ms_;
   int waiting = 0;
   for (const auto& [n, c] : cursors_) waiting += c->waiter_ ? 1 : 0;
@@ -1091,7 +1090,7 @@ nlohmann::json ManagedLedger::internal_stats() const {
   j["state"] = std::string(to_string(state_));
   nlohmann::json ledgers = nlohmann::json::array();
   for (const auto& [id, li] : ledgers_) {
-    ledgers.push_back({{"ledgerId", id},
+    ledgers.push_back({{"ledgerId", id.value()},
                        {"entries", li.entries},
                        {"size", li.size},
                        {"timestamp", li.timestamp_ms},
@@ -1174,8 +1173,8 @@ Task<Result<std::shared_ptr<ManagedLedger>>> ManagedLedgerFactory::open(
       (void)co_await std::move(turn);
     }
     if (auto fresh = ledgers_.find(name); fresh != ledgers_.end() && !fresh->second->closing() &&
-                                           fresh->second->state() != ManagedLedger::State::kClosed &&
-                                           fresh->second->state() != ManagedLedger::State::kFenced) {
+                                          fresh->second->state() != ManagedLedger::State::kClosed &&
+                                          fresh->second->state() != ManagedLedger::State::kFenced) {
       co_return fresh->second;
     }
   }

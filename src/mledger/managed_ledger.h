@@ -59,7 +59,7 @@ struct Entry {
 enum class InitialPosition { kLatest, kEarliest };
 
 struct LedgerInfo {
-  int64_t ledger_id = -1;
+  LedgerId ledger_id;
   int64_t entries = 0;
   int64_t size = 0;
   int64_t timestamp_ms = 0;  // close time; 0 while written
@@ -166,8 +166,8 @@ class ManagedLedger : public std::enable_shared_from_this<ManagedLedger> {
   // Pulsar's internal stats shape (topics stats-internal).
   nlohmann::json internal_stats() const;
   const Counters& counters() const { return counters_; }
-  const std::map<int64_t, LedgerInfo>& ledgers() const { return ledgers_; }
-  int64_t current_ledger_id() const;
+  const std::map<LedgerId, LedgerInfo>& ledgers() const { return ledgers_; }
+  LedgerId current_ledger_id() const;
 
  private:
   friend class ManagedLedgerFactory;
@@ -178,8 +178,8 @@ class ManagedLedger : public std::enable_shared_from_this<ManagedLedger> {
   Task<Status> recover_cursors();
   void send(const std::shared_ptr<OpAdd>& op);
   // The answer to one add sent to `lh` (async_add's callback).
-  void on_written(const std::shared_ptr<OpAdd>& op,
-                  const std::shared_ptr<ledger::LedgerHandle>& lh, Result<int64_t> r);
+  void on_written(const std::shared_ptr<OpAdd>& op, const std::shared_ptr<ledger::LedgerHandle>& lh,
+                  Result<EntryId> r);
   void complete_ready_adds();
   bool current_ledger_full() const;
   void maybe_start_rollover();
@@ -190,11 +190,10 @@ class ManagedLedger : public std::enable_shared_from_this<ManagedLedger> {
   void fence(const std::string& why);
   Task<Status> write_info();
   std::string serialize_info() const;
-  Task<void> rollover_timer(int64_t ledger_id);
-  Task<Result<std::shared_ptr<ledger::LedgerHandle>>> read_handle(int64_t ledger_id);
-  Task<Result<std::vector<Entry>>> read_from_bookies(int64_t ledger_id, int64_t first,
-                                                     int64_t last);
-  int64_t entries_in(int64_t ledger_id) const;
+  Task<void> rollover_timer(LedgerId ledger);
+  Task<Result<std::shared_ptr<ledger::LedgerHandle>>> read_handle(LedgerId ledger);
+  Task<Result<std::vector<Entry>>> read_from_bookies(LedgerId ledger, EntryId first, EntryId last);
+  int64_t entries_in(LedgerId ledger) const;  // 0 for a ledger not in the list
   // Advance waiting cursors after adds, termination or close.
   void notify_cursors();
   void on_cursor_moved(Position old_mark_delete, Position new_mark_delete);
@@ -211,11 +210,11 @@ class ManagedLedger : public std::enable_shared_from_this<ManagedLedger> {
   log::Logger log_;
   State state_ = State::kClosedLedger;
 
-  std::map<int64_t, LedgerInfo> ledgers_;
+  std::map<LedgerId, LedgerInfo> ledgers_;
   std::map<std::string, std::string> properties_;
   std::optional<Position> terminated_;
   bool terminating_ = false;
-  bool closing_ = false;  // close() has begun: adds fail at once
+  bool closing_ = false;                                  // close() has begun: adds fail at once
   std::vector<std::function<void(bool)>> close_waiters_;  // woken when close() has finished
   int64_t info_version_ = -1;
   AsyncMutex info_mutex_;
@@ -233,7 +232,7 @@ class ManagedLedger : public std::enable_shared_from_this<ManagedLedger> {
 
   Position last_confirmed_;
   int64_t total_size_ = 0;
-  std::map<int64_t, std::shared_ptr<ledger::LedgerHandle>> read_handles_;
+  std::map<LedgerId, std::shared_ptr<ledger::LedgerHandle>> read_handles_;
   EntryCache cache_;
   Counters counters_;
 
@@ -291,7 +290,7 @@ class ManagedCursor : public std::enable_shared_from_this<ManagedCursor> {
   // Active cursors keep the entries they are about to read in the cache.
   void set_active(bool active) { active_ = active; }
   bool active() const { return active_; }
-  int64_t cursor_ledger_id() const;
+  LedgerId cursor_ledger_id() const;
   int64_t last_active_ms() const { return last_active_ms_; }
   nlohmann::json stats() const;
 
@@ -314,7 +313,7 @@ class ManagedCursor : public std::enable_shared_from_this<ManagedCursor> {
   Task<void> persist_loop();
   Task<Status> persist_once();
   Task<Status> switch_ledger(std::string position_info);
-  Task<Status> write_node(int64_t cursors_ledger_id);
+  Task<Status> write_node(LedgerId cursors_ledger);
   std::string position_info_bytes() const;
   Task<Status> close();
   Task<Status> remove_state();
@@ -338,7 +337,7 @@ class ManagedCursor : public std::enable_shared_from_this<ManagedCursor> {
   // Persistence (durable cursors).
   std::shared_ptr<ledger::LedgerHandle> ledger_;  // writable cursor ledger, or null
   int64_t ledger_entries_ = 0;
-  int64_t node_ledger_id_ = -1;  // the cursor ledger the metadata node points to
+  LedgerId node_ledger_id_;  // the cursor ledger the metadata node points to (-1: none)
   int64_t node_version_ = -1;
   uint64_t generation_ = 0;            // bumped by every state change
   uint64_t persisted_generation_ = 0;  // state up to this generation is durable

@@ -17,9 +17,11 @@ int64_t word_floor(int64_t entry) {
 }  // namespace
 
 bool AckSet::insert(Position p) {
-  if (p.entry_id < 0) return false;
-  Bits& bits = ledgers_[p.ledger_id];
-  const int64_t start = word_floor(p.entry_id);
+  const int64_t ledger = p.ledger_id.value();
+  const int64_t entry = p.entry_id.value();
+  if (entry < 0) return false;
+  Bits& bits = ledgers_[ledger];
+  const int64_t start = word_floor(entry);
   if (bits.words.empty()) {
     bits.base = start;
     bits.words.assign(1, 0);
@@ -27,9 +29,9 @@ bool AckSet::insert(Position p) {
     bits.words.insert(bits.words.begin(), static_cast<size_t>((bits.base - start) / 64), 0);
     bits.base = start;
   }
-  const auto index = static_cast<size_t>((p.entry_id - bits.base) / 64);
+  const auto index = static_cast<size_t>((entry - bits.base) / 64);
   if (index >= bits.words.size()) bits.words.resize(index + 1, 0);
-  const uint64_t mask = uint64_t{1} << (p.entry_id & 63);
+  const uint64_t mask = uint64_t{1} << (entry & 63);
   if (bits.words[index] & mask) return false;
   bits.words[index] |= mask;
   ++bits.count;
@@ -37,16 +39,20 @@ bool AckSet::insert(Position p) {
   return true;
 }
 
-void AckSet::insert_range(int64_t ledger_id, int64_t first, int64_t last) {
-  for (int64_t e = std::max<int64_t>(first, 0); e <= last; ++e) insert({ledger_id, e});
+void AckSet::insert_range(LedgerId ledger, int64_t first, int64_t last) {
+  for (int64_t e = std::max<int64_t>(first, 0); e <= last; ++e) {
+    insert({ledger, EntryId{e}});
+  }
 }
 
 bool AckSet::contains(Position p) const {
-  auto it = ledgers_.find(p.ledger_id);
-  if (it == ledgers_.end() || p.entry_id < it->second.base) return false;
-  const auto index = static_cast<size_t>((p.entry_id - it->second.base) / 64);
+  const int64_t ledger = p.ledger_id.value();
+  const int64_t entry = p.entry_id.value();
+  auto it = ledgers_.find(ledger);
+  if (it == ledgers_.end() || entry < it->second.base) return false;
+  const auto index = static_cast<size_t>((entry - it->second.base) / 64);
   if (index >= it->second.words.size()) return false;
-  return (it->second.words[index] >> (p.entry_id & 63)) & 1;
+  return (it->second.words[index] >> (entry & 63)) & 1;
 }
 
 void AckSet::trim(Bits& bits) {
@@ -61,18 +67,19 @@ void AckSet::trim(Bits& bits) {
 }
 
 void AckSet::remove_through(Position p) {
-  while (!ledgers_.empty() && ledgers_.begin()->first < p.ledger_id) {
+  const int64_t ledger = p.ledger_id.value();
+  const int64_t entry = p.entry_id.value();
+  while (!ledgers_.empty() && ledgers_.begin()->first < ledger) {
     size_ -= ledgers_.begin()->second.count;
     ledgers_.erase(ledgers_.begin());
   }
-  auto it = ledgers_.find(p.ledger_id);
-  if (it == ledgers_.end() || p.entry_id < 0) return;
+  auto it = ledgers_.find(ledger);
+  if (it == ledgers_.end() || entry < 0) return;
   Bits& bits = it->second;
   for (size_t i = 0; i < bits.words.size(); ++i) {
     const int64_t lo = bits.base + static_cast<int64_t>(i) * 64;
-    if (lo > p.entry_id) break;
-    uint64_t clear =
-        lo + 63 <= p.entry_id ? ~uint64_t{0} : ((uint64_t{1} << (p.entry_id - lo + 1)) - 1);
+    if (lo > entry) break;
+    uint64_t clear = lo + 63 <= entry ? ~uint64_t{0} : ((uint64_t{1} << (entry - lo + 1)) - 1);
     const int removed = std::popcount(bits.words[i] & clear);
     bits.words[i] &= ~clear;
     bits.count -= removed;
@@ -85,8 +92,8 @@ void AckSet::remove_through(Position p) {
   }
 }
 
-int64_t AckSet::count(int64_t ledger_id, int64_t first, int64_t last) const {
-  auto it = ledgers_.find(ledger_id);
+int64_t AckSet::count(LedgerId ledger, int64_t first, int64_t last) const {
+  auto it = ledgers_.find(ledger.value());
   if (it == ledgers_.end() || last < first) return 0;
   const Bits& bits = it->second;
   if (first <= bits.base && last >= bits.base + static_cast<int64_t>(bits.words.size()) * 64) {
@@ -105,8 +112,8 @@ int64_t AckSet::count(int64_t ledger_id, int64_t first, int64_t last) const {
   return n;
 }
 
-int64_t AckSet::first_absent(int64_t ledger_id, int64_t entry) const {
-  auto it = ledgers_.find(ledger_id);
+int64_t AckSet::first_absent(LedgerId ledger, int64_t entry) const {
+  auto it = ledgers_.find(ledger.value());
   if (it == ledgers_.end() || entry < it->second.base) return entry;
   const Bits& bits = it->second;
   auto index = static_cast<size_t>((entry - bits.base) / 64);
@@ -133,14 +140,14 @@ void AckSet::for_each_range(const std::function<bool(const Range&)>& fn) const {
         if (set && start < 0) {
           start = lo + b;
         } else if (!set && start >= 0) {
-          if (!fn(Range{ledger_id, start, lo + b - 1})) return;
+          if (!fn(Range{LedgerId{ledger_id}, start, lo + b - 1})) return;
           start = -1;
         }
       }
     }
     if (start >= 0) {
       const int64_t end = bits.base + static_cast<int64_t>(bits.words.size()) * 64 - 1;
-      if (!fn(Range{ledger_id, start, end})) return;
+      if (!fn(Range{LedgerId{ledger_id}, start, end})) return;
     }
   }
 }

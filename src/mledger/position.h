@@ -9,13 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "common/ids.h"
+
 namespace magnetar::mledger {
 
 // (ledger id, entry id). Entry -1 means "before the first entry of that ledger": a cursor
-// whose mark-delete position is (L, -1) has consumed nothing of L.
+// whose mark-delete position is (L, -1) has consumed nothing of L. Ordered by ledger, then
+// entry.
 struct Position {
-  int64_t ledger_id = -1;
-  int64_t entry_id = -1;
+  LedgerId ledger_id;
+  EntryId entry_id;
 
   auto operator<=>(const Position&) const = default;
   std::string to_string() const;  // "ledger:entry", as Pulsar prints positions
@@ -29,15 +32,17 @@ struct Position {
 // nodes. Ranges are exposed as closed intervals [first, last] within one ledger.
 class AckSet {
  public:
+  // Entry ids within one ledger are plain integers here (bitmap offsets); the ledger is typed,
+  // so a ledger and an entry cannot trade places.
   struct Range {
-    int64_t ledger_id;
+    LedgerId ledger_id;
     int64_t first;  // entry ids, inclusive
     int64_t last;
   };
 
   // True when p was not in the set.
   bool insert(Position p);
-  void insert_range(int64_t ledger_id, int64_t first, int64_t last);
+  void insert_range(LedgerId ledger, int64_t first, int64_t last);
   bool contains(Position p) const;
   // Removes every position <= p.
   void remove_through(Position p);
@@ -49,9 +54,9 @@ class AckSet {
   bool empty() const { return size_ == 0; }
   int64_t size() const { return size_; }  // number of positions
   // Acknowledged entries of ledger_id in [first, last].
-  int64_t count(int64_t ledger_id, int64_t first, int64_t last) const;
+  int64_t count(LedgerId ledger, int64_t first, int64_t last) const;
   // Smallest entry id >= entry of ledger_id that is not in the set.
-  int64_t first_absent(int64_t ledger_id, int64_t entry) const;
+  int64_t first_absent(LedgerId ledger, int64_t entry) const;
   // Calls fn for each maximal range, lowest first, until fn returns false.
   void for_each_range(const std::function<bool(const Range&)>& fn) const;
   int64_t range_count() const;

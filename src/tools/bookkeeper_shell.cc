@@ -37,8 +37,9 @@ Task<int> simpletest(ledger::BookKeeper& bk, const ShellArgs& a) {
     std::fprintf(stderr, "error: cannot create a ledger: %s\n", lh.status().to_string().c_str());
     co_return 1;
   }
-  std::printf("Created ledger %lld (E=%d, Qw=%d, Qa=%d)\n", static_cast<long long>((*lh)->id()),
-              a.ensemble, a.write_quorum, a.ack_quorum);
+  std::printf("Created ledger %lld (E=%d, Qw=%d, Qa=%d)\n",
+              static_cast<long long>((*lh)->id().value()), a.ensemble, a.write_quorum,
+              a.ack_quorum);
   std::string data(static_cast<size_t>(a.entry_size), 'x');
   auto start = Clock::now();
   // A window of adds in flight, as a real writer pipelines them.
@@ -68,7 +69,7 @@ Task<int> simpletest(ledger::BookKeeper& bk, const ShellArgs& a) {
               a.entry_size, write_s, a.entries / write_s,
               a.entries * static_cast<double>(a.entry_size) / write_s / 1e6);
   start = Clock::now();
-  auto entries = co_await (*lh)->read(0, a.entries - 1);
+  auto entries = co_await (*lh)->read(EntryId{0}, EntryId{a.entries - 1});
   if (!entries.ok()) {
     std::fprintf(stderr, "error: read back failed: %s\n", entries.status().to_string().c_str());
     co_return 1;
@@ -77,7 +78,7 @@ Task<int> simpletest(ledger::BookKeeper& bk, const ShellArgs& a) {
   for (const auto& e : *entries) {
     if (e.payload.view() != data) {
       std::fprintf(stderr, "error: entry %lld read back differs\n",
-                   static_cast<long long>(e.entry_id));
+                   static_cast<long long>(e.entry_id.value()));
       co_return 1;
     }
   }
@@ -88,8 +89,8 @@ Task<int> simpletest(ledger::BookKeeper& bk, const ShellArgs& a) {
     std::fprintf(stderr, "error: close failed: %s\n", closed.to_string().c_str());
     co_return 1;
   }
-  std::printf("Ledger %lld closed at entry %lld\n", static_cast<long long>((*lh)->id()),
-              static_cast<long long>((*lh)->last_add_confirmed()));
+  std::printf("Ledger %lld closed at entry %lld\n", static_cast<long long>((*lh)->id().value()),
+              static_cast<long long>((*lh)->last_add_confirmed().value()));
   co_return 0;
 }
 
@@ -120,11 +121,11 @@ Task<int> run_command(ledger::BookKeeper& bk, const ShellArgs& a) {
       std::fprintf(stderr, "error: %s\n", ids.status().to_string().c_str());
       co_return 1;
     }
-    for (int64_t id : *ids) std::printf("ledgerID: %lld\n", static_cast<long long>(id));
+    for (LedgerId id : *ids) std::printf("ledgerID: %lld\n", static_cast<long long>(id.value()));
     co_return 0;
   }
   if (a.command == "ledger-metadata") {
-    auto md = co_await bk.read_metadata(a.ledger_id);
+    auto md = co_await bk.read_metadata(LedgerId{a.ledger_id});
     if (!md.ok()) {
       std::fprintf(stderr, "error: %s\n", md.status().to_string().c_str());
       co_return 1;
@@ -133,35 +134,35 @@ Task<int> run_command(ledger::BookKeeper& bk, const ShellArgs& a) {
     co_return 0;
   }
   if (a.command == "read-ledger") {
-    auto md = co_await bk.read_metadata(a.ledger_id);
+    auto md = co_await bk.read_metadata(LedgerId{a.ledger_id});
     if (!md.ok()) {
       std::fprintf(stderr, "error: %s\n", md.status().to_string().c_str());
       co_return 1;
     }
     std::string password = md->password;
-    auto lh = co_await bk.open(a.ledger_id, password, false);
+    auto lh = co_await bk.open(LedgerId{a.ledger_id}, password, false);
     if (!lh.ok()) {
       std::fprintf(stderr, "error: %s\n", lh.status().to_string().c_str());
       co_return 1;
     }
-    int64_t last = (*lh)->last_add_confirmed();
+    int64_t last = (*lh)->last_add_confirmed().value();
     int64_t from = std::max<int64_t>(a.from, 0);
     int64_t to = a.to < 0 ? last : std::min(a.to, last);
     if (to < from) co_return 0;
-    auto entries = co_await (*lh)->read(from, to);
+    auto entries = co_await (*lh)->read(EntryId{from}, EntryId{to});
     if (!entries.ok()) {
       std::fprintf(stderr, "error: %s\n", entries.status().to_string().c_str());
       co_return 1;
     }
     for (const auto& e : *entries) {
       std::printf("--------- Lid=%lld, Eid=%lld, EntrySize=%zu --------- %s\n",
-                  static_cast<long long>(a.ledger_id), static_cast<long long>(e.entry_id),
+                  static_cast<long long>(a.ledger_id), static_cast<long long>(e.entry_id.value()),
                   e.payload.size(), preview(e.payload).c_str());
     }
     co_return 0;
   }
   if (a.command == "delete-ledger") {
-    Status st = co_await bk.remove(a.ledger_id);
+    Status st = co_await bk.remove(LedgerId{a.ledger_id});
     if (!st.ok()) {
       std::fprintf(stderr, "error: %s\n", st.to_string().c_str());
       co_return 1;

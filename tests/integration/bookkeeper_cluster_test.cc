@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "cluster_fixture.h"
 #include "common/asio.h"
 #include "ledger/bookie_client.h"
 #include "ledger/bookkeeper.h"
@@ -39,11 +40,14 @@
 #include "protocol/bookie_entry.h"
 #include "protocol/bookie_frame.h"
 #include "testing/bookie_process.h"
+#include "testing/ids.h"
 #include "testing/zookeeper_server.h"
-#include "cluster_fixture.h"
 
 namespace magnetar::ledger {
 namespace {
+
+using magnetar::testing::E;
+using magnetar::testing::L;
 
 using namespace std::chrono_literals;
 using magnetar::testing::BookieProcess;
@@ -89,10 +93,10 @@ Task<void> stream_writer(std::shared_ptr<AddStream> s) {
   while (s->next < s->count && s->first_error.ok()) {
     const int64_t i = s->next++;
     BufferChain p = payload(i);
-    Result<int64_t> r = co_await s->lh->add(std::move(p));
+    Result<EntryId> r = co_await s->lh->add(std::move(p));
     if (r.ok()) {
-      if (*r != i) ++s->misnumbered;
-      s->acked_ids.push_back(*r);
+      if (r->value() != i) ++s->misnumbered;
+      s->acked_ids.push_back(r->value());
     } else {
       ++s->failed;
       if (s->first_error.ok()) s->first_error = r.status();
@@ -211,12 +215,12 @@ class BookKeeperClusterTest : public testing::ClusterFixture {
     constexpr int64_t kBatch = 500;
     for (int64_t from = first; from <= last; from += kBatch) {
       const int64_t to = std::min(last, from + kBatch - 1);
-      auto entries = await(lh.read(from, to));
+      auto entries = await(lh.read(E(from), E(to)));
       ASSERT_TRUE(entries.ok()) << "entries " << from << ".." << to << ": "
                                 << entries.status().to_string();
       ASSERT_EQ(entries->size(), static_cast<size_t>(to - from + 1));
       for (const LedgerEntry& e : *entries) {
-        ASSERT_EQ(e.payload.view(), payload_text(e.entry_id)) << "entry " << e.entry_id;
+        ASSERT_EQ(e.payload.view(), payload_text(e.entry_id.value())) << "entry " << e.entry_id;
       }
     }
   }
@@ -253,7 +257,7 @@ TEST_F(BookKeeperClusterTest, KilledBookieMidStreamIsReplacedAndEveryAckedEntryR
   EXPECT_EQ(stream->acked(), kEntries);
   EXPECT_EQ(stream->misnumbered, 0);
   EXPECT_TRUE(std::is_sorted(stream->acked_ids.begin(), stream->acked_ids.end()));
-  EXPECT_EQ(lh->last_add_confirmed(), kEntries - 1);
+  EXPECT_EQ(lh->last_add_confirmed().value(), kEntries - 1);
 
   // The ensemble change is in the stored metadata: a new segment without the dead bookie.
   auto stored = await(bk.read_metadata(lh->id()));
@@ -338,13 +342,13 @@ TEST_F(BookKeeperClusterTest, RestartedBookieStillHasEveryEntryItAcknowledged) {
   int64_t verified = 0;
   for (int64_t e = 0; e < kEntries; ++e) {
     bookie_wire::ReadRequest request;
-    request.set_ledger_id(lh->id());
+    request.set_ledger_id(lh->id().value());
     request.set_entry_id(e);
     auto r = await(client.read(victim->id(), std::move(request)));
     ASSERT_TRUE(r.ok()) << "entry " << e << ": " << r.status().to_string();
     ASSERT_EQ(r->status, bookie_wire::OK)
         << "entry " << e << ": " << bookie_wire::BookieStatus_Name(r->status);
-    auto unpacked = protocol::unpack_entry(r->entry, lh->id(), e);
+    auto unpacked = protocol::unpack_entry(r->entry, lh->id().value(), e);
     ASSERT_TRUE(unpacked.ok()) << "entry " << e << ": " << unpacked.status().to_string();
     ASSERT_EQ(unpacked->view(), payload_text(e)) << "entry " << e;
     ++verified;
@@ -393,7 +397,7 @@ TEST_F(BookKeeperClusterTest, RecoveryByAnotherClientFencesTheWriterAndBothAgree
   ASSERT_TRUE(run_until([&] { return stream->done(); }, 30s));
   ASSERT_EQ(stream->acked(), kEntries) << stream->first_error.to_string();
   const int64_t last_acked = stream->acked_ids.back();
-  ASSERT_EQ(writer->last_add_confirmed(), last_acked);
+  ASSERT_EQ(writer->last_add_confirmed().value(), last_acked);
 
   auto other_store = await(metadata::open_store(url_));
   ASSERT_TRUE(other_store.ok()) << other_store.status().to_string();
@@ -407,12 +411,12 @@ TEST_F(BookKeeperClusterTest, RecoveryByAnotherClientFencesTheWriterAndBothAgree
     auto late = await(writer->add(payload(kEntries)));
     ASSERT_FALSE(late.ok()) << "the fenced writer got entry " << *late << " acknowledged";
     EXPECT_TRUE(late.status().is(Errc::kFenced)) << late.status().to_string();
-    EXPECT_EQ(writer->last_add_confirmed(), last_acked);
+    EXPECT_EQ(writer->last_add_confirmed().value(), last_acked);
 
     // Both see the same entries: the writer through its handle, B through the closed one.
     ASSERT_NO_FATAL_FAILURE(expect_entries(*writer, 0, last_acked));
     ASSERT_NO_FATAL_FAILURE(expect_entries(**recovered, 0, last_acked));
-    EXPECT_FALSE(await((*recovered)->read(last_acked + 1, last_acked + 1)).ok());
+    EXPECT_FALSE(await((*recovered)->read(E(last_acked + 1), E(last_acked + 1))).ok());
   }
   (void)await((*other_store)->close());
 }
@@ -446,7 +450,7 @@ TEST_F(BookKeeperClusterTest, RecoveryInTheMiddleOfAStreamKeepsEveryAcknowledged
     const int64_t last_recovered = (*recovered)->metadata().last_entry_id;
     std::fprintf(stderr, "[ info   ] writer acked up to %lld, recovery closed at %lld\n",
                  static_cast<long long>(last_acked), static_cast<long long>(last_recovered));
-    EXPECT_EQ(writer->last_add_confirmed(), last_acked);
+    EXPECT_EQ(writer->last_add_confirmed().value(), last_acked);
     EXPECT_GE(last_recovered, last_acked);
     EXPECT_LT(last_recovered, last_acked + 64 + 1);
     ASSERT_NO_FATAL_FAILURE(expect_entries(**recovered, 0, last_recovered));
@@ -490,13 +494,14 @@ TEST_F(BookKeeperClusterTest, FlippedByteInAnEntryLogIsCaughtAndReadFromAnotherR
   std::string caught_by;
   while (caught_by.empty() && Clock::now() < deadline + 10s) {
     bookie_wire::ReadRequest request;
-    request.set_ledger_id(lh->id());
+    request.set_ledger_id(lh->id().value());
     request.set_entry_id(0);
     auto r = await(client.read(first_id, std::move(request)));
     ASSERT_TRUE(r.ok()) << "the bookie stopped answering: " << r.status().to_string();
     if (r->status != bookie_wire::OK) {
       caught_by = "the bookie (" + bookie_wire::BookieStatus_Name(r->status) + ")";
-    } else if (auto unpacked = protocol::unpack_entry(r->entry, lh->id(), 0); !unpacked.ok()) {
+    } else if (auto unpacked = protocol::unpack_entry(r->entry, lh->id().value(), 0);
+               !unpacked.ok()) {
       caught_by = "the client's digest (" + unpacked.status().to_string() + ")";
     } else {
       run_for(100ms);

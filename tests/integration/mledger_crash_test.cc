@@ -42,7 +42,8 @@ struct Report {
 
 Position parse_position(const std::string& text) {
   const auto colon = text.find(':');
-  return Position{std::stoll(text.substr(0, colon)), std::stoll(text.substr(colon + 1))};
+  return Position{LedgerId{std::stoll(text.substr(0, colon))},
+                  EntryId{std::stoll(text.substr(colon + 1))}};
 }
 
 Report read_report(const std::string& path) {
@@ -150,8 +151,8 @@ TEST_P(ManagedLedgerCrashTest, SigkilledOwnerLosesNothingAcknowledged) {
   // Nothing is acknowledged that the owner never asked to acknowledge (no loss).
   for (int64_t i = 0; i < next; ++i) {
     const Position p =
-        i < static_cast<int64_t>(r.adds.size()) ? r.adds[static_cast<size_t>(i)] : Position{-1, -1};
-    if (p.ledger_id < 0) break;
+        i < static_cast<int64_t>(r.adds.size()) ? r.adds[static_cast<size_t>(i)] : Position{};
+    if (!p.ledger_id.valid()) break;
     if (!r.acking.count(p)) {
       ASSERT_FALSE(cursor->is_acknowledged(p)) << "msg-" << i << " was never acknowledged";
     }

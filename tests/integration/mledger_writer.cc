@@ -58,7 +58,8 @@ Task<void> produce(std::shared_ptr<mledger::ManagedLedger> ml) {
       ml->async_add(std::move(data), [i, &done](Result<Position> p) {
         if (!p.ok()) fail("add " + std::to_string(i) + ": " + p.status().to_string());
         std::fprintf(stdout, "ADD %lld %lld:%lld\n", static_cast<long long>(i),
-                     static_cast<long long>(p->ledger_id), static_cast<long long>(p->entry_id));
+                     static_cast<long long>(p->ledger_id.value()),
+                     static_cast<long long>(p->entry_id.value()));
         ++done;
       });
     }

@@ -85,6 +85,19 @@ class LedgerStorageTest : public ::testing::Test {
   std::string dir_;
 };
 
+// The storage API takes typed ids: an add or read with the ledger and entry swapped does not
+// compile.
+template <typename Ledger, typename Entry>
+concept CanAdd = requires(LedgerStorage& s, Ledger l, Entry e, Buffer b) {
+  s.add_entry(l, e, b, e);
+};
+template <typename Ledger, typename Entry>
+concept CanRead = requires(const LedgerStorage& s, Ledger l, Entry e) {
+  s.read_entry(l, e);
+};
+static_assert(CanAdd<LedgerId, EntryId> && !CanAdd<EntryId, LedgerId> && !CanAdd<int64_t, int64_t>);
+static_assert(CanRead<LedgerId, EntryId> && !CanRead<EntryId, LedgerId>);
+
 TEST_F(LedgerStorageTest, RoundTripBeforeAndAfterFlushAndReopen) {
   auto s = open(options());
   ASSERT_TRUE(s->set_master_key(L(1), "key").ok());
@@ -112,7 +125,8 @@ TEST_F(LedgerStorageTest, RoundTripBeforeAndAfterFlushAndReopen) {
 
 TEST_F(LedgerStorageTest, ReadOfMinusOneReturnsTheLastEntry) {
   auto s = open(options());
-  for (int64_t e : {2, 0, 4, 1, 3}) ASSERT_TRUE(s->add_entry(L(7), E(e), make_entry(7, e), E(-1)).ok());
+  for (int64_t e : {2, 0, 4, 1, 3})
+    ASSERT_TRUE(s->add_entry(L(7), E(e), make_entry(7, e), E(-1)).ok());
   EXPECT_EQ(*s->read_entry(L(7), E(-1)), make_entry(7, 4));
   ASSERT_TRUE(s->flush().ok());
   EXPECT_EQ(*s->read_entry(L(7), E(-1)), make_entry(7, 4));
@@ -446,8 +460,8 @@ TEST_F(LedgerStorageTest, ACrashBetweenTheIndexBatchesOfAFlushLosesNothing) {
   const auto logs_before = log_files();
   FaultInjectionEnv env(posix_env());
   {
-    auto s = open(o, env);  // a new entry log for what follows
-    add_range(*s, 1, 10, 4999);  // 4 990 entries: one batch of 4 096 locations, then the rest
+    auto s = open(o, env);         // a new entry log for what follows
+    add_range(*s, 1, 10, 4999);    // 4 990 entries: one batch of 4 096 locations, then the rest
     env.syncs_before_failure = 1;  // the entry-log sync before the first batch succeeds
     EXPECT_FALSE(s->flush().ok());
     env.syncs_before_failure = -1;

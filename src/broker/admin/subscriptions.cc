@@ -58,7 +58,7 @@ std::optional<Position> parse_position(const std::string& body, bool* malformed)
     *malformed = true;
     return std::nullopt;
   }
-  return Position{j["ledgerId"].get<int64_t>(), j["entryId"].get<int64_t>()};
+  return Position{LedgerId{j["ledgerId"].get<int64_t>()}, EntryId{j["entryId"].get<int64_t>()}};
 }
 
 // A stored entry as Pulsar's peek answers it: the payload, the metadata in X-Pulsar-* headers.

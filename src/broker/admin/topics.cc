@@ -43,7 +43,8 @@ using http::Response;
 using mledger::Position;
 
 Json message_id_json(const Position& p) {
-  return Json{{"ledgerId", p.ledger_id}, {"entryId", p.entry_id}, {"partitionIndex", -1}};
+  return Json{
+      {"ledgerId", p.ledger_id.value()}, {"entryId", p.entry_id.value()}, {"partitionIndex", -1}};
 }
 
 class Topics {

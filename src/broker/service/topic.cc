@@ -209,9 +209,9 @@ Task<Result<std::shared_ptr<Subscription>>> PersistentTopic::subscribe(
   } else {
     Position read_from;
     if (start) {
-      if (start->ledger_id < 0) {
+      if (!start->ledger_id.valid()) {
         read_from = ml_->first_position();
-      } else if (start->ledger_id == INT64_MAX) {
+      } else if (start->ledger_id == kLatestLedger) {
         read_from = ml_->next_position(ml_->last_confirmed());
       } else {
         read_from = ml_->next_position(*start);

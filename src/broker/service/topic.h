@@ -33,6 +33,10 @@
 
 namespace magnetar::broker {
 
+// The ledger id of Pulsar's MessageId.latest (clients send (INT64_MAX, INT64_MAX) for it);
+// MessageId.earliest is (-1, -1), an invalid ledger id.
+inline constexpr LedgerId kLatestLedger{INT64_MAX};
+
 // One SEND as the topic needs it.
 struct SendInfo {
   int64_t sequence_id = 0;

@@ -16,9 +16,13 @@
 #include "broker/service/errors.h"
 #include "protocol/frame.h"
 #include "testing/event_loop.h"
+#include "testing/ids.h"
 
 namespace magnetar::broker {
 namespace {
+
+using magnetar::testing::E;
+using magnetar::testing::L;
 
 using mledger::Position;
 
@@ -39,7 +43,7 @@ class FakeCursor final : public DispatchCursor {
   explicit FakeCursor(Executor executor) : wakeup_(executor), stall_(executor) {}
 
   void append(const std::string& key = "", int messages = 1) {
-    entries_.push_back(mledger::Entry{Position{1, static_cast<int64_t>(entries_.size())},
+    entries_.push_back(mledger::Entry{Position{L(1), E(static_cast<int64_t>(entries_.size()))},
                                       make_entry(key, messages)});
     wakeup_.cancel();
   }
@@ -76,14 +80,17 @@ class FakeCursor final : public DispatchCursor {
     co_return out;
   }
   Task<std::optional<mledger::Entry>> read_at(Position p) override {
-    if (p.entry_id < 0 || p.entry_id >= static_cast<int64_t>(entries_.size())) {
+    const int64_t e = p.entry_id.value();
+    if (e < 0 || e >= static_cast<int64_t>(entries_.size())) {
       co_return std::nullopt;
     }
-    co_return entries_[static_cast<size_t>(p.entry_id)];
+    co_return entries_[static_cast<size_t>(e)];
   }
   bool is_acknowledged(Position p) const override { return acked_.count(p) > 0; }
   bool has_more_entries() const override { return next_ < entries_.size(); }
-  void seek(Position p) override { next_ = static_cast<size_t>(std::max<int64_t>(0, p.entry_id)); }
+  void seek(Position p) override {
+    next_ = static_cast<size_t>(std::max<int64_t>(0, p.entry_id.value()));
+  }
   void rewind() override {
     size_t first = 0;
     while (first < entries_.size() && acked_.count(entries_[first].position)) ++first;
@@ -181,7 +188,8 @@ TEST_F(DispatcherTest, ExclusiveSendsInOrderWithinPermitsAndRefusesASecondConsum
   d->flow(c1, 10);
   ASSERT_TRUE(until_sent(5));
   EXPECT_EQ(sink_->positions_for(1),
-            (std::vector<Position>{{1, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 4}}));
+            (std::vector<Position>{
+                {L(1), E(0)}, {L(1), E(1)}, {L(1), E(2)}, {L(1), E(3)}, {L(1), E(4)}}));
   EXPECT_EQ(c1->unacked_messages, 5);
 }
 
@@ -192,14 +200,15 @@ TEST_F(DispatcherTest, ExclusiveConsumerLeavingRewindsToTheFirstUnacknowledgedEn
   for (int i = 0; i < 4; ++i) cursor_->append();
   d->flow(c1, 4);
   ASSERT_TRUE(until_sent(4));
-  cursor_->acknowledge({1, 0});
-  d->acknowledged({{1, 0}});
+  cursor_->acknowledge({L(1), E(0)});
+  d->acknowledged({{L(1), E(0)}});
   ASSERT_TRUE(d->remove_consumer(1, sink_.get()));
   auto c2 = consumer(2);
   ASSERT_TRUE(d->add_consumer(c2).ok());
   d->flow(c2, 10);
   ASSERT_TRUE(until_sent(7));
-  EXPECT_EQ(sink_->positions_for(2), (std::vector<Position>{{1, 1}, {1, 2}, {1, 3}}));
+  EXPECT_EQ(sink_->positions_for(2),
+            (std::vector<Position>{{L(1), E(1)}, {L(1), E(2)}, {L(1), E(3)}}));
 }
 
 TEST_F(DispatcherTest, CumulativeAcknowledgementIsRefusedOnSharedKindsOnly) {
@@ -227,7 +236,8 @@ TEST_F(DispatcherTest, FailoverTellsEveryConsumerWhoIsActiveAndFailsOverInOrder)
   ASSERT_TRUE(d->remove_consumer(1, sink_.get()));
   EXPECT_TRUE(sink_->active_changes.at(2));
   ASSERT_TRUE(until_sent(6));  // nothing was acknowledged: all three again, to "b"
-  EXPECT_EQ(sink_->positions_for(2), (std::vector<Position>{{1, 0}, {1, 1}, {1, 2}}));
+  EXPECT_EQ(sink_->positions_for(2),
+            (std::vector<Position>{{L(1), E(0)}, {L(1), E(1)}, {L(1), E(2)}}));
 }
 
 TEST_F(DispatcherTest, FailoverOnAPartitionPicksTheConsumerAtThePartitionsIndex) {
@@ -269,8 +279,8 @@ TEST_F(DispatcherTest, SharedPrefersTheHighestPriorityLevel) {
   d->flow(low, 10);
   d->flow(high, 2);
   ASSERT_TRUE(until_sent(3));
-  EXPECT_EQ(sink_->positions_for(2), (std::vector<Position>{{1, 0}, {1, 1}}));
-  EXPECT_EQ(sink_->positions_for(1), (std::vector<Position>{{1, 2}}));
+  EXPECT_EQ(sink_->positions_for(2), (std::vector<Position>{{L(1), E(0)}, {L(1), E(1)}}));
+  EXPECT_EQ(sink_->positions_for(1), (std::vector<Position>{{L(1), E(2)}}));
 }
 
 TEST_F(DispatcherTest, SharedStopsAConsumerAtMaxUnackedUntilHalfIsAcknowledged) {
@@ -285,10 +295,10 @@ TEST_F(DispatcherTest, SharedStopsAConsumerAtMaxUnackedUntilHalfIsAcknowledged) 
   loop_.run_for(std::chrono::milliseconds(30));
   EXPECT_EQ(sink_->sent.size(), 4u);
   EXPECT_TRUE(c1->blocked);
-  d->acknowledged({{1, 0}});  // 3 left: still over half
+  d->acknowledged({{L(1), E(0)}});  // 3 left: still over half
   loop_.run_for(std::chrono::milliseconds(20));
   EXPECT_EQ(sink_->sent.size(), 4u);
-  d->acknowledged({{1, 1}});  // 2 left: half, unblocked
+  d->acknowledged({{L(1), E(1)}});  // 2 left: half, unblocked
   EXPECT_FALSE(c1->blocked);
   ASSERT_TRUE(until_sent(6));
 }
@@ -300,9 +310,9 @@ TEST_F(DispatcherTest, RedeliverOnSharedSendsOnlyTheListedPositionsAgain) {
   for (int i = 0; i < 3; ++i) cursor_->append();
   d->flow(c1, 10);
   ASSERT_TRUE(until_sent(3));
-  d->redeliver(c1, {{1, 1}});
+  d->redeliver(c1, {{L(1), E(1)}});
   ASSERT_TRUE(until_sent(4));
-  EXPECT_EQ(sink_->sent[3].position, (Position{1, 1}));
+  EXPECT_EQ(sink_->sent[3].position, (Position{L(1), E(1)}));
   EXPECT_EQ(sink_->sent[3].redelivery_count, 1u);
   loop_.run_for(std::chrono::milliseconds(20));
   EXPECT_EQ(sink_->sent.size(), 4u);
@@ -322,7 +332,8 @@ TEST_F(DispatcherTest, KeySharedKeepsEveryKeyOnOneConsumer) {
   ASSERT_TRUE(until_sent(keys.size() * 3));
   std::map<std::string, std::set<uint64_t>> owners;
   for (const auto& s : sink_->sent) {
-    owners[keys[static_cast<size_t>(s.position.entry_id) % keys.size()]].insert(s.consumer_id);
+    owners[keys[static_cast<size_t>(s.position.entry_id.value()) % keys.size()]].insert(
+        s.consumer_id);
   }
   std::set<uint64_t> used;
   for (const auto& [key, who] : owners) {
@@ -388,7 +399,8 @@ TEST_F(DispatcherTest, ATypeChangeDuringAReadInFlightLosesNothing) {
   EXPECT_TRUE(sink_->sent.empty());
   cursor_->release();
   ASSERT_TRUE(until_sent(3));
-  EXPECT_EQ(sink_->positions_for(2), (std::vector<Position>{{1, 0}, {1, 1}, {1, 2}}));
+  EXPECT_EQ(sink_->positions_for(2),
+            (std::vector<Position>{{L(1), E(0)}, {L(1), E(1)}, {L(1), E(2)}}));
   EXPECT_TRUE(sink_->positions_for(1).empty());
 }
 

@@ -31,7 +31,13 @@ wire::BaseCommand make_command(wire::BaseCommand::Type type) {
 }
 
 mledger::Position to_position(const wire::MessageIdData& id) {
-  return mledger::Position{static_cast<int64_t>(id.ledgerid()), static_cast<int64_t>(id.entryid())};
+  return mledger::Position{LedgerId{static_cast<int64_t>(id.ledgerid())},
+                           EntryId{static_cast<int64_t>(id.entryid())}};
+}
+
+void set_message_id(wire::MessageIdData* out, const mledger::Position& position) {
+  out->set_ledgerid(static_cast<uint64_t>(position.ledger_id.value()));
+  out->set_entryid(static_cast<uint64_t>(position.entry_id.value()));
 }
 
 Connection::Connection(ConnectionContext& context, std::unique_ptr<net::Stream> stream)
@@ -281,8 +287,7 @@ void Connection::send_message(uint64_t consumer_id, mledger::Position position, 
   cmd.set_type(wire::BaseCommand::MESSAGE);
   auto* msg = cmd.mutable_message();
   msg->set_consumer_id(consumer_id);
-  msg->mutable_message_id()->set_ledgerid(static_cast<uint64_t>(position.ledger_id));
-  msg->mutable_message_id()->set_entryid(static_cast<uint64_t>(position.entry_id));
+  set_message_id(msg->mutable_message_id(), position);
   if (redelivery_count > 0) msg->set_redelivery_count(redelivery_count);
   write(protocol::encode_with_entry(cmd, entry));
 }

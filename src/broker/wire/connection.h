@@ -187,7 +187,9 @@ class Connection final : public ConsumerSink,
 
 // A command of `type` with nothing set yet (for the handlers' answers).
 wire::BaseCommand make_command(wire::BaseCommand::Type type);
-// A message id on the wire.
+// A message id on the wire, and back (ledger and entry ids are unsigned there: -1 travels as
+// 2^64 - 1).
 mledger::Position to_position(const wire::MessageIdData& id);
+void set_message_id(wire::MessageIdData* out, const mledger::Position& position);
 
 }  // namespace magnetar::broker

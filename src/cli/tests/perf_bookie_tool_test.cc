@@ -60,15 +60,15 @@ class PerfBookieTest : public ::testing::Test {
   }
 
   // The ledgers in the store, and the metadata of one of them.
-  std::vector<int64_t> ledgers() {
+  std::vector<LedgerId> ledgers() {
     ledger::BookKeeper bk(cluster_.store(), cluster_.executor());
     auto ids = cluster_.await(bk.list_ledgers());
     EXPECT_TRUE(ids.ok()) << ids.status().to_string();
-    return ids.ok() ? *ids : std::vector<int64_t>{};
+    return ids.ok() ? *ids : std::vector<LedgerId>{};
   }
   ledger::LedgerMetadata metadata(int64_t id) {
     ledger::BookKeeper bk(cluster_.store(), cluster_.executor());
-    return cluster_.await(bk.read_metadata(id)).value();
+    return cluster_.await(bk.read_metadata(LedgerId{id})).value();
   }
 
   ledger::test::Cluster cluster_;

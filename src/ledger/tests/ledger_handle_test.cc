@@ -13,13 +13,19 @@
 #include "common/metrics.h"
 #include "ledger/bookkeeper.h"
 #include "ledger/tests/ledger_test_support.h"
+#include "testing/ids.h"
 
 namespace magnetar::ledger {
 namespace {
 
+using magnetar::testing::E;
+using magnetar::testing::L;
+
 using test::Cluster;
 
-BufferChain payload(int i) { return BufferChain(Buffer::copy_of("entry-" + std::to_string(i))); }
+BufferChain payload(int i) {
+  return BufferChain(Buffer::copy_of("entry-" + std::to_string(i)));
+}
 
 std::string test_name() {
   return ::testing::UnitTest::GetInstance()->current_test_info()->name();
@@ -69,7 +75,7 @@ void expect_entries(const Result<std::vector<LedgerEntry>>& entries,
   ASSERT_TRUE(entries.ok()) << entries.status().to_string();
   ASSERT_EQ(entries->size(), payloads.size());
   for (size_t i = 0; i < payloads.size(); ++i) {
-    ASSERT_EQ((*entries)[i].entry_id, static_cast<int64_t>(i));
+    ASSERT_EQ((*entries)[i].entry_id.value(), static_cast<int64_t>(i));
     ASSERT_EQ((*entries)[i].payload.view(), payloads[i]) << "entry " << i;
   }
 }
@@ -89,10 +95,10 @@ TEST(LedgerHandleTest, AddReadCloseAndReopen) {
   for (int i = 0; i < 100; ++i) {
     auto id = c.await((*lh)->add(payload(i)));
     ASSERT_TRUE(id.ok()) << id.status().to_string();
-    EXPECT_EQ(*id, i);
+    EXPECT_EQ(id->value(), i);
   }
-  EXPECT_EQ((*lh)->last_add_confirmed(), 99);
-  auto entries = c.await((*lh)->read(0, 99));
+  EXPECT_EQ((*lh)->last_add_confirmed().value(), 99);
+  auto entries = c.await((*lh)->read(E(0), E(99)));
   ASSERT_TRUE(entries.ok()) << entries.status().to_string();
   ASSERT_EQ(entries->size(), 100u);
   EXPECT_EQ((*entries)[42].payload.view(), "entry-42");
@@ -102,8 +108,8 @@ TEST(LedgerHandleTest, AddReadCloseAndReopen) {
   ASSERT_TRUE(again.ok()) << again.status().to_string();
   EXPECT_TRUE((*again)->closed());
   EXPECT_EQ((*again)->metadata().last_entry_id, 99);
-  EXPECT_EQ(c.await((*again)->read(99, 99))->front().payload.view(), "entry-99");
-  EXPECT_FALSE(c.await((*again)->read(100, 100)).ok());
+  EXPECT_EQ(c.await((*again)->read(E(99), E(99)))->front().payload.view(), "entry-99");
+  EXPECT_FALSE(c.await((*again)->read(E(100), E(100))).ok());
   EXPECT_EQ(c.await(bk.open((*lh)->id(), "wrong", false)).status().code(),
             make_error_code(Errc::kPermissionDenied));
 }
@@ -122,7 +128,7 @@ TEST(LedgerHandleTest, ConcurrentAddsCompleteInOrder) {
         [&, h = *lh, i]() -> Task<void> {
           BufferChain p = payload(i);
           auto r = co_await h->add(std::move(p));
-          if (r.ok()) completed.push_back(*r);
+          if (r.ok()) completed.push_back(r->value());
           ++finished;
         },
         asio::detached);
@@ -137,9 +143,10 @@ TEST(LedgerHandleTest, ConcurrentAddsCompleteInOrder) {
   }());
   ASSERT_EQ(completed.size(), 200u);
   EXPECT_TRUE(std::is_sorted(completed.begin(), completed.end()));
-  auto entries = c.await((*lh)->read(0, 199));
+  auto entries = c.await((*lh)->read(E(0), E(199)));
   ASSERT_TRUE(entries.ok()) << entries.status().to_string();
-  for (int i = 0; i < 200; ++i) EXPECT_EQ((*entries)[i].payload.view(), "entry-" + std::to_string(i));
+  for (int i = 0; i < 200; ++i)
+    EXPECT_EQ((*entries)[i].payload.view(), "entry-" + std::to_string(i));
 }
 
 TEST(LedgerHandleTest, DeadBookieIsReplacedAndEveryAckedEntryReadsBack) {
@@ -158,13 +165,15 @@ TEST(LedgerHandleTest, DeadBookieIsReplacedAndEveryAckedEntryReadsBack) {
   }
   const auto& segments = (*lh)->metadata().segments;
   ASSERT_EQ(segments.size(), 2u);
-  EXPECT_EQ(std::count(segments.back().ensemble.begin(), segments.back().ensemble.end(), victim), 0);
+  EXPECT_EQ(std::count(segments.back().ensemble.begin(), segments.back().ensemble.end(), victim),
+            0);
   ASSERT_TRUE(c.await((*lh)->close()).ok());
   auto reader = c.await(bk.open((*lh)->id(), "p", false));
   ASSERT_TRUE(reader.ok());
-  auto entries = c.await((*reader)->read(0, 99));
+  auto entries = c.await((*reader)->read(E(0), E(99)));
   ASSERT_TRUE(entries.ok()) << entries.status().to_string();
-  for (int i = 0; i < 100; ++i) EXPECT_EQ((*entries)[i].payload.view(), "entry-" + std::to_string(i));
+  for (int i = 0; i < 100; ++i)
+    EXPECT_EQ((*entries)[i].payload.view(), "entry-" + std::to_string(i));
 }
 
 TEST(LedgerHandleTest, WithoutASpareBookieWritesGoOnAtTheAckQuorum) {
@@ -183,7 +192,7 @@ TEST(LedgerHandleTest, WithoutASpareBookieWritesGoOnAtTheAckQuorum) {
     ASSERT_TRUE(id.ok()) << "entry " << i << ": " << id.status().to_string();
   }
   EXPECT_EQ((*lh)->metadata().segments.size(), 1u);
-  auto entries = c.await((*lh)->read(0, 99));
+  auto entries = c.await((*lh)->read(E(0), E(99)));
   ASSERT_TRUE(entries.ok()) << entries.status().to_string();
   EXPECT_EQ((*entries)[99].payload.view(), "entry-99");
   // A spare appears: the retried ensemble change replaces the dead bookie.
@@ -224,7 +233,7 @@ TEST(LedgerHandleTest, AFailedWriterStillClosesAtItsLastConfirmedEntry) {
   ASSERT_TRUE(reader.ok()) << reader.status().to_string();
   EXPECT_TRUE((*reader)->closed());
   EXPECT_EQ((*reader)->metadata().last_entry_id, 49);
-  auto entries = c.await((*reader)->read(0, 49));
+  auto entries = c.await((*reader)->read(E(0), E(49)));
   ASSERT_TRUE(entries.ok()) << entries.status().to_string();
   EXPECT_EQ((*entries)[49].payload.view(), "entry-49");
 }
@@ -246,8 +255,8 @@ TEST(LedgerHandleTest, RecoveryFencesTheOldWriterAndBothAgreeOnTheEnd) {
   auto late = c.await((*writer)->add(payload(20)));
   ASSERT_FALSE(late.ok());
   EXPECT_TRUE(late.status().is(Errc::kFenced)) << late.status().to_string();
-  EXPECT_EQ((*writer)->last_add_confirmed(), (*recovered)->metadata().last_entry_id);
-  auto all = c.await((*recovered)->read(0, 19));
+  EXPECT_EQ((*writer)->last_add_confirmed().value(), (*recovered)->metadata().last_entry_id);
+  auto all = c.await((*recovered)->read(E(0), E(19)));
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->back().payload.view(), "entry-19");
   // Opening for recovery again is a no-op on a closed ledger.
@@ -264,8 +273,8 @@ TEST(LedgerHandleTest, CorruptCopyIsReadFromAnotherReplica) {
   ASSERT_TRUE(lh.ok());
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(c.await((*lh)->add(payload(i))).ok());
   // Entry 0 is read from the first bookie of its write set first: corrupt that copy on disk.
-  std::string first = (*lh)->metadata().ensemble_for(0)[static_cast<size_t>(
-      (*lh)->metadata().write_set(0).front())];
+  std::string first = (*lh)->metadata().ensemble_for(
+      0)[static_cast<size_t>((*lh)->metadata().write_set(0).front())];
   test::TestBookie* b = c.find(first);
   ASSERT_NE(b, nullptr);
   ASSERT_TRUE(b->bookie->checkpoint().ok());  // entries now live in entry logs
@@ -281,7 +290,7 @@ TEST(LedgerHandleTest, CorruptCopyIsReadFromAnotherReplica) {
     ++flipped;
   }
   ASSERT_EQ(flipped, 1);
-  auto entries = c.await((*lh)->read(0, 0));
+  auto entries = c.await((*lh)->read(E(0), E(0)));
   ASSERT_TRUE(entries.ok()) << entries.status().to_string();
   EXPECT_EQ(entries->front().payload.view(), "entry-0");
 }
@@ -313,12 +322,14 @@ TEST(LedgerHandleTest, ListingFindsLedgersOfBothLayoutsAndNothingElse) {
   Cluster c(test_name());
   BookKeeper bk(c.store(), c.executor());
   const int64_t max = std::numeric_limits<int64_t>::max();
-  const std::vector<int64_t> hierarchical = {0,          42,         10001, 1234567890,
-                                             2147483646, 2147483647, int64_t{1} << 40, max};
+  const std::vector<int64_t> hierarchical = {
+      0, 42, 10001, 1234567890, 2147483646, 2147483647, int64_t{1} << 40, max};
   const std::vector<int64_t> flat = {7, 99, 5000000000};
   std::vector<std::string> paths = {"/ledgers/available/127.0.0.1:3181",
-                                    "/ledgers/cookies/127.0.0.1:3181", "/ledgers/INSTANCEID",
-                                    "/ledgers/00/0000/Lxyz1", "/ledgers/00/abcd/L0001",
+                                    "/ledgers/cookies/127.0.0.1:3181",
+                                    "/ledgers/INSTANCEID",
+                                    "/ledgers/00/0000/Lxyz1",
+                                    "/ledgers/00/abcd/L0001",
                                     "/ledgers/00/0001",  // left empty by a deleted ledger
                                     "/ledgers/L42"};
   for (int64_t id : hierarchical) paths.push_back(ledger_path(id));
@@ -328,8 +339,9 @@ TEST(LedgerHandleTest, ListingFindsLedgersOfBothLayoutsAndNothingElse) {
   }
   auto listed = c.await(bk.list_ledgers());
   ASSERT_TRUE(listed.ok()) << listed.status().to_string();
-  std::vector<int64_t> expected = hierarchical;
-  expected.insert(expected.end(), flat.begin(), flat.end());
+  std::vector<LedgerId> expected;
+  for (int64_t id : hierarchical) expected.emplace_back(id);
+  for (int64_t id : flat) expected.emplace_back(id);
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(*listed, expected);
 }
@@ -342,26 +354,28 @@ TEST(LedgerHandleTest, ALedgerOfTheFlatLayoutIsRecoveredListedAndDeletedWhereItI
   ASSERT_TRUE(lh.ok()) << lh.status().to_string();
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(c.await((*lh)->add(payload(i))).ok());
   // As an earlier version left it: an open ledger whose metadata sits at the flat path.
-  const int64_t id = (*lh)->id();
-  auto node = c.await(c.store().get(ledger_path(id)));
+  const LedgerId id = (*lh)->id();
+  auto node = c.await(c.store().get(ledger_path(id.value())));
   ASSERT_TRUE(node.ok() && node->has_value());
-  ASSERT_TRUE(c.await(c.store().remove(ledger_path(id))).ok());
-  ASSERT_TRUE(c.await(c.store().put_recursive(metadata::flat_ledger_path(id), (*node)->value)).ok());
+  ASSERT_TRUE(c.await(c.store().remove(ledger_path(id.value()))).ok());
+  ASSERT_TRUE(
+      c.await(c.store().put_recursive(metadata::flat_ledger_path(id.value()), (*node)->value))
+          .ok());
 
   BookKeeper bk(c.store(), c.executor());
   auto recovered = c.await(bk.open(id, "p", true));
   ASSERT_TRUE(recovered.ok()) << recovered.status().to_string();
   EXPECT_TRUE((*recovered)->closed());
-  expect_entries(c.await((*recovered)->read(0, 9)), numbered(0, 10));
+  expect_entries(c.await((*recovered)->read(E(0), E(9))), numbered(0, 10));
   // The close was written where the ledger is; nothing appeared at the new path.
   auto closed = c.await(bk.read_metadata(id));
   ASSERT_TRUE(closed.ok()) << closed.status().to_string();
   EXPECT_EQ(closed->last_entry_id, 9);
-  EXPECT_FALSE(*c.await(c.store().exists(ledger_path(id))));
-  EXPECT_EQ(*c.await(bk.list_ledgers()), std::vector<int64_t>{id});
+  EXPECT_FALSE(*c.await(c.store().exists(ledger_path(id.value()))));
+  EXPECT_EQ(*c.await(bk.list_ledgers()), std::vector<LedgerId>{id});
 
   ASSERT_TRUE(c.await(bk.remove(id)).ok());
-  EXPECT_FALSE(*c.await(c.store().exists(metadata::flat_ledger_path(id))));
+  EXPECT_FALSE(*c.await(c.store().exists(metadata::flat_ledger_path(id.value()))));
   EXPECT_TRUE(c.await(bk.list_ledgers())->empty());
   EXPECT_TRUE(c.await(bk.remove(id)).is(Errc::kNotFound));
 }
@@ -374,8 +388,8 @@ TEST(LedgerHandleTest, TwoThousandEntriesReadBackInOneCallInEntryOrder) {
   ASSERT_TRUE(lh.ok()) << lh.status().to_string();
   const std::vector<std::string> payloads = numbered(0, 2000);
   ASSERT_EQ(add_concurrently(c, *lh, payloads), payloads.size());
-  ASSERT_EQ((*lh)->last_add_confirmed(), 1999);
-  expect_entries(c.await((*lh)->read(0, 1999)), payloads);
+  ASSERT_EQ((*lh)->last_add_confirmed().value(), 1999);
+  expect_entries(c.await((*lh)->read(E(0), E(1999))), payloads);
   ASSERT_TRUE(c.await((*lh)->close()).ok());
 
   // Another client, with a window that does not divide the range.
@@ -384,12 +398,12 @@ TEST(LedgerHandleTest, TwoThousandEntriesReadBackInOneCallInEntryOrder) {
   BookKeeper reader_bk(c.store(), c.executor(), options);
   auto reader = c.await(reader_bk.open((*lh)->id(), "p", false));
   ASSERT_TRUE(reader.ok()) << reader.status().to_string();
-  expect_entries(c.await((*reader)->read(0, 1999)), payloads);
+  expect_entries(c.await((*reader)->read(E(0), E(1999))), payloads);
 }
 
 double bookie_requests(const std::string& op) {
-  auto family = metrics::default_registry().counter(
-      "magnetar_ledger_bookie_requests_total", "Requests sent to bookies", {"op"});
+  auto family = metrics::default_registry().counter("magnetar_ledger_bookie_requests_total",
+                                                    "Requests sent to bookies", {"op"});
   return family.ok() ? (*family)->get(op)->value() : -1;
 }
 
@@ -425,18 +439,18 @@ TEST(LedgerHandleTest, AnEnsembleThatStoresEveryEntryIsReadInRanges) {
   ASSERT_EQ(add_concurrently(c, *lh, payloads), payloads.size());
   ASSERT_TRUE(c.await((*lh)->close()).ok());
   // Adds are stored in order on each bookie, so the last entry on all three means all of it.
-  wait_until_every_replica_has(c, bk, (*lh)->id(), 499,
+  wait_until_every_replica_has(c, bk, (*lh)->id().value(), 499,
                                (*lh)->metadata().segments.front().ensemble);
   const double ranges_before = bookie_requests("read_range");
   const double reads_before = bookie_requests("read");
   auto reader = c.await(bk.open((*lh)->id(), "p", false));
   ASSERT_TRUE(reader.ok()) << reader.status().to_string();
-  expect_entries(c.await((*reader)->read(0, 499)), payloads);
+  expect_entries(c.await((*reader)->read(E(0), E(499))), payloads);
   // 500 entries in pieces of 32: 16 range requests, no single-entry read.
   EXPECT_EQ(bookie_requests("read_range") - ranges_before, 16);
   EXPECT_EQ(bookie_requests("read") - reads_before, 0);
   // A middle slice, and a range that ends inside a piece.
-  auto middle = c.await((*reader)->read(100, 140));
+  auto middle = c.await((*reader)->read(E(100), E(140)));
   ASSERT_TRUE(middle.ok()) << middle.status().to_string();
   ASSERT_EQ(middle->size(), 41u);
   EXPECT_EQ(middle->front().payload.view(), "entry-100");
@@ -467,7 +481,7 @@ TEST(LedgerHandleTest, AReplicaWithoutPartOfTheLedgerCostsSingleReadsOnlyForWhat
   ASSERT_TRUE(reader.ok()) << reader.status().to_string();
   const double ranges_before = bookie_requests("read_range");
   const double reads_before = bookie_requests("read");
-  expect_entries(c.await((*reader)->read(0, 299)), numbered(0, 300));
+  expect_entries(c.await((*reader)->read(E(0), E(299))), numbered(0, 300));
   // 10 pieces of 32 rotating over the ensemble, 4 in flight: the returned bookie is asked
   // for [32, 63], which it has, then [128, 159] and (sent before that one came back)
   // [224, 255], which it answers without. Those 64 entries are read one by one (at most two
@@ -493,8 +507,8 @@ TEST(LedgerHandleTest, RangeReadsFallBackToSingleReadsWhereABookieIsMissingEntri
   BookKeeper reader_bk(c.store(), c.executor());
   auto reader = c.await(reader_bk.open((*lh)->id(), "p", false));
   ASSERT_TRUE(reader.ok()) << reader.status().to_string();
-  expect_entries(c.await((*reader)->read(0, 199)), payloads);
-  expect_entries(c.await((*reader)->read(0, 199)), payloads);  // the bookie is now a suspect
+  expect_entries(c.await((*reader)->read(E(0), E(199))), payloads);
+  expect_entries(c.await((*reader)->read(E(0), E(199))), payloads);  // the bookie is now a suspect
 }
 
 TEST(LedgerHandleTest, ParallelReadFallsBackWhenABookieIsStopped) {
@@ -514,7 +528,7 @@ TEST(LedgerHandleTest, ParallelReadFallsBackWhenABookieIsStopped) {
   BookKeeper reader_bk(c.store(), c.executor(), options);
   auto reader = c.await(reader_bk.open((*lh)->id(), "p", false));
   ASSERT_TRUE(reader.ok()) << reader.status().to_string();
-  expect_entries(c.await((*reader)->read(0, 299)), payloads);
+  expect_entries(c.await((*reader)->read(E(0), E(299))), payloads);
 }
 
 TEST(LedgerHandleTest, ParallelReadFailsOnAnEntryNoReplicaServesAndTheHandleStaysUsable) {
@@ -534,10 +548,10 @@ TEST(LedgerHandleTest, ParallelReadFailsOnAnEntryNoReplicaServesAndTheHandleStay
   BookKeeper reader_bk(c.store(), c.executor());
   auto reader = c.await(reader_bk.open((*lh)->id(), "p", false));
   ASSERT_TRUE(reader.ok()) << reader.status().to_string();
-  auto all = c.await((*reader)->read(0, 29));
+  auto all = c.await((*reader)->read(E(0), E(29)));
   ASSERT_FALSE(all.ok());
   EXPECT_TRUE(all.status().is(Errc::kUnavailable)) << all.status().to_string();
-  auto some = c.await((*reader)->read(1, 2));
+  auto some = c.await((*reader)->read(E(1), E(2)));
   ASSERT_TRUE(some.ok()) << some.status().to_string();
   EXPECT_EQ(some->front().payload.view(), "entry-1");
   EXPECT_EQ(some->back().payload.view(), "entry-2");
@@ -556,14 +570,14 @@ TEST(LedgerHandleTest, RecoveryFindsEveryEntryOfALongUnconfirmedTail) {
   BookKeeper reader_bk(c.store(), c.executor());
   auto peek = c.await(reader_bk.open((*writer)->id(), "p", false));
   ASSERT_TRUE(peek.ok()) << peek.status().to_string();
-  EXPECT_LT((*peek)->last_add_confirmed(), 400);
+  EXPECT_LT((*peek)->last_add_confirmed().value(), 400);
 
   auto recovered = c.await(reader_bk.open((*writer)->id(), "p", true));
   ASSERT_TRUE(recovered.ok()) << recovered.status().to_string();
   EXPECT_TRUE((*recovered)->closed());
   EXPECT_EQ((*recovered)->metadata().last_entry_id, 499);
   EXPECT_EQ((*recovered)->metadata().length, total_size(payloads));
-  expect_entries(c.await((*recovered)->read(0, 499)), payloads);
+  expect_entries(c.await((*recovered)->read(E(0), E(499))), payloads);
   auto late = c.await((*writer)->add(payload(500)));
   ASSERT_FALSE(late.ok());
   EXPECT_TRUE(late.status().is(Errc::kFenced)) << late.status().to_string();
@@ -634,7 +648,7 @@ TEST(LedgerHandleTest, RecoveryReadsThePrefixAcrossAnEnsembleChange) {
   ASSERT_TRUE(recovered.ok()) << recovered.status().to_string();
   EXPECT_EQ((*recovered)->metadata().last_entry_id, 159);
   EXPECT_EQ((*recovered)->metadata().length, total_size(payloads));
-  expect_entries(c.await((*recovered)->read(0, 159)), payloads);
+  expect_entries(c.await((*recovered)->read(E(0), E(159))), payloads);
 }
 
 TEST(LedgerHandleTest, RecoveringAnEmptyLedgerClosesItEmpty) {

@@ -13,9 +13,13 @@
 #include "ledger/tests/ledger_test_support.h"
 #include "mledger/managed_ledger.h"
 #include "proto/managed_ledger.pb.h"
+#include "testing/ids.h"
 
 namespace magnetar::mledger {
 namespace {
+
+using magnetar::testing::E;
+using magnetar::testing::L;
 
 using ledger::test::Cluster;
 using namespace std::chrono_literals;
@@ -160,8 +164,8 @@ TEST_F(CursorTest, PositionSurvivesCrashAndNeverMovesBackwards) {
   auto c = *cluster_.await(ml->open_cursor("sub", InitialPosition::kEarliest));
   for (int i = 0; i < 12; ++i) ASSERT_TRUE(cluster_.await(c->mark_delete(p[i])).ok());
   ASSERT_TRUE(cluster_.await(c->delete_positions({p[14], p[20], p[21]})).ok());
-  const int64_t cursor_ledger = c->cursor_ledger_id();
-  EXPECT_GE(cursor_ledger, 0) << "positions go to a cursor ledger";
+  const LedgerId cursor_ledger = c->cursor_ledger_id();
+  EXPECT_GE(cursor_ledger.value(), 0) << "positions go to a cursor ledger";
 
   reopen_after_crash();
   ml = open(config);
@@ -212,7 +216,7 @@ TEST_F(CursorTest, CursorLedgerSwitchesAndOldOnesAreDeleted) {
   auto ml = open(config);
   auto p = add(*ml, 12);
   auto c = *cluster_.await(ml->open_cursor("sub", InitialPosition::kEarliest));
-  std::set<int64_t> cursor_ledgers;
+  std::set<LedgerId> cursor_ledgers;
   for (int i = 0; i < 10; ++i) {
     ASSERT_TRUE(cluster_.await(c->mark_delete(p[i])).ok());
     cursor_ledgers.insert(c->cursor_ledger_id());
@@ -221,7 +225,7 @@ TEST_F(CursorTest, CursorLedgerSwitchesAndOldOnesAreDeleted) {
   auto all = *cluster_.await(bk_->list_ledgers());
   // Data ledger(s) plus exactly one cursor ledger remain.
   int cursor_ledgers_left = 0;
-  for (int64_t id : all) {
+  for (LedgerId id : all) {
     auto md = *cluster_.await(bk_->read_metadata(id));
     if (md.custom.count("pulsar/cursor")) ++cursor_ledgers_left;
   }
@@ -305,7 +309,7 @@ TEST_F(CursorTest, MillionAcksWithHolesPersistInBoundedSize) {
   auto lh = cluster_.await(bk_->open(c->cursor_ledger_id(), config.password, true));
   ASSERT_TRUE(lh.ok()) << lh.status().to_string();
   const int64_t last = (*lh)->metadata().last_entry_id;
-  auto read = cluster_.await((*lh)->read(last, last));
+  auto read = cluster_.await((*lh)->read(E(last), E(last)));
   ASSERT_TRUE(read.ok()) << read.status().to_string();
   auto& entry = *read;
   mledger_wire::PositionInfo info;
@@ -319,7 +323,7 @@ TEST_F(CursorTest, MillionAcksWithHolesPersistInBoundedSize) {
   ml = open(config);
   c = ml->find_cursor("sub");
   ASSERT_TRUE(c);
-  EXPECT_EQ(c->mark_delete_position(), (Position{p[0].ledger_id, -1}));  // entry 0 is a hole
+  EXPECT_EQ(c->mark_delete_position(), (Position{p[0].ledger_id, E(-1)}));  // entry 0 is a hole
   EXPECT_EQ(c->acked_ranges(), 10000);
   // Everything acknowledged within the persisted ranges stays acknowledged; the rest comes
   // back (at-least-once), and no unacknowledged entry is skipped.

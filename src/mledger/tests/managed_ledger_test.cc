@@ -12,9 +12,13 @@
 
 #include "ledger/bookkeeper.h"
 #include "ledger/tests/ledger_test_support.h"
+#include "testing/ids.h"
 
 namespace magnetar::mledger {
 namespace {
+
+using magnetar::testing::E;
+using magnetar::testing::L;
 
 using ledger::test::Cluster;
 using namespace std::chrono_literals;
@@ -122,7 +126,7 @@ TEST(ManagedLedgerTest, AddsCompleteInOrderAndSurviveReopen) {
     EXPECT_EQ(all[static_cast<size_t>(i)], "entry-" + std::to_string(i));
   auto p = f.add(*again, 300);
   EXPECT_EQ(p.ledger_id, again->current_ledger_id());
-  EXPECT_EQ(p.entry_id, 0);
+  EXPECT_EQ(p.entry_id.value(), 0);
 }
 
 TEST(ManagedLedgerTest, RolloverByEntryCount) {
@@ -161,7 +165,7 @@ TEST(ManagedLedgerTest, RolloverByTimeOnlyWithEntries) {
   config.retention_time_minutes = -1;               // keep the rolled ledger for the check
   auto ml = f.open("t/ns/persistent/timed", config);
   ASSERT_TRUE(ml);
-  const int64_t first = ml->current_ledger_id();
+  const LedgerId first = ml->current_ledger_id();
   f.cluster.loop().run_for(700ms);
   EXPECT_EQ(ml->current_ledger_id(), first) << "an empty ledger is not rolled over";
   f.add(*ml, 0);
@@ -187,7 +191,7 @@ TEST(ManagedLedgerTest, TrimsConsumedLedgersUnderRetention) {
   std::vector<Position> positions;
   for (int i = 0; i < 23; ++i) positions.push_back(f.add(*ml, i));
   ASSERT_EQ(ml->ledgers().size(), 5u);
-  const int64_t first_ledger = ml->ledgers().begin()->first;
+  const LedgerId first_ledger = ml->ledgers().begin()->first;
   // Consume the first two ledgers and a bit of the third.
   ASSERT_TRUE(f.cluster.await(cursor->mark_delete(positions[11])).ok());
   f.cluster.loop().run_until([&] { return ml->ledgers().size() == 3; }, 5s);
@@ -369,7 +373,7 @@ TEST(ManagedLedgerTest, WriteFailureClosesTheLedgerAndALaterAddStartsANewOne) {
   auto ml = f.open("t/ns/persistent/fail", small_config());
   auto cursor = *f.cluster.await(ml->open_cursor("sub", InitialPosition::kEarliest));
   for (int i = 0; i < 10; ++i) f.add(*ml, i);
-  const int64_t first = ml->current_ledger_id();
+  const LedgerId first = ml->current_ledger_id();
   // One of the two bookies stops taking writes: no ledger can reach its ack quorum of 2.
   f.cluster.bookies()[0]->bookie->set_read_only("test: refuse writes");
   auto failed = f.cluster.await(ml->add(payload(10)));

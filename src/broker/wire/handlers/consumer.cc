@@ -20,7 +20,7 @@ std::optional<mledger::Position> start_of(const wire::CommandSubscribe& req,
                                           mledger::ManagedLedger& ml) {
   if (!req.has_start_message_id()) return std::nullopt;
   mledger::Position start = to_position(req.start_message_id());
-  if (start.ledger_id >= 0 && start.entry_id >= 0 && start.ledger_id != INT64_MAX) {
+  if (start.ledger_id.valid() && start.entry_id.valid() && start.ledger_id != kLatestLedger) {
     start = ml.previous_position(start);
   }
   return start;

@@ -27,13 +27,13 @@ void Connection::handle_seek(const wire::CommandSeek& req) {
     auto& ml = entry.topic->ledger();
     mledger::Position target;
     if (req.has_message_id()) {
-      const auto ledger = static_cast<int64_t>(req.message_id().ledgerid());
-      if (ledger < 0) {
+      const mledger::Position requested = to_position(req.message_id());
+      if (!requested.ledger_id.valid()) {
         target = ml.first_position();
-      } else if (ledger == INT64_MAX) {
+      } else if (requested.ledger_id == kLatestLedger) {
         target = ml.next_position(ml.last_confirmed());
       } else {
-        target = to_position(req.message_id());
+        target = requested;
       }
     } else {
       auto found = co_await entry.topic->position_for_time(req.message_publish_time());
@@ -60,22 +60,20 @@ void Connection::handle_get_last_message_id(const wire::CommandGetLastMessageId&
     send_error(req.request_id(), wire::ConsumerNotFound, "consumer not found");
     return;
   }
-  asio::post(it->second.topic->executor(), [self = shared_from_this(), entry = it->second,
-                                            request_id = req.request_id()] {
-    auto& ml = entry.topic->ledger();
-    const mledger::Position last = ml.last_confirmed();
-    auto cmd = make_command(wire::BaseCommand::GET_LAST_MESSAGE_ID_RESPONSE);
-    auto* r = cmd.mutable_getlastmessageidresponse();
-    r->set_request_id(request_id);
-    r->mutable_last_message_id()->set_ledgerid(static_cast<uint64_t>(last.ledger_id));
-    r->mutable_last_message_id()->set_entryid(static_cast<uint64_t>(last.entry_id));
-    const int partition = entry.topic->name().partition_index();
-    if (partition >= 0) r->mutable_last_message_id()->set_partition(partition);
-    const mledger::Position md = entry.subscription->cursor().mark_delete_position();
-    r->mutable_consumer_mark_delete_position()->set_ledgerid(static_cast<uint64_t>(md.ledger_id));
-    r->mutable_consumer_mark_delete_position()->set_entryid(static_cast<uint64_t>(md.entry_id));
-    self->write_command(cmd);
-  });
+  asio::post(it->second.topic->executor(),
+             [self = shared_from_this(), entry = it->second, request_id = req.request_id()] {
+               auto& ml = entry.topic->ledger();
+               const mledger::Position last = ml.last_confirmed();
+               auto cmd = make_command(wire::BaseCommand::GET_LAST_MESSAGE_ID_RESPONSE);
+               auto* r = cmd.mutable_getlastmessageidresponse();
+               r->set_request_id(request_id);
+               set_message_id(r->mutable_last_message_id(), last);
+               const int partition = entry.topic->name().partition_index();
+               if (partition >= 0) r->mutable_last_message_id()->set_partition(partition);
+               const mledger::Position md = entry.subscription->cursor().mark_delete_position();
+               set_message_id(r->mutable_consumer_mark_delete_position(), md);
+               self->write_command(cmd);
+             });
 }
 
 void Connection::handle_consumer_stats(const wire::CommandConsumerStats& req) {

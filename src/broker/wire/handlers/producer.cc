@@ -153,10 +153,7 @@ bool Connection::handle_send(protocol::Frame& frame) {
       if (highest) receipt->set_highest_sequence_id(static_cast<uint64_t>(highest));
       // A duplicate (stored before) is acknowledged with message id -1:-1.
       const auto& stored = *r;
-      receipt->mutable_message_id()->set_ledgerid(stored ? static_cast<uint64_t>(stored->ledger_id)
-                                                         : UINT64_MAX);
-      receipt->mutable_message_id()->set_entryid(stored ? static_cast<uint64_t>(stored->entry_id)
-                                                        : UINT64_MAX);
+      set_message_id(receipt->mutable_message_id(), stored ? *stored : mledger::Position{});
     } else if (r.status().code() != make_error_code(mledger::Error::kClosed)) {
       // (A send the topic's closing cut short gets no error: its producer was told to
       // reconnect and resends, as Pulsar does.)
