@@ -829,3 +829,25 @@ TEST_F(BrokerTest, DeduplicationStoresEveryChunkAndDedupsOnTheLastOne) {
 
 }  // namespace
 }  // namespace magnetar::broker
+
+namespace magnetar::broker {
+namespace {
+
+// A client that leaves while its sends are being stored: their receipts find the connection
+// closed and are dropped. (The connection was released twice by a GCC 12 coroutine temporary
+// and freed under them: the broker aborted within a few rounds. Checked.)
+TEST_F(BrokerTest, ProducerLeavingWithSendsInFlightLeavesTheBrokerServing) {
+  for (int round = 0; round < 20; ++round) {
+    const std::string topic = fmt::format("persistent://public/default/gone-{}", round);
+    auto c = client();
+    ASSERT_TRUE(c->create_producer(topic, 1, "p").ok());
+    for (int i = 0; i < 500; ++i) ASSERT_TRUE(c->post_message(1, i, "x").ok());
+    c->close();
+  }
+  std::this_thread::sleep_for(500ms);
+  auto c = client();
+  EXPECT_TRUE(c->create_producer("persistent://public/default/after", 1, "p").ok());
+}
+
+}  // namespace
+}  // namespace magnetar::broker

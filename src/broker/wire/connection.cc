@@ -63,12 +63,14 @@ void Connection::start() {
   loop_thread_ = std::this_thread::get_id();
   last_received_ms_ = now_ms();
   spawn([self]() { return self->read_loop(); });
-  spawn([self]() -> Task<void> {
-    co_await self->outbox_.run(*self->stream_, [self](const boost::system::error_code& ec) {
-      self->log_.debug("write failed: {}", net::describe_error(ec));
-      self->close();
-    });
-  });
+  // The handler is made here, not inside a co_await expression: GCC 12 destroys a temporary
+  // made there twice, which released this connection twice, and a client leaving with sends
+  // in flight then crashed the broker on a freed connection.
+  net::Outbox::ErrorHandler write_failed = [self](const boost::system::error_code& ec) {
+    self->log_.debug("write failed: {}", net::describe_error(ec));
+    self->close();
+  };
+  spawn([self, write_failed]() { return self->outbox_.run(*self->stream_, write_failed); });
   spawn([self]() { return self->keep_alive_loop(); });
 }
 
