@@ -335,22 +335,60 @@ void ProducerImpl::release_slots(int n) {
   slot_cv_.notify_all();
 }
 
-void ProducerImpl::send_async(Message message, SendCallback callback) {
+bool ProducerImpl::admit(SendCallback& callback) {
   if (!callback) callback = [](Result<MessageId>) {};
   if (closed_) {
     callback(Status(ClientError::kAlreadyClosed, fmt::format("producer on {} is closed", topic_)));
-    return;
+    return false;
   }
-  if (!acquire_slot(callback)) return;
-  auto self = shared_from_this();
-  SendCallback wrapped = [self, callback = std::move(callback)](Result<MessageId> r) {
+  if (!acquire_slot(callback)) return false;
+  callback = [self = shared_from_this(), callback = std::move(callback)](Result<MessageId> r) {
     self->release_slots(1);
     callback(std::move(r));
   };
+  return true;
+}
+
+void ProducerImpl::send_async(Message message, SendCallback callback) {
+  if (!admit(callback)) return;
+  auto self = shared_from_this();
   asio::post(executor(),
-             [self, message = std::move(message), wrapped = std::move(wrapped)]() mutable {
-               self->enqueue(std::move(message), std::move(wrapped));
+             [self, message = std::move(message), callback = std::move(callback)]() mutable {
+               self->enqueue(std::move(message), std::move(callback));
              });
+}
+
+void ProducerImpl::send_encoded(wire::MessageMetadata metadata, Buffer payload,
+                                SendCallback callback) {
+  if (!admit(callback)) return;
+  auto self = shared_from_this();
+  asio::post(executor(), [self, metadata = std::move(metadata), payload = std::move(payload),
+                          callback = std::move(callback)]() mutable {
+    self->enqueue_encoded(std::move(metadata), std::move(payload), std::move(callback));
+  });
+}
+
+void ProducerImpl::enqueue_encoded(wire::MessageMetadata metadata, Buffer payload,
+                                   SendCallback callback) {
+  if (state_ == State::kClosing || state_ == State::kClosed) {
+    callback(Status(ClientError::kAlreadyClosed, fmt::format("producer on {} is closed", topic_)));
+    return;
+  }
+  flush_batch();  // keeps the order
+  const int64_t seq = next_sequence_id_++;
+  wire::BaseCommand cmd;
+  cmd.set_type(wire::BaseCommand::SEND);
+  cmd.mutable_send()->set_producer_id(producer_id_);
+  cmd.mutable_send()->set_sequence_id(static_cast<uint64_t>(seq));
+  cmd.mutable_send()->set_num_messages(
+      metadata.has_num_messages_in_batch() ? metadata.num_messages_in_batch() : 1);
+  OpSend op;
+  op.sequence_id = seq;
+  op.highest_sequence_id = seq;
+  op.frame = protocol::encode_payload_command(cmd, metadata, BufferChain(std::move(payload)));
+  op.created = Clock::now();
+  op.callbacks.push_back(std::move(callback));
+  push_op(std::move(op));
 }
 
 void ProducerImpl::enqueue(Message message, SendCallback callback) {

@@ -56,6 +56,10 @@ class ProducerImpl final : public ProducerBase,
   Executor executor() { return client_->executor(loop_); }
 
   void send_async(Message message, SendCallback callback) override;
+  // An already-encoded message (RawProducer): `metadata` and `payload` go out unchanged in
+  // one SEND with this producer's next sequence id; num_messages_in_batch says how many
+  // messages the entry holds. Same queue, slots, receipts and re-sends as send_async.
+  void send_encoded(wire::MessageMetadata metadata, Buffer payload, SendCallback callback);
   Status flush() override;
   Status close() override;
   void close_async() override;
@@ -63,6 +67,7 @@ class ProducerImpl final : public ProducerBase,
   std::string name() const override;
   int64_t last_sequence_id() const override { return last_acked_.load(); }
   bool connected() const override { return connected_.load(); }
+  bool closed() const { return closed_.load(); }
   std::chrono::milliseconds send_timeout() const override { return options_.send_timeout; }
 
   // ConnectionListener (on the loop).
@@ -96,6 +101,9 @@ class ProducerImpl final : public ProducerBase,
   Task<void> batch_timer_loop();
   Task<void> timeout_loop();
   void enqueue(Message message, SendCallback callback);
+  void enqueue_encoded(wire::MessageMetadata metadata, Buffer payload, SendCallback callback);
+  // send_async's part before the loop: closed check, a pending slot, the slot's release.
+  bool admit(SendCallback& callback);
   void add_to_batch(Message message, SendCallback callback, int64_t sequence_id);
   void flush_batch();
   void send_single(Message message, SendCallback callback, int64_t sequence_id);

@@ -87,6 +87,7 @@ class Client {
   Status close();
 
  private:
+  friend class RawProducer;  // internal: the broker's replicators (client/raw_producer.h)
   explicit Client(std::shared_ptr<ClientImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<ClientImpl> impl_;
 };
