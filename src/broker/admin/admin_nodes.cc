@@ -53,9 +53,6 @@ bool valid_role(std::string_view s) {
   return true;
 }
 
-std::string cluster_path(std::string_view cluster) {
-  return fmt::format("/admin/clusters/{}", cluster);
-}
 std::string tenant_path(std::string_view tenant) {
   return fmt::format("/admin/policies/{}", tenant);
 }

@@ -36,7 +36,6 @@ bool valid_name(std::string_view s);
 // Well-formed UTF-8 without control characters (role names come URL-decoded from the path).
 bool valid_role(std::string_view s);
 
-std::string cluster_path(std::string_view cluster);
 std::string tenant_path(std::string_view tenant);
 
 struct NamespaceName {

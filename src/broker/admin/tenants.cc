@@ -14,6 +14,7 @@
 #include "broker/admin/admin_nodes.h"
 #include "broker/admin/admin_routes.h"
 #include "broker/admin/policies_json.h"
+#include "broker/config/store_paths.h"
 #include "common/logging.h"
 
 namespace magnetar::broker::admin {

@@ -90,6 +90,12 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
       .range(1, 100000);
   s.bind("brokerDeduplicationEnabled", &c->broker_deduplication_enabled,
          "Drop messages a producer resends (same producer name and sequence id)");
+  s.bind("replicationStartAt", &c->replication_start_at,
+         "Where a replicator starts on an existing topic: latest (new messages only) or "
+         "earliest (everything still stored)");
+  s.bind("replicationProducerQueueSize", &c->replication_producer_queue_size,
+         "Messages one replicator keeps in flight to its remote cluster")
+      .range(1, 1000000);
   s.bind("ttlDurationDefaultInSeconds", &c->ttl_duration_default_in_seconds,
          "Messages older than this are expired from subscriptions (0: never)")
       .range(0, 1 << 30);

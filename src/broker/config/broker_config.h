@@ -44,6 +44,11 @@ struct BrokerConfig {
   std::string allow_auto_topic_creation_type = "non-partitioned";  // allowAutoTopicCreationType
   int32_t default_num_partitions = 1;                              // defaultNumPartitions
   bool broker_deduplication_enabled = false;                       // brokerDeduplicationEnabled
+  // Geo-replication (src/broker/replication): where a new replicator's cursor starts on a
+  // topic that existed before replication to that cluster was enabled, and how many sends
+  // one replicator keeps in flight.
+  std::string replication_start_at = "latest";       // replicationStartAt: latest | earliest
+  int32_t replication_producer_queue_size = 1000;    // replicationProducerQueueSize
   int32_t ttl_duration_default_in_seconds = 0;       // ttlDurationDefaultInSeconds (0: none)
   double message_expiry_check_interval_minutes = 5;  // messageExpiryCheckIntervalInMinutes
   double backlog_quota_check_interval_seconds = 60;  // backlogQuotaCheckIntervalInSeconds

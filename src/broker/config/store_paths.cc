@@ -4,6 +4,10 @@
 
 namespace magnetar::broker {
 
+std::string cluster_path(std::string_view cluster) {
+  return fmt::format("/admin/clusters/{}", cluster);
+}
+
 std::string namespace_policies_path(std::string_view ns) {
   return fmt::format("/admin/policies/{}", ns);
 }

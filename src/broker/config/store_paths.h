@@ -10,6 +10,8 @@
 
 namespace magnetar::broker {
 
+// A cluster's ClusterData (serviceUrl, brokerServiceUrl, ...): "/admin/clusters/<cluster>".
+std::string cluster_path(std::string_view cluster);
 // A namespace's Policies: "/admin/policies/<tenant>/<namespace>" (`ns` = "tenant/namespace").
 std::string namespace_policies_path(std::string_view ns);
 // A partitioned topic's metadata ({"partitions": N}):

@@ -1,10 +1,21 @@
 #pragma once
-// Message deduplication (brokerDeduplicationEnabled or the namespace's deduplicationEnabled):
-// per producer name, the highest sequence id accepted (pushed) and stored (persisted). A
-// send at or below the pushed id is a duplicate when stored already, in flight otherwise.
-// The persisted ids are snapshotted every 1,000 stored entries as the properties of the
-// `pulsar.dedup` cursor's mark-delete (brokerDeduplicationEntriesInterval), and rebuilt on
-// load from that snapshot plus the entries after it.
+// Message deduplication, two kinds sharing one snapshot:
+//
+// - Producers (brokerDeduplicationEnabled or the namespace's deduplicationEnabled): per
+//   producer name, the highest sequence id accepted (pushed) and stored (persisted). A send
+//   at or below the pushed id is a duplicate when stored already, in flight otherwise.
+// - Replicated sends (always, on topics other clusters replicate into): per source cluster,
+//   the highest source position (the `__MSG_PROP_REPL_SOURCE_POSITION` of a `pulsar.repl.`
+//   producer's send) accepted and stored. A replicator sends its source topic's entries in
+//   order and re-sends from its mark-delete after a reconnect or a crash, so a send at or
+//   below the stored position is one this topic applied already: it is acknowledged and not
+//   stored again. Nothing is skipped: a position above the stored one is always new.
+//
+// Both are snapshotted every 1,000 stored entries as the properties of the `pulsar.dedup`
+// cursor's mark-delete (brokerDeduplicationEntriesInterval; a source's position as
+// `pulsar.repl.<source>_LID` / `_EID`), and rebuilt on load from that snapshot plus the
+// entries after it. Producer names starting with `pulsar.repl.` are never producer-deduplicated,
+// so the two kinds of keys cannot collide.
 //
 // Threading: on the topic's loop.
 
@@ -27,24 +38,50 @@ class Deduplication {
 
   // Opens the cursor and replays what was stored after its snapshot. Snapshots are written
   // on `executor` (the topic's loop) by coroutines that join `gate`, which outlives this.
+  // `producers`: whether producer deduplication is on (replicated sends always are).
   static Task<Result<std::unique_ptr<Deduplication>>> open(mledger::ManagedLedger& ledger,
-                                                           Executor executor, Gate& gate);
+                                                           Executor executor, Gate& gate,
+                                                           bool producers);
 
-  // Classifies a send; kNew also records it as pushed.
+  bool producers_enabled() const { return producers_; }
+  void enable_producers() { producers_ = true; }
+
+  // Classifies a producer's send; kNew also records it as pushed.
   Verdict check(const std::string& producer, int64_t sequence_id, int64_t highest);
   // The send's entry is stored at `position`.
   void persisted(const std::string& producer, int64_t highest, mledger::Position position);
+  // A send accepted by check() failed to be stored: what was pushed since the last stored
+  // one may come again and must be taken (Pulsar resets its highest pushed id the same way).
+  void failed(const std::string& producer);
   int64_t last_sequence_id(const std::string& producer) const;
 
+  // The same for a replicated send from cluster `source` at `source_position` (a position in
+  // the source topic, not in this one).
+  Verdict check_replicated(const std::string& source, mledger::Position source_position);
+  void persisted_replicated(const std::string& source, mledger::Position source_position,
+                            mledger::Position position);
+  void failed_replicated(const std::string& source);
+  // The last source position stored from `source` ((-1, -1): none).
+  mledger::Position last_replicated(const std::string& source) const;
+
  private:
+  struct State {
+    std::map<std::string, int64_t> producers;
+    std::map<std::string, mledger::Position> sources;
+  };
   Deduplication(std::shared_ptr<mledger::ManagedCursor> cursor, Executor executor, Gate& gate,
-                std::map<std::string, int64_t> persisted);
+                State persisted, bool producers);
+  static State from_snapshot(const std::map<std::string, int64_t>& properties);
+  static std::map<std::string, int64_t> to_snapshot(const State& state);
+  static void replay(const mledger::Entry& entry, State& state);
+  void stored(mledger::Position position);
 
   std::shared_ptr<mledger::ManagedCursor> cursor_;
   Executor executor_;
   Gate& gate_;
-  std::map<std::string, int64_t> pushed_;
-  std::map<std::string, int64_t> persisted_;
+  bool producers_;
+  State pushed_;
+  State persisted_;
   int64_t persisted_since_snapshot_ = 0;
 };
 

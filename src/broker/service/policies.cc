@@ -33,6 +33,12 @@ TopicPolicies topic_policies(const BrokerConfig& config, std::string_view polici
   if (policies.contains("deduplicationEnabled") && policies["deduplicationEnabled"].is_boolean()) {
     p.deduplication = policies["deduplicationEnabled"].get<bool>();
   }
+  const auto& clusters = policies.value("replication_clusters", nlohmann::json());
+  if (clusters.is_array()) {
+    for (const auto& c : clusters) {
+      if (c.is_string()) p.replication_clusters.push_back(c.get<std::string>());
+    }
+  }
   const auto& retention = policies.value("retention_policies", nlohmann::json());
   if (retention.is_object()) {
     p.ledger.retention_time_minutes = retention.value("retentionTimeInMinutes", 0.0);

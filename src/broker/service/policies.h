@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "broker/config/broker_config.h"
 #include "common/asio.h"
@@ -21,7 +22,8 @@ struct TopicPolicies {
   int64_t backlog_quota_bytes = -1;  // -1: none
   std::string backlog_quota_policy = "producer_request_hold";
   bool deduplication = false;
-  mledger::ManagedLedgerConfig ledger;  // with the namespace's retention
+  mledger::ManagedLedgerConfig ledger;            // with the namespace's retention
+  std::vector<std::string> replication_clusters;  // the namespace's, the local one included
 };
 
 // `policies_json`: the namespace's Policies node; fields absent or malformed keep the

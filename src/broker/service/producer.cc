@@ -3,6 +3,8 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "protocol/replication.h"
+
 namespace magnetar::broker {
 
 int64_t wall_clock_ms() {
@@ -17,6 +19,7 @@ Producer::Producer(const std::shared_ptr<ProducerSink>& sink, uint64_t id, std::
       owner_(sink.get()),
       id_(id),
       name_(std::move(name)),
+      replicator_(name_.starts_with(protocol::kReplicatorPrefix)),
       mode_(mode),
       connected_since_ms_(wall_clock_ms()) {}
 

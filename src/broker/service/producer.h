@@ -19,6 +19,9 @@ class Producer {
            wire::ProducerAccessMode mode);
   uint64_t id() const { return id_; }
   const std::string& name() const { return name_; }
+  // Another cluster's replicator (named `pulsar.repl.<source>...`): not listed among the
+  // topic's publishers; its sends are deduplicated by source position.
+  bool replicator() const { return replicator_; }
   wire::ProducerAccessMode access_mode() const { return mode_; }
   // Null once the connection is gone.
   std::shared_ptr<ProducerSink> sink() const { return sink_.lock(); }
@@ -34,6 +37,7 @@ class Producer {
   const ProducerSink* owner_;
   uint64_t id_;
   std::string name_;
+  bool replicator_;
   wire::ProducerAccessMode mode_;
   int64_t connected_since_ms_;
 };

@@ -9,6 +9,7 @@
 #include "broker/service/entry_metadata.h"
 #include "broker/service/errors.h"
 #include "mledger/errors.h"
+#include "protocol/replication.h"
 
 namespace magnetar::broker {
 
@@ -44,6 +45,7 @@ PersistentTopic::PersistentTopic(const BrokerConfig& config, Gate& gate, Executo
   // Durable subscriptions recovered with the managed ledger.
   for (const auto& [cursor_name, cursor] : ml_->cursors()) {
     if (cursor_name == Deduplication::kCursor) continue;
+    if (cursor_name.starts_with(protocol::kReplicatorPrefix)) continue;  // a replicator's
     // The subscription type is set by its first consumer.
     auto sub = std::make_shared<Subscription>(*this, cursor_name, wire::CommandSubscribe::Exclusive,
                                               cursor, true);
@@ -129,21 +131,47 @@ int64_t PersistentTopic::last_sequence_id(const std::string& producer) const {
 
 Task<Status> PersistentTopic::enable_deduplication() {
   auto self = shared_from_this();
-  auto dedup = co_await Deduplication::open(*ml_, executor_, gate_);
+  if (dedup_) {
+    dedup_->enable_producers();
+    co_return Status::OK();
+  }
+  auto dedup = co_await Deduplication::open(*ml_, executor_, gate_, true);
   if (!dedup.ok()) co_return dedup.status();
-  dedup_ = std::move(*dedup);
+  if (dedup_) {  // opened meanwhile by a replicator's producer
+    dedup_->enable_producers();
+  } else {
+    dedup_ = std::move(*dedup);
+  }
   co_return Status::OK();
+}
+
+Task<Status> PersistentTopic::enable_replicated_deduplication() {
+  auto self = shared_from_this();
+  if (dedup_) co_return Status::OK();
+  auto dedup = co_await Deduplication::open(*ml_, executor_, gate_, false);
+  if (!dedup.ok()) co_return dedup.status();
+  if (!dedup_) dedup_ = std::move(*dedup);
+  co_return Status::OK();
+}
+
+Position PersistentTopic::last_replicated(const std::string& source) const {
+  return dedup_ ? dedup_->last_replicated(source) : Position{};
 }
 
 void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer entry,
                               SendInfo send,
                               std::function<void(Result<std::optional<Position>>)> done) {
   const int64_t top = std::max(send.sequence_id, send.highest_sequence_id);
+  const bool replicated = dedup_ && send.source_position && !send.replicated_from.empty();
   // The chunks of one message share its sequence id: only the last one is deduplicated and
   // recorded (as Pulsar does).
-  const bool dedup = dedup_ && !send.chunk_before_last;
-  if (dedup) {
-    switch (dedup_->check(producer->name(), send.sequence_id, top)) {
+  const bool dedup =
+      !replicated && dedup_ && dedup_->producers_enabled() && !send.chunk_before_last;
+  if (replicated || dedup) {
+    const auto verdict = replicated
+                             ? dedup_->check_replicated(send.replicated_from, *send.source_position)
+                             : dedup_->check(producer->name(), send.sequence_id, top);
+    switch (verdict) {
       case Deduplication::Verdict::kDuplicate:
         done(std::optional<Position>());
         return;
@@ -158,9 +186,12 @@ void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer 
   const auto size = static_cast<int64_t>(entry.size());
   auto self = shared_from_this();
   ml_->async_add(BufferChain(std::move(entry)),
-                 [self, producer, messages = send.messages, size, top, dedup,
+                 [self, producer, messages = send.messages, size, top, dedup, replicated,
+                  source = send.replicated_from, source_position = send.source_position,
                   done = std::move(done)](Result<Position> p) {
                    if (!p.ok()) {
+                     if (dedup && self->dedup_) self->dedup_->failed(producer->name());
+                     if (replicated && self->dedup_) self->dedup_->failed_replicated(source);
                      done(std::move(p).status());
                      return;
                    }
@@ -171,6 +202,9 @@ void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer 
                    producer->msgs_in += messages;
                    producer->bytes_in += size;
                    if (dedup && self->dedup_) self->dedup_->persisted(producer->name(), top, *p);
+                   if (replicated && self->dedup_) {
+                     self->dedup_->persisted_replicated(source, *source_position, *p);
+                   }
                    done(std::optional<Position>(*p));
                  });
 }
@@ -193,7 +227,7 @@ Task<Result<std::shared_ptr<Subscription>>> PersistentTopic::subscribe(
     const std::string& name, SubType type, bool durable,
     wire::CommandSubscribe::InitialPosition initial, std::optional<Position> start) {
   auto self = shared_from_this();
-  if (name == Deduplication::kCursor) {
+  if (name == Deduplication::kCursor || name.starts_with(protocol::kReplicatorPrefix)) {
     co_return Status(Error::kReservedName, fmt::format("subscription name {} is reserved", name));
   }
   if (auto existing = find_subscription(name)) co_return existing;
@@ -308,7 +342,9 @@ PersistentTopic::Totals PersistentTopic::totals() const {
 
 nlohmann::json PersistentTopic::stats() const {
   nlohmann::json publishers = nlohmann::json::array();
-  for (const auto& [key, p] : producers_) publishers.push_back(p->stats());
+  for (const auto& [key, p] : producers_) {
+    if (!p->replicator()) publishers.push_back(p->stats());  // as Pulsar lists them
+  }
   nlohmann::json subs = nlohmann::json::object();
   int64_t out = 0;
   for (const auto& [name, sub] : subscriptions_) {
@@ -321,7 +357,8 @@ nlohmann::json PersistentTopic::stats() const {
           {"storageSize", ml_->total_size()},
           {"backlogSize", ml_->estimated_backlog_size()},
           {"publishers", std::move(publishers)},
-          {"subscriptions", std::move(subs)}};
+          {"subscriptions", std::move(subs)},
+          {"replication", replicators_ ? replicators_->stats() : nlohmann::json::object()}};
 }
 
 }  // namespace magnetar::broker

@@ -23,6 +23,7 @@
 #include "broker/service/metrics.h"
 #include "broker/service/policies.h"
 #include "broker/service/producer.h"
+#include "broker/service/replication_hooks.h"
 #include "broker/service/subscription.h"
 #include "common/asio.h"
 #include "common/buffer.h"
@@ -43,6 +44,10 @@ struct SendInfo {
   int64_t highest_sequence_id = 0;  // of a batch (0: none)
   int messages = 1;
   bool chunk_before_last = false;  // a chunk of a large message, not its last one
+  // A replicator's send (producer `pulsar.repl.<source>-->...` with the source position
+  // property): deduplicated by source position instead of sequence id.
+  std::string replicated_from;
+  std::optional<mledger::Position> source_position;
 };
 
 class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
@@ -74,11 +79,22 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // the send: its producers were told to reconnect), the managed ledger's others.
   void publish(const std::shared_ptr<Producer>& producer, Buffer entry, SendInfo send,
                std::function<void(Result<std::optional<mledger::Position>>)> done);
-  bool deduplication_enabled() const { return dedup_ != nullptr; }
+  bool deduplication_enabled() const { return dedup_ && dedup_->producers_enabled(); }
   // Highest sequence id accepted from the producer (-1: none, or no deduplication).
   int64_t last_sequence_id(const std::string& producer) const;
-  // Opens the `pulsar.dedup` cursor and rebuilds the producers' sequence ids.
+  // Opens the `pulsar.dedup` cursor (if not open yet) and rebuilds the producers' sequence
+  // ids; producer deduplication is on from then on.
   Task<Status> enable_deduplication();
+  // The same for replicated sends only (a replicator's producer registers): their source
+  // positions are tracked whether or not producer deduplication is on.
+  Task<Status> enable_replicated_deduplication();
+  // The last source position stored from cluster `source` ((-1, -1): none, or not tracked).
+  mledger::Position last_replicated(const std::string& source) const;
+
+  // The replicators reading this topic (set by the replication room; null: none).
+  void set_replicators(std::shared_ptr<const TopicReplicators> replicators) {
+    replicators_ = std::move(replicators);
+  }
 
   // Errors: kReservedName, the managed ledger's.
   Task<Result<std::shared_ptr<Subscription>>> subscribe(const std::string& name, SubType type,
@@ -126,6 +142,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   };
   std::deque<WaitingProducer> waiting_exclusive_;
   std::unique_ptr<Deduplication> dedup_;
+  std::shared_ptr<const TopicReplicators> replicators_;
   TopicPolicies policies_;
   TopicMetrics metrics_;
   std::map<std::string, std::shared_ptr<Subscription>> subscriptions_;

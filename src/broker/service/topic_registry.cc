@@ -10,6 +10,7 @@
 #include "broker/config/store_paths.h"
 #include "broker/namespace/namespace_service.h"
 #include "broker/service/policies.h"
+#include "broker/service/replication_hooks.h"
 #include "broker/service/topic.h"
 #include "mledger/managed_ledger.h"
 
@@ -23,8 +24,12 @@ TopicRegistry::TopicRegistry(std::vector<Loop> loops, metadata::MetadataStores s
 
 TopicRegistry::~TopicRegistry() = default;
 
+size_t TopicRegistry::loop_index(const std::string& topic) const {
+  return std::hash<std::string>{}(topic) % loops_.size();
+}
+
 TopicRegistry::LoopState& TopicRegistry::state_for(const std::string& topic) const {
-  return *loops_[std::hash<std::string>{}(topic) % loops_.size()];
+  return *loops_[loop_index(topic)];
 }
 
 Executor TopicRegistry::topic_executor(const std::string& topic) const {
@@ -114,6 +119,7 @@ Task<Result<std::shared_ptr<PersistentTopic>>> TopicRegistry::load_topic(LoopSta
       co_return st;
     }
   }
+  if (replication_) co_await replication_->topic_loaded(topic);
   state->topics[key] = topic;
   finish();
   // An unload of the bundle may have run while the topic loaded: it did not see the topic.
@@ -128,7 +134,7 @@ Task<Result<std::shared_ptr<PersistentTopic>>> TopicRegistry::load_topic(LoopSta
   auto still_owned = co_await run_on<bool>(namespaces->executor(), std::move(owns));
   if (!*still_owned) {
     if (state->topics.count(key) && state->topics[key] == topic) state->topics.erase(key);
-    co_await topic->close();
+    co_await close_topic(topic);
     co_return Status(Errc::kUnavailable,
                      fmt::format("the bundle of {} was unloaded while it loaded", key));
   }
@@ -136,11 +142,22 @@ Task<Result<std::shared_ptr<PersistentTopic>>> TopicRegistry::load_topic(LoopSta
   co_return topic;
 }
 
+Task<void> TopicRegistry::close_topic(std::shared_ptr<PersistentTopic> topic) {
+  if (replication_) co_await replication_->topic_closing(topic);
+  co_await topic->close();
+}
+
+std::vector<std::shared_ptr<PersistentTopic>> TopicRegistry::topics_on(size_t index) const {
+  std::vector<std::shared_ptr<PersistentTopic>> out;
+  for (const auto& [name, topic] : loops_[index]->topics) out.push_back(topic);
+  return out;
+}
+
 Task<int> TopicRegistry::close_topics(std::function<bool(const protocol::TopicName&)> which) {
   int closed = 0;
   for (auto& loop : loops_) {
     LoopState* state = loop.get();
-    auto work = [state, which]() -> Task<int> {
+    auto work = [this, state, which]() -> Task<int> {
       std::vector<std::shared_ptr<PersistentTopic>> chosen;
       for (auto it = state->topics.begin(); it != state->topics.end();) {
         if (which(it->second->name())) {
@@ -150,7 +167,7 @@ Task<int> TopicRegistry::close_topics(std::function<bool(const protocol::TopicNa
           ++it;
         }
       }
-      for (auto& topic : chosen) co_await topic->close();
+      for (auto& topic : chosen) co_await close_topic(topic);
       co_return static_cast<int>(chosen.size());
     };
     auto n = co_await run_on<int>(state->loop.executor, std::move(work));
@@ -172,7 +189,7 @@ Task<Status> TopicRegistry::delete_topic(protocol::TopicName name, bool force) {
     if (auto it = state->topics.find(key); it != state->topics.end() && it->second == t) {
       state->topics.erase(it);
     }
-    co_await t->close();
+    co_await close_topic(t);
     Status st = co_await state->loop.factory->remove(ml_name, config_.managed_ledger);
     if (st.ok()) log_.info("deleted topic {}", key);
     co_return st;
@@ -284,7 +301,7 @@ Task<void> TopicRegistry::close_loop(size_t index) {
   LoopState* state = loops_[index].get();
   if (state->tick) state->tick->cancel();
   auto topics = state->topics;
-  for (auto& [name, topic] : topics) co_await topic->close();
+  for (auto& [name, topic] : topics) co_await close_topic(topic);
   state->topics.clear();
 }
 

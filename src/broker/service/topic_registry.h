@@ -34,6 +34,7 @@ namespace magnetar::broker {
 
 class NamespaceService;
 class PersistentTopic;
+class TopicReplication;
 
 class TopicRegistry final : public BundleTopics {
  public:
@@ -80,6 +81,14 @@ class TopicRegistry final : public BundleTopics {
   // On loop `index`, after stop(): closes its topics.
   Task<void> close_loop(size_t index);
 
+  // The replication room's hooks (set once by the wiring, before any topic loads).
+  void set_replication(TopicReplication* replication) { replication_ = replication; }
+  size_t loop_count() const { return loops_.size(); }
+  size_t loop_index(const std::string& topic) const;  // the loop that owns a topic
+  Executor loop_executor(size_t index) const { return loops_[index]->loop.executor; }
+  // On loop `index`: the topics loaded there.
+  std::vector<std::shared_ptr<PersistentTopic>> topics_on(size_t index) const;
+
  private:
   struct LoopState {
     Loop loop;
@@ -88,6 +97,8 @@ class TopicRegistry final : public BundleTopics {
     std::map<std::string, std::vector<std::function<void(bool)>>> loading;
   };
   LoopState& state_for(const std::string& topic) const;
+  // The replication hook, then the topic's close.
+  Task<void> close_topic(std::shared_ptr<PersistentTopic> topic);
   Task<Result<std::shared_ptr<PersistentTopic>>> load_topic(LoopState* state,
                                                             protocol::TopicName name, bool create);
 
@@ -96,6 +107,7 @@ class TopicRegistry final : public BundleTopics {
   const BrokerConfig& config_;
   NamespaceService& namespaces_;
   Gate& gate_;
+  TopicReplication* replication_ = nullptr;
   log::Logger log_{"broker"};
   std::atomic<bool> stopped_{false};
 };

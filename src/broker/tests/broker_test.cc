@@ -13,6 +13,7 @@
 
 #include "common/metrics.h"
 #include "ledger/tests/ledger_test_support.h"
+#include "protocol/replication.h"
 #include "testing/pulsar_test_client.h"
 
 namespace magnetar::broker {
@@ -456,6 +457,55 @@ TEST_F(BrokerTest, DeduplicationDropsResentMessagesAcrossRestarts) {
   EXPECT_EQ(stored, 6);
   // The reserved cursor is not a subscription anyone may use.
   auto reserved = c->subscribe(topic, "pulsar.dedup", wire::CommandSubscribe::Shared, 10);
+  EXPECT_EQ(testing::server_error_of(reserved), wire::NotAllowedError);
+}
+
+// Another cluster's replicator (producer "pulsar.repl.<source>-->...") re-sends from its
+// mark-delete after any disturbance; the target applies each source position once, with
+// deduplication off on the topic, across a broker restart, and never skips a new one.
+TEST_F(BrokerTest, ReplicatedSendsAreAppliedOncePerSourcePositionAcrossRestarts) {
+  const std::string topic = "persistent://public/default/replicated-in";
+  auto send = [](PulsarTestClient& c, uint64_t seq, int64_t ledger, int64_t entry) {
+    wire::MessageMetadata md;
+    md.set_producer_name("origin-producer");  // the original producer's, kept by replicators
+    md.set_replicated_from("east");
+    protocol::set_source_position(&md, {LedgerId{ledger}, EntryId{entry}});
+    return c.send_message(1, seq, fmt::format("{}:{}", ledger, entry), &md);
+  };
+  auto stored = [](const Result<wire::CommandSendReceipt>& r) {
+    return r.ok() && r->message_id().ledgerid() != UINT64_MAX;
+  };
+  {
+    auto c = client();
+    ASSERT_TRUE(c->subscribe(topic, "all", wire::CommandSubscribe::Exclusive, 9,
+                             wire::CommandSubscribe::Earliest)
+                    .ok());
+    ASSERT_TRUE(c->create_producer(topic, 1, "pulsar.repl.east-->standalone").ok());
+    EXPECT_TRUE(stored(send(*c, 0, 5, 0)));
+    EXPECT_TRUE(stored(send(*c, 1, 5, 1)));
+    EXPECT_FALSE(stored(send(*c, 2, 5, 1))) << "a re-send of 5:1";
+    EXPECT_FALSE(stored(send(*c, 3, 5, 0))) << "a re-send of 5:0";
+    EXPECT_TRUE(stored(send(*c, 4, 5, 2)));
+    EXPECT_TRUE(stored(send(*c, 5, 7, 0))) << "a later ledger of the source";
+  }
+  broker_->stop();
+  start_broker();
+  auto c = client();
+  ASSERT_TRUE(c->create_producer(topic, 1, "pulsar.repl.east-->standalone").ok());
+  EXPECT_FALSE(stored(send(*c, 0, 7, 0))) << "known after the restart (rebuilt from the entries)";
+  EXPECT_FALSE(stored(send(*c, 1, 5, 2)));
+  EXPECT_TRUE(stored(send(*c, 2, 7, 1)));
+  ASSERT_TRUE(c->subscribe(topic, "all", wire::CommandSubscribe::Exclusive, 9).ok());
+  ASSERT_TRUE(c->flow(9, 100).ok());
+  int received = 0;
+  while (c->receive_message(500ms).ok()) ++received;
+  EXPECT_EQ(received, 5) << "5:0 5:1 5:2 7:0 7:1, once each";
+  // An ordinary producer's sequence ids are not deduplicated on this topic, and the
+  // replicators' cursor prefix is not a subscription name anyone may use.
+  ASSERT_TRUE(c->create_producer(topic, 2, "plain").ok());
+  EXPECT_TRUE(stored(c->send_message(2, 0, "a")));
+  EXPECT_TRUE(stored(c->send_message(2, 0, "a again")));
+  auto reserved = c->subscribe(topic, "pulsar.repl.west", wire::CommandSubscribe::Shared, 10);
   EXPECT_EQ(testing::server_error_of(reserved), wire::NotAllowedError);
 }
 

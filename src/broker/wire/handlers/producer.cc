@@ -11,6 +11,7 @@
 #include "broker/service/topic_registry.h"
 #include "broker/wire/connection.h"
 #include "mledger/errors.h"
+#include "protocol/replication.h"
 
 namespace magnetar::broker {
 
@@ -88,6 +89,15 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
       ServerFailure failure;
       int64_t last_sequence_id = -1;
     };
+    if (protocol::replicator_source(producer_name)) {
+      // Another cluster's replicator: what it re-sends must be recognised (dedup.h).
+      auto enable = [t]() { return t->enable_replicated_deduplication(); };
+      auto enabled = co_await run_on<Status>(t->executor(), std::move(enable));
+      if (!enabled->ok()) {
+        self->send_error(req.request_id(), to_server_failure(*enabled));
+        co_return;
+      }
+    }
     auto add = [t, producer, promoted]() -> Task<Added> {
       Added out;
       auto added = t->add_producer(producer, promoted);
@@ -137,6 +147,12 @@ bool Connection::handle_send(protocol::Frame& frame) {
   info.messages = std::max(1, send.num_messages());
   info.chunk_before_last = md.has_num_chunks_from_msg() && md.num_chunks_from_msg() > 1 &&
                            md.chunk_id() + 1 < md.num_chunks_from_msg();
+  if (md.has_replicated_from() && it->second.producer->replicator()) {
+    if (auto source = protocol::source_position(md)) {
+      info.replicated_from = md.replicated_from();
+      info.source_position = mledger::Position{source->ledger, source->entry};
+    }
+  }
   ++pending_sends_;
   auto self = shared_from_this();
   auto topic = it->second.topic;
