@@ -8,6 +8,7 @@
 #include <future>
 
 #include "broker/namespace/namespace_service.h"
+#include "broker/replication/replication_service.h"
 #include "broker/service/metrics.h"
 #include "broker/service/schema_registry.h"
 #include "broker/service/topic_registry.h"
@@ -58,6 +59,12 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
         *b->stores_.cluster, *loop->bk, b->config_.managed_ledger_factory, cache);
     b->loops_.push_back(std::move(loop));
   }
+  if (b->config_.replication_start_at != "latest" &&
+      b->config_.replication_start_at != "earliest") {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("replicationStartAt '{}': must be latest or earliest",
+                              b->config_.replication_start_at));
+  }
   boost::system::error_code ec;
   auto address = asio::ip::make_address(b->config_.bind_address, ec);
   if (ec) {
@@ -99,6 +106,9 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   }
   b->topics_ = std::make_unique<TopicRegistry>(std::move(registry_loops), b->stores_, b->config_,
                                                *b->namespaces_, b->gate_);
+  b->replication_ =
+      std::make_unique<ReplicationService>(b->config_, b->stores_, *b->topics_, b->gate_);
+  b->topics_->set_replication(b->replication_.get());
   b->namespaces_->set_topics(b->topics_.get());
   b->namespaces_->start();
   Broker* raw = b.get();
@@ -117,9 +127,12 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   b->gauge_timer_ = std::make_unique<asio::steady_timer>(b->loops_.front()->io);
   spawn_in(b->gate_, first, [raw]() { return raw->gauge_loop(); });
   TopicRegistry* topics = b->topics_.get();
+  ReplicationService* replication = b->replication_.get();
   for (size_t i = 0; i < b->loops_.size(); ++i) {
     Loop* l = b->loops_[i].get();
     spawn_in(b->gate_, l->io.get_executor(), [topics, i]() { return topics->maintain(i); });
+    spawn_in(b->gate_, l->io.get_executor(),
+             [replication, i]() { return replication->maintain(i); });
     l->thread = std::thread([l] {
       auto guard = asio::make_work_guard(l->io);
       l->io.run();
@@ -168,15 +181,19 @@ void Broker::stop() {
     }
   }
   for (auto& c : connections) c->close();
-  // 2. Topics and factories, each on its loop.
+  // 2. Replicators (their last acknowledgements reach the cursors), topics and factories,
+  // each on its loop; then the clients to remote clusters.
   if (topics_) topics_->stop();
+  if (replication_) replication_->stop();
   for (size_t i = 0; i < loops_.size(); ++i) {
     Loop* l = loops_[i].get();
     TopicRegistry* topics = topics_.get();
+    ReplicationService* replication = replication_.get();
     std::promise<void> done;
     asio::co_spawn(
         l->io,
-        [l, topics, i]() -> Task<void> {
+        [l, topics, replication, i]() -> Task<void> {
+          if (replication) co_await replication->close_loop(i);
           if (topics) co_await topics->close_loop(i);
           (void)co_await l->factory->close();
           // Bookie requests still in flight (a dispatch read, say) fail now, while the loop
@@ -187,6 +204,7 @@ void Broker::stop() {
         [&](std::exception_ptr) { done.set_value(); });
     if (l->thread.joinable()) done.get_future().wait();
   }
+  if (replication_) replication_->close_clients();
   // 3. Every coroutine of a connection, topic or the broker itself has ended (they were
   // told to: sockets, cursors and timers are closed) before the loops stop, so none is left
   // suspended holding what is torn down next.

@@ -43,6 +43,7 @@ namespace magnetar::broker {
 class Connection;
 struct ConnectionContext;
 class NamespaceService;
+class ReplicationService;
 class SchemaRegistry;
 class TopicRegistry;
 
@@ -106,6 +107,7 @@ class Broker {
   std::unique_ptr<SchemaRegistry> schemas_;
   std::unique_ptr<NamespaceService> namespaces_;
   std::unique_ptr<TopicRegistry> topics_;
+  std::unique_ptr<ReplicationService> replication_;
   std::unique_ptr<ConnectionContext> connection_context_;
   std::shared_ptr<metrics::Gauge> connections_gauge_;
   std::unique_ptr<asio::steady_timer> gauge_timer_;  // gauge_loop()'s, on the first loop

@@ -55,11 +55,13 @@ class Standalone {
     const std::string log = (dir_ / "standalone.log").string();
     std::error_code ec;
     const auto before = std::filesystem::exists(log) ? std::filesystem::file_size(log, ec) : 0;
-    std::vector<std::string> args = {MAGNETAR_BINARY, "standalone", "--data-dir", dir_.string(),
-                                     "--set", fmt::format("brokerServicePort={}", port_), "--set",
-                                     fmt::format("webServicePort={}", web_port_), "--set",
-                                     fmt::format("bookiePort={}", bookie_port_), "--set",
-                                     "bindAddress=127.0.0.1", "--set", "journalMaxGroupWaitMSec=1"};
+    std::vector<std::string> args = {MAGNETAR_BINARY, "standalone",
+                                     "--data-dir",    dir_.string(),
+                                     "--set",         fmt::format("brokerServicePort={}", port_),
+                                     "--set",         fmt::format("webServicePort={}", web_port_),
+                                     "--set",         fmt::format("bookiePort={}", bookie_port_),
+                                     "--set",         "bindAddress=127.0.0.1",
+                                     "--set",         "journalMaxGroupWaitMSec=1"};
     for (const auto& s : settings_) {
       args.push_back("--set");
       args.push_back(s);
@@ -90,6 +92,7 @@ class Standalone {
     pid_ = -1;
   }
   int port() const { return port_; }
+  int web_port() const { return web_port_; }
 
  private:
   std::filesystem::path dir_;

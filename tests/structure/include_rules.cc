@@ -33,9 +33,14 @@ const std::map<std::string, std::set<std::string>>& rules() {
       {"broker/admin",
        {"broker/service", "broker/namespace", "broker/config", "common", "http", "metadata",
         "mledger", "proto", "protocol"}},
+      // Geo-replication sits between {wire, admin} and service; the only room with the client.
+      {"broker/replication",
+       {"broker/service", "broker/namespace", "broker/config", "client", "common", "metadata",
+        "mledger", "proto", "protocol"}},
       {"broker",
-       {"broker/wire", "broker/admin", "broker/service", "broker/namespace", "broker/config",
-        "common", "http", "ledger", "metadata", "mledger", "net", "proto", "protocol"}},
+       {"broker/wire", "broker/admin", "broker/replication", "broker/service", "broker/namespace",
+        "broker/config", "common", "http", "ledger", "metadata", "mledger", "net", "proto",
+        "protocol"}},
       // The client library never includes broker code.
       {"client", {"common", "http", "net", "proto", "protocol"}},
       {"cli", {"client", "common", "http", "ledger", "metadata", "net", "proto", "protocol"}},

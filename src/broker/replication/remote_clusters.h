@@ -1,0 +1,68 @@
+#pragma once
+// Clients to the other clusters of the instance, one per remote cluster, made from the
+// cluster's ClusterData in the configuration store (/admin/clusters/<name>): its
+// brokerServiceUrl (or brokerServiceUrlTls when brokerClientTlsEnabled, with
+// brokerClientTrustCertsFilePath and tlsAllowInsecureConnection), else its serviceUrl (HTTP
+// lookup). A client is made on first use and kept; when the cluster's URLs change (the
+// ClusterData is re-read at most every `refresh`), the next use gets a new client; the old
+// one is closed by close() (closing joins threads, which an event loop must not wait for).
+//
+// Threading: client_for() may be awaited on any event loop (one mutex guards the cache; the
+// store read happens outside it). close() joins the clients' threads: call it from a thread
+// that is not an event loop, after every replicator stopped.
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/asio.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "magnetar/client.h"
+#include "metadata/metadata_store.h"
+
+namespace magnetar::broker {
+
+// How a broker reaches a cluster: what ClusterData says, reduced to what a client needs.
+struct RemoteEndpoint {
+  std::string service_url;  // pulsar://..., pulsar+ssl://... or http://...
+  client::ClientOptions options;
+  bool operator==(const RemoteEndpoint& o) const {
+    return service_url == o.service_url &&
+           options.tls_trust_certs_file_path == o.options.tls_trust_certs_file_path &&
+           options.tls_allow_insecure_connection == o.options.tls_allow_insecure_connection;
+  }
+};
+// From ClusterData JSON; kInvalidArgument (naming the cluster) when it has no usable URL.
+Result<RemoteEndpoint> remote_endpoint(const std::string& cluster, std::string_view json);
+
+class RemoteClusters {
+ public:
+  RemoteClusters(metadata::MetadataStore& configuration,
+                 std::chrono::milliseconds refresh = std::chrono::seconds(5));
+  ~RemoteClusters();
+
+  // A client to `cluster`. Errors: kNotFound (no such cluster), kInvalidArgument (its
+  // ClusterData has no usable URL), the store's.
+  Task<Result<std::shared_ptr<client::Client>>> client_for(std::string cluster);
+  void close();
+
+ private:
+  struct Cached {
+    RemoteEndpoint endpoint;
+    std::shared_ptr<client::Client> client;
+    std::chrono::steady_clock::time_point checked;
+  };
+  metadata::MetadataStore& configuration_;
+  const std::chrono::milliseconds refresh_;
+  log::Logger log_{"replication"};
+  std::mutex mu_;
+  std::map<std::string, Cached> clients_;
+  std::vector<std::shared_ptr<client::Client>> retired_;  // replaced after a URL change
+  bool closed_ = false;
+};
+
+}  // namespace magnetar::broker

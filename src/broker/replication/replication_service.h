@@ -1,0 +1,76 @@
+#pragma once
+// The broker's replicators: for every loaded topic, one Replicator per remote cluster its
+// namespace replicates to (`replication_clusters` less this cluster), started when the topic
+// loads (before it serves clients: the cursor exists before the first message it must carry)
+// and reconciled every second with the namespace's policy, so adding a cluster starts its
+// replicator and removing one stops it and deletes its cursor, without a topic reload.
+//
+// Threading: a topic's replicators live on the topic's loop; each loop's state is touched
+// only there. maintain(i) runs on loop i until stop().
+
+#include <atomic>
+#include <boost/asio/steady_timer.hpp>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "broker/config/broker_config.h"
+#include "broker/replication/remote_clusters.h"
+#include "broker/service/replication_hooks.h"
+#include "common/asio.h"
+#include "common/gate.h"
+#include "common/logging.h"
+#include "metadata/metadata_store.h"
+
+namespace magnetar::broker {
+
+class PersistentTopic;
+class Replicator;
+class TopicRegistry;
+
+class ReplicationService final : public TopicReplication {
+ public:
+  // Everything given outlives the service.
+  ReplicationService(const BrokerConfig& config, metadata::MetadataStores stores,
+                     TopicRegistry& topics, Gate& gate);
+  ~ReplicationService() override;
+
+  // TopicReplication (on the topic's loop).
+  Task<void> topic_loaded(std::shared_ptr<PersistentTopic> topic) override;
+  Task<void> topic_closing(std::shared_ptr<PersistentTopic> topic) override;
+
+  // On loop `index`: reconciles and samples that loop's replicators every second.
+  Task<void> maintain(size_t index);
+  // No more replicators start; maintain() ends at its next tick.
+  void stop();
+  // On loop `index`, after stop(): stops that loop's replicators.
+  Task<void> close_loop(size_t index);
+  // After every loop's close_loop(), from a thread that is not an event loop.
+  void close_clients() { remotes_.close(); }
+
+ private:
+  class TopicSet;
+  struct LoopState {
+    std::map<std::string, std::shared_ptr<TopicSet>> topics;  // by topic name
+    std::unique_ptr<asio::steady_timer> tick;
+  };
+  // Brings the topic's replicators in line with `clusters` (the namespace's replication
+  // clusters, this one included or not). `loading`: from topic_loaded (the topic is not in
+  // the registry yet); otherwise only a topic the registry still serves is touched.
+  Task<void> reconcile(const std::shared_ptr<PersistentTopic>& topic,
+                       const std::vector<std::string>& clusters, bool loading);
+  Task<Result<std::vector<std::string>>> replication_clusters(const std::string& ns);
+  LoopState& state_of(const PersistentTopic& topic);
+
+  const BrokerConfig& config_;
+  const metadata::MetadataStores stores_;
+  TopicRegistry& topics_;
+  Gate& gate_;
+  RemoteClusters remotes_;
+  std::vector<LoopState> loops_;
+  std::atomic<bool> stopped_{false};
+  log::Logger log_;
+};
+
+}  // namespace magnetar::broker
