@@ -1,12 +1,14 @@
 // Fuzz target: arbitrary bytes as a connection's stream. The first byte picks how the
 // stream is cut into reads; every decoded frame's payload is further unpacked as the
-// broker and client would (entry parse, decompression, batch split).
+// broker and client would (entry parse, decompression, batch split), and its metadata read
+// as a replication target reads it (source position, replicate_to).
 
 #include <cstddef>
 #include <cstdint>
 
 #include "protocol/batch.h"
 #include "protocol/frame.h"
+#include "protocol/replication.h"
 
 namespace {
 
@@ -17,6 +19,9 @@ void exercise(const magnetar::protocol::Frame& f) {
   if (!f.has_payload) return;
   (void)parse_entry(f.entry);
   (void)unpack_messages(f.metadata, f.payload, kMaxFrame);
+  (void)source_position(f.metadata);
+  (void)replicates_to(f.metadata, "west");
+  (void)replicator_source(f.metadata.producer_name());
 }
 
 }  // namespace
