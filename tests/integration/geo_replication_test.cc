@@ -231,6 +231,23 @@ TEST_F(GeoReplicationTest, RemoteOutageThenEverythingArrivesOnce) {
   ASSERT_TRUE(west_stats.is_object());
   EXPECT_EQ(west_stats["connected"], false) << west_stats.dump();
   EXPECT_GE(west_stats["replicationBacklog"].get<int64_t>(), 300) << west_stats.dump();
+  // The same in Prometheus series (updated once a second).
+  const std::string series =
+      "{cluster=\"east\",namespace=\"public/geo\",topic=\"persistent://public/geo/outage\","
+      "remote_cluster=\"west\"}";
+  std::string exposed;
+  for (int i = 0; i < 30; ++i) {
+    exposed = http(east_->web_port(), "GET", "/metrics").second;
+    if (exposed.find("pulsar_replication_disconnected_count" + series + " 1") !=
+        std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_NE(exposed.find("pulsar_replication_disconnected_count" + series + " 1"),
+            std::string::npos);
+  EXPECT_NE(exposed.find("pulsar_replication_connected_count" + series + " 0"), std::string::npos);
+  EXPECT_NE(exposed.find("pulsar_replication_backlog" + series), std::string::npos);
   ASSERT_TRUE(west_->start());
   ASSERT_EQ(send_all(p, "after", 100), 0);
   auto at_west = subscribe(*west_, topic);

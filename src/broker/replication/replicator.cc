@@ -12,6 +12,7 @@
 #include "mledger/errors.h"
 #include "protocol/frame.h"
 #include "protocol/replication.h"
+#include "protocol/topic_name.h"
 
 namespace magnetar::broker {
 
@@ -48,6 +49,10 @@ Replicator::Replicator(Executor executor, std::shared_ptr<mledger::ManagedLedger
       wake_(executor_),
       finished_(executor_),
       sampled_at_(Clock::now()) {
+  auto name = protocol::TopicName::parse(options_.topic);
+  namespace_ = name.ok() ? name->namespace_name() : std::string();
+  metrics_ = replication_metrics(options_.local_cluster, namespace_, options_.topic,
+                                 options_.remote_cluster);
   wake_.expires_at(Clock::time_point::max());
   finished_.expires_at(Clock::time_point::max());
 }
@@ -72,6 +77,8 @@ Task<void> Replicator::stop() {
     co_await finished_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
   producer_.reset();
+  remove_replication_metrics(options_.local_cluster, namespace_, options_.topic,
+                             options_.remote_cluster);
 }
 
 bool Replicator::connected() const {
@@ -94,6 +101,18 @@ void Replicator::sample() {
     }
   }
   sample_rates();
+  metrics_.backlog->set(static_cast<double>(cursor_->backlog_entries()));
+  metrics_.rate_out->set(msg_rate_out_);
+  metrics_.throughput_out->set(throughput_out_);
+  metrics_.delay_seconds->set(static_cast<double>(oldest_wait_seconds()));
+  metrics_.connected->set(up ? 1 : 0);
+  metrics_.disconnected->set(up ? 0 : 1);
+}
+
+int64_t Replicator::oldest_wait_seconds() const {
+  if (inflight_.empty()) return 0;
+  return std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - inflight_.front().second)
+      .count();
 }
 
 void Replicator::wake() {
@@ -271,11 +290,7 @@ void Replicator::sample_rates() {
 
 nlohmann::json Replicator::stats() const {
   const bool up = connected();
-  // Age of the oldest send still waiting for the remote (0: nothing waits).
-  const int64_t delay_s = inflight_.empty() ? 0
-                                            : std::chrono::duration_cast<std::chrono::seconds>(
-                                                  Clock::now() - inflight_.front().second)
-                                                  .count();
+  const int64_t delay_s = oldest_wait_seconds();
   nlohmann::json j = {{"msgRateIn", 0.0},
                       {"msgThroughputIn", 0.0},
                       {"msgRateOut", msg_rate_out_},

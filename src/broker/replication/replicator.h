@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/replication/replication_metrics.h"
 #include "common/asio.h"
 #include "common/backoff.h"
 #include "common/gate.h"
@@ -72,7 +73,8 @@ class Replicator : public std::enable_shared_from_this<Replicator> {
 
   const std::string& remote() const { return options_.remote_cluster; }
   bool connected() const;
-  // Once a second: the rates of the stats, and a log line when the connection changed.
+  // Once a second: the rates of the stats and the Prometheus series, and a log line when the
+  // connection changed.
   void sample();
   // Pulsar's ReplicatorStats.
   nlohmann::json stats() const;
@@ -89,6 +91,8 @@ class Replicator : public std::enable_shared_from_this<Replicator> {
   Task<void> nap(std::chrono::milliseconds d);
   void wake();
   void sample_rates();
+  // Age of the oldest send still waiting for the remote (0: nothing waits).
+  int64_t oldest_wait_seconds() const;
 
   const Executor executor_;
   const std::shared_ptr<mledger::ManagedLedger> ml_;
@@ -117,6 +121,8 @@ class Replicator : public std::enable_shared_from_this<Replicator> {
   int64_t sampled_msgs_ = 0, sampled_bytes_ = 0;
   double msg_rate_out_ = 0, throughput_out_ = 0;
   std::chrono::steady_clock::time_point sampled_at_;
+  std::string namespace_;  // of the topic, for the metrics' labels
+  ReplicationMetrics metrics_;
   int64_t connected_since_ms_ = 0;
   int64_t failures_ = 0;
 };
