@@ -1,6 +1,6 @@
-// Geo-replication between two `magnetar standalone` processes, clusters "east" and "west",
-// each with its own metadata and configuration store; each registers the other (the
-// "independent configuration stores" shape), and namespace public/geo replicates to both.
+// Geo-replication between `magnetar standalone` processes, clusters "east" and "west" (and
+// "a", "b", "c" for the topologies), each with its own metadata and configuration store;
+// each registers the others (the "independent configuration stores" shape).
 // Producers and consumers are our client library, in this process.
 //
 // What is checked: every message reaches every cluster exactly once (none lost, none doubled,
@@ -70,10 +70,10 @@ class GeoReplicationTest : public ::testing::Test {
     auto [code, text] = http(s.web_port(), method, path, body.dump());
     EXPECT_TRUE(code == 200 || code == 204) << method << " " << path << ": " << code << " " << text;
   }
-  json topic_stats(Standalone& s, const std::string& local_name) {
+  json topic_stats(Standalone& s, const std::string& local_name,
+                   const std::string& ns = kNamespace) {
     auto [code, text] =
-        http(s.web_port(), "GET",
-             fmt::format("/admin/v2/persistent/{}/{}/stats", kNamespace, local_name));
+        http(s.web_port(), "GET", fmt::format("/admin/v2/persistent/{}/{}/stats", ns, local_name));
     if (code != 200) return json();
     return json::parse(text, nullptr, false);
   }
@@ -300,6 +300,94 @@ TEST_F(GeoReplicationTest, SourceKilledMidReplicationLosesAndDoublesNothing) {
   EXPECT_TRUE(missing.empty()) << missing.size() << " acknowledged messages missing at west";
   EXPECT_TRUE(doubled.empty()) << doubled.size() << " messages doubled at west, first "
                                << (doubled.empty() ? "" : doubled.front());
+}
+
+// Three clusters, each its own standalone that registers the two others.
+class GeoTopologyTest : public GeoReplicationTest {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           fmt::format("magnetar-geo-{}-{}", ::getpid(),
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    for (const char* name : {"a", "b", "c"}) {
+      std::filesystem::create_directories(dir_ / name);
+      clusters_[name] = std::make_unique<Standalone>(dir_ / name, settings(name));
+      ASSERT_TRUE(clusters_[name]->start()) << name;
+    }
+    for (auto& [name, s] : clusters_) {
+      for (auto& [other, t] : clusters_) {
+        if (other != name) register_cluster(*s, other, *t);
+      }
+      expect_http(*s, "POST", "/admin/v2/tenants/public",
+                  json{{"adminRoles", json::array()}, {"allowedClusters", {"a", "b", "c"}}});
+    }
+  }
+  void TearDown() override {
+    clients_.clear();
+    clusters_.clear();
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+  // Namespace `ns` on cluster `at`, replicating to `clusters`.
+  void replicated_namespace(const std::string& at, const std::string& ns, const json& clusters) {
+    expect_http(*clusters_[at], "PUT", "/admin/v2/namespaces/" + ns, json::object());
+    expect_http(*clusters_[at], "POST", fmt::format("/admin/v2/namespaces/{}/replication", ns),
+                clusters);
+  }
+  std::map<std::string, std::unique_ptr<Standalone>> clusters_;
+};
+
+TEST_F(GeoTopologyTest, FullMeshOfThreeEveryMessageOnceEverywhereNoneBackToItsOrigin) {
+  for (const char* name : {"a", "b", "c"})
+    replicated_namespace(name, "public/mesh", {"a", "b", "c"});
+  const std::string topic = "persistent://public/mesh/all";
+  std::map<std::string, client::Consumer> consumers;
+  for (auto& [name, s] : clusters_) consumers.emplace(name, subscribe(*s, topic));
+  constexpr int kEach = 300;
+  std::map<std::string, client::Producer> producers;  // made here: clients_ is not shared
+  std::set<std::string> all;
+  for (auto& [name, s] : clusters_) {
+    producers.emplace(name, producer(*s, topic, "mesh-" + name));
+    all.merge(payloads(name, kEach));
+  }
+  std::vector<std::thread> senders;
+  for (auto& entry : producers) {
+    senders.emplace_back([p = &entry.second, name = entry.first] {
+      EXPECT_EQ(send_all(*p, name, kEach), 0);
+    });
+  }
+  for (auto& t : senders) t.join();
+  for (auto& [name, consumer] : consumers) {
+    expect_exactly_once(drain(consumer, all.size()), all, name.c_str());
+  }
+  for (auto& [name, s] : clusters_) {
+    const json stats = topic_stats(*s, "all", "public/mesh");
+    EXPECT_EQ(stats["msgInCounter"], 3 * kEach) << name << ": each message stored once";
+  }
+}
+
+TEST_F(GeoTopologyTest, AggregationEdgesIntoTheCentreAndNothingFlowsBack) {
+  replicated_namespace("a", "public/agg", {"a", "c"});
+  replicated_namespace("b", "public/agg", {"b", "c"});
+  replicated_namespace("c", "public/agg", {"c"});  // the centre replicates nowhere
+  const std::string topic = "persistent://public/agg/events";
+  auto at_a = subscribe(*clusters_["a"], topic);
+  auto at_b = subscribe(*clusters_["b"], topic);
+  auto at_c = subscribe(*clusters_["c"], topic);
+  constexpr int kEach = 300;
+  {
+    auto pa = producer(*clusters_["a"], topic, "edge-a");
+    auto pb = producer(*clusters_["b"], topic, "edge-b");
+    ASSERT_EQ(send_all(pa, "a", kEach), 0);
+    ASSERT_EQ(send_all(pb, "b", kEach), 0);
+  }
+  std::set<std::string> both = payloads("a", kEach);
+  both.merge(payloads("b", kEach));
+  expect_exactly_once(drain(at_c, both.size()), both, "centre");
+  expect_exactly_once(drain(at_a, kEach), payloads("a", kEach), "edge a");
+  expect_exactly_once(drain(at_b, kEach), payloads("b", kEach), "edge b");
+  const json centre = topic_stats(*clusters_["c"], "events", "public/agg");
+  EXPECT_TRUE(centre["replication"].empty()) << centre["replication"].dump();
 }
 
 }  // namespace
