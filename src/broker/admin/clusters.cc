@@ -101,7 +101,13 @@ Task<Response> Clusters::delete_cluster(std::string cluster) {
   if (!*exists) co_return error(404, kNoCluster);
   auto users = co_await namespaces_using(configuration(), cluster, "");
   if (auto* r = std::get_if<Response>(&users)) co_return std::move(*r);
-  if (!std::get<0>(users).empty()) co_return error(412, "Cluster not empty");
+  // Pulsar's text, and which namespaces still replicate there (Pulsar deletes the cluster
+  // and leaves their replication broken).
+  const auto& namespaces = std::get<0>(users);
+  if (!namespaces.empty()) {
+    co_return error(412, fmt::format("Cluster not empty: namespaces {} replicate to it",
+                                     fmt::join(namespaces, ", ")));
+  }
   Status st = co_await configuration().remove_recursive(cluster_path(cluster));
   if (!st.ok()) co_return store_error(st);
   log_.info("deleted cluster {}", cluster);

@@ -206,7 +206,7 @@ TEST_F(AdminResourcesTest, SetsAndGetsPeerClusters) {
 TEST_F(AdminResourcesTest, ClusterUsedByANamespaceCannotBeDeleted) {
   Reply refused = del("/admin/v2/clusters/standalone");
   EXPECT_EQ(refused.status, 412);
-  EXPECT_EQ(refused.reason(), "Cluster not empty");
+  EXPECT_EQ(refused.reason(), "Cluster not empty: namespaces public/default replicate to it");
   EXPECT_EQ(get("/admin/v2/clusters/standalone").status, 200);
 }
 
