@@ -28,10 +28,7 @@ constexpr const char* kNamespace = "public/geo";
 class GeoReplicationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           fmt::format("magnetar-geo-{}-{}", ::getpid(),
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
+    dir_ = fresh_dir();
     std::filesystem::create_directories(dir_ / "east");
     std::filesystem::create_directories(dir_ / "west");
     east_ = std::make_unique<Standalone>(dir_ / "east", settings("east"));
@@ -57,6 +54,14 @@ class GeoReplicationTest : public ::testing::Test {
     if (!HasFailure()) std::filesystem::remove_all(dir_);
   }
 
+  // An empty directory of this test's own.
+  static std::filesystem::path fresh_dir() {
+    auto dir = std::filesystem::temp_directory_path() /
+               fmt::format("magnetar-geo-{}-{}", ::getpid(),
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir);
+    return dir;
+  }
   static std::vector<std::string> settings(const std::string& cluster) {
     return {"clusterName=" + cluster, "brokerDeduplicationEnabled=false"};
   }
@@ -306,10 +311,7 @@ TEST_F(GeoReplicationTest, SourceKilledMidReplicationLosesAndDoublesNothing) {
 class GeoTopologyTest : public GeoReplicationTest {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           fmt::format("magnetar-geo-{}-{}", ::getpid(),
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
+    dir_ = fresh_dir();
     for (const char* name : {"a", "b", "c"}) {
       std::filesystem::create_directories(dir_ / name);
       clusters_[name] = std::make_unique<Standalone>(dir_ / name, settings(name));
@@ -352,9 +354,8 @@ TEST_F(GeoTopologyTest, FullMeshOfThreeEveryMessageOnceEverywhereNoneBackToItsOr
   }
   std::vector<std::thread> senders;
   for (auto& entry : producers) {
-    senders.emplace_back([p = &entry.second, name = entry.first] {
-      EXPECT_EQ(send_all(*p, name, kEach), 0);
-    });
+    senders.emplace_back(
+        [p = &entry.second, name = entry.first] { EXPECT_EQ(send_all(*p, name, kEach), 0); });
   }
   for (auto& t : senders) t.join();
   for (auto& [name, consumer] : consumers) {
