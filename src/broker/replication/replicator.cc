@@ -62,7 +62,6 @@ Replicator::~Replicator() = default;
 void Replicator::start() {
   auto self = shared_from_this();
   running_ = true;
-  loops_running_ = 1;
   spawn_in(gate_, executor_, [self]() { return self->run(); });
 }
 
@@ -72,7 +71,7 @@ Task<void> Replicator::stop() {
   cursor_->cancel_wait();
   wake();
   if (producer_) producer_->close_async();
-  while (loops_running_ > 0) {
+  while (running_) {
     boost::system::error_code ec;
     co_await finished_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
@@ -205,7 +204,7 @@ Task<void> Replicator::run() {
     (void)co_await cursor_->delete_positions(std::move(last));
   }
   running_ = false;
-  if (--loops_running_ == 0) finished_.cancel();
+  finished_.cancel();
 }
 
 void Replicator::forward(std::vector<mledger::Entry> entries) {

@@ -105,13 +105,12 @@ class Replicator : public std::enable_shared_from_this<Replicator> {
 
   std::shared_ptr<client::RawProducer> producer_;
   bool stopping_ = false;
-  bool running_ = false;
   bool failed_ = false;  // a send failed: drop the producer, rewind, reconnect
   bool was_connected_ = false;
   Backoff backoff_{Backoff::Options{}};  // between producers refused for good
   asio::steady_timer wake_;              // nap() and the wait for room
   asio::steady_timer finished_;          // cancelled when run() and the ack loop have ended
-  int loops_running_ = 0;
+  bool running_ = false;  // run() started and not ended (stop() waits for it)
   std::deque<std::pair<mledger::Position, std::chrono::steady_clock::time_point>> inflight_;
   std::vector<mledger::Position> acks_;
   bool acking_ = false;
@@ -124,7 +123,6 @@ class Replicator : public std::enable_shared_from_this<Replicator> {
   std::string namespace_;  // of the topic, for the metrics' labels
   ReplicationMetrics metrics_;
   int64_t connected_since_ms_ = 0;
-  int64_t failures_ = 0;
 };
 
 }  // namespace magnetar::broker
