@@ -13,8 +13,10 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <charconv>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -40,10 +42,18 @@ struct Report {
   bool ready = false;
 };
 
-Position parse_position(const std::string& text) {
+// A position as the writer printed it ("ledger:entry"), or nothing when the line is torn: the
+// report is read while the writer is still writing, so its last line may end anywhere.
+std::optional<Position> parse_position(const std::string& text) {
   const auto colon = text.find(':');
-  return Position{LedgerId{std::stoll(text.substr(0, colon))},
-                  EntryId{std::stoll(text.substr(colon + 1))}};
+  if (colon == std::string::npos) return std::nullopt;
+  int64_t ledger = 0, entry = 0;
+  const char* end = text.data() + text.size();
+  auto [l_end, l_err] = std::from_chars(text.data(), text.data() + colon, ledger);
+  if (l_err != std::errc{} || l_end != text.data() + colon || colon == 0) return std::nullopt;
+  auto [e_end, e_err] = std::from_chars(text.data() + colon + 1, end, entry);
+  if (e_err != std::errc{} || e_end != end || colon + 1 == text.size()) return std::nullopt;
+  return Position{LedgerId{ledger}, EntryId{entry}};
 }
 
 Report read_report(const std::string& path) {
@@ -51,22 +61,26 @@ Report read_report(const std::string& path) {
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
+    if (in.eof()) break;  // no newline yet: a line still being written
     std::istringstream words(line);
     std::string kind;
     words >> kind;
     if (kind == "ADD") {
       int64_t i = 0;
       std::string pos;
-      if (!(words >> i >> pos) || pos.find(':') == std::string::npos) continue;  // torn line
+      if (!(words >> i >> pos)) continue;  // torn line
+      const auto position = parse_position(pos);
+      if (!position) continue;
       if (i != static_cast<int64_t>(r.adds.size())) {
         r.fatal.push_back("ADD lines out of order: " + line);
         continue;
       }
-      r.adds.push_back(parse_position(pos));
+      r.adds.push_back(*position);
     } else if (kind == "ACKING" || kind == "ACKED") {
       std::string pos;
-      if (!(words >> pos) || pos.find(':') == std::string::npos) continue;
-      (kind == "ACKING" ? r.acking : r.acked).insert(parse_position(pos));
+      if (!(words >> pos)) continue;
+      const auto position = parse_position(pos);
+      if (position) (kind == "ACKING" ? r.acking : r.acked).insert(*position);
     } else if (kind == "FATAL") {
       r.fatal.push_back(line);
     } else if (kind == "READY") {
