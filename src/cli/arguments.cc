@@ -121,6 +121,16 @@ Result<int64_t> parse_relative_seconds(std::string_view text, bool allow_infinit
   return *seconds;
 }
 
+std::vector<std::string> split_list(std::string_view text) {
+  std::vector<std::string> out;
+  while (true) {
+    const size_t comma = text.find(',');
+    out.emplace_back(text.substr(0, comma));
+    if (comma == std::string_view::npos) return out;
+    text.remove_prefix(comma + 1);
+  }
+}
+
 Result<protocol::MessageId> parse_message_id(std::string_view text) {
   auto id = protocol::MessageId::parse(text);
   if (!id.ok()) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "protocol/message_id.h"
@@ -19,6 +20,9 @@ Result<int64_t> parse_size(std::string_view text);
 // Seconds from "30" or "30s", "10m", "3h", "1d", "2w", "1y" (365 days); "-1" gives -1 when
 // `allow_infinite`. Units are lower case, as pulsar-admin takes them.
 Result<int64_t> parse_relative_seconds(std::string_view text, bool allow_infinite = false);
+
+// A comma separated list as pulsar-admin splits it ("a,b" gives {"a", "b"}; "" gives {""}).
+std::vector<std::string> split_list(std::string_view text);
 
 // "earliest", "latest", "ledger:entry[:partition[:batchIndex]]".
 Result<protocol::MessageId> parse_message_id(std::string_view text);

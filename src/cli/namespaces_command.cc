@@ -185,15 +185,7 @@ int set_deduplication(Session& s, const NamespaceArgs& a) {
 int set_clusters(Session& s, const NamespaceArgs& a) {
   auto path = ns_path(s, a.name, "/replication");
   if (!path) return 1;
-  Json clusters = Json::array();
-  std::string_view rest = a.cluster_list;
-  while (true) {
-    const size_t comma = rest.find(',');
-    clusters.push_back(std::string(rest.substr(0, comma)));
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
-  }
-  return s.change("POST", *path, clusters.dump());
+  return s.change("POST", *path, Json(split_list(a.cluster_list)).dump());
 }
 
 int grant_permission(Session& s, const NamespaceArgs& a) {

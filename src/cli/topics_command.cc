@@ -27,6 +27,10 @@ struct TopicArgs {
   bool exclude = false;
   bool replicated = false;
   int64_t count = 1;
+  // set-replication-clusters, get-replication-clusters, remove-replication-clusters
+  std::string cluster_list;
+  bool applied = false;
+  bool global = false;
   std::string domain;
 };
 
@@ -308,6 +312,39 @@ void add_topic_commands(CLI::App& app, CommandTable& table) {
       },
       [](CLI::App* c, TopicArgs& a) {
         c->add_flag("-f,--force", a.force, "Close producers and consumers and delete anyway");
+      });
+
+  add(
+      g, table, "set-replication-clusters", "Set the replication clusters of a topic",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(s, a.name, fmt::format("/replication?isGlobal={}", flag(a.global)));
+        return path ? s.change("POST", *path, Json(split_list(a.cluster_list)).dump()) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        c->add_option("-c,--clusters", a.cluster_list, "Comma separated replication cluster ids")
+            ->required();
+        c->add_flag("-g,--global", a.global, "The global policy (every cluster applies it)");
+      });
+  add(
+      g, table, "get-replication-clusters", "Get the replication clusters of a topic",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(s, a.name, fmt::format("/replication?applied={}&isGlobal={}",
+                                                     flag(a.applied), flag(a.global)));
+        return path ? s.print_value(*path) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        c->add_flag("-a,--applied", a.applied,
+                    "What applies: the topic's, else the namespace's (default: the topic's)");
+        c->add_flag("-g,--global", a.global, "The global policy");
+      });
+  add(
+      g, table, "remove-replication-clusters", "Remove the replication clusters of a topic",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(s, a.name, fmt::format("/replication?isGlobal={}", flag(a.global)));
+        return path ? s.change("DELETE", *path) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        c->add_flag("-g,--global", a.global, "The global policy");
       });
 
   add(g, table, "stats", "Get the stats of a topic", getter("/stats"));

@@ -496,6 +496,22 @@ TEST(AdminToolFakeServerTest, TopicCommandsSendPulsarsRequests) {
        ""},
       {{"topics", "unload", "orders"}, "PUT", kTopic + "/unload", ""},
       {{"topics", "last-message-id", "orders"}, "GET", kTopic + "/lastMessageId", ""},
+      {{"topics", "set-replication-clusters", "orders", "--clusters", "east,west"},
+       "POST",
+       kTopic + "/replication?isGlobal=false",
+       R"(["east","west"])"},
+      {{"topics", "set-replication-clusters", "orders", "-c", "east", "-g"},
+       "POST",
+       kTopic + "/replication?isGlobal=true",
+       R"(["east"])"},
+      {{"topics", "get-replication-clusters", "orders", "--applied"},
+       "GET",
+       kTopic + "/replication?applied=true&isGlobal=false",
+       ""},
+      {{"topics", "remove-replication-clusters", "orders"},
+       "DELETE",
+       kTopic + "/replication?isGlobal=false",
+       ""},
   });
 }
 
