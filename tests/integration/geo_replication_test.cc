@@ -192,6 +192,9 @@ TEST_F(GeoReplicationTest, ActiveActiveEveryClusterGetsEveryMessageExactlyOnce) 
   ASSERT_TRUE(stats["replication"].contains("west")) << stats.dump();
   EXPECT_EQ(stats["replication"]["west"]["connected"], true);
   EXPECT_EQ(stats["replication"]["west"]["replicationBacklog"], 0);
+  // The inbound half: west's replicator publishing here.
+  EXPECT_TRUE(stats["replication"]["west"]["inboundConnection"].is_string()) << stats.dump();
+  EXPECT_TRUE(stats["replication"]["west"]["inboundConnectedSince"].is_string()) << stats.dump();
   for (const auto& [name, p] : stats["publishers"].items()) {
     EXPECT_FALSE(p["producerName"].get<std::string>().starts_with("pulsar.repl."))
         << "a replicator is not a publisher";
@@ -308,6 +311,143 @@ TEST_F(GeoReplicationTest, SourceKilledMidReplicationLosesAndDoublesNothing) {
 }
 
 // Three clusters, each its own standalone that registers the two others.
+// A topic's own replication clusters on a namespace that replicates nowhere, on a partitioned
+// topic: the remote partitioned metadata is made to match, a remote of another shape is
+// refused, only that topic replicates, and removing the policy stops it.
+TEST_F(GeoReplicationTest, TopicLevelClustersReplicateOnlyThatTopicWithItsPartitions) {
+  const std::string ns = "public/solo";
+  for (auto [s, self] : {std::pair{east_.get(), "east"}, std::pair{west_.get(), "west"}}) {
+    expect_http(*s, "PUT", "/admin/v2/namespaces/" + ns, json::object());
+    expect_http(*s, "POST", fmt::format("/admin/v2/namespaces/{}/replication", ns), json{self});
+  }
+  const std::string root = "/admin/v2/persistent/" + ns;
+  expect_http(*east_, "PUT", root + "/parts/partitions", json(4));
+  EXPECT_EQ(http(east_->web_port(), "GET", root + "/parts/replication").first, 204);
+  EXPECT_EQ(json::parse(http(east_->web_port(), "GET", root + "/parts/replication?applied=true")
+                            .second),
+            json({"east"}));
+
+  // Bad input changes nothing.
+  auto [code, text] = http(east_->web_port(), "POST", root + "/parts/replication",
+                           json({"east", "north"}).dump());
+  EXPECT_EQ(code, 403) << text;
+  EXPECT_NE(text.find("Invalid cluster id: north"), std::string::npos) << text;
+  std::tie(code, text) = http(east_->web_port(), "POST", root + "/parts-partition-1/replication",
+                              json({"east", "west"}).dump());
+  EXPECT_EQ(code, 412) << text;
+  std::tie(code, text) = http(east_->web_port(), "POST", root + "/nothing/replication",
+                              json({"east", "west"}).dump());
+  EXPECT_EQ(code, 404) << text;
+  std::tie(code, text) = http(east_->web_port(), "POST", root + "/parts/replication", "[]");
+  EXPECT_EQ(code, 412) << text;
+  // A remote partitioned topic of another size is refused, and nothing is stored.
+  expect_http(*west_, "PUT", root + "/odd/partitions", json(3));
+  expect_http(*east_, "PUT", root + "/odd/partitions", json(4));
+  std::tie(code, text) = http(east_->web_port(), "POST", root + "/odd/replication",
+                              json({"east", "west"}).dump());
+  EXPECT_EQ(code, 409) << text;
+  EXPECT_NE(text.find("different partitions"), std::string::npos) << text;
+  EXPECT_EQ(http(east_->web_port(), "GET", root + "/odd/replication").first, 204);
+
+  // The topic's own clusters: west gets the partitioned topic, then its messages.
+  expect_http(*east_, "POST", root + "/parts/replication", json({"east", "west"}));
+  EXPECT_EQ(json::parse(http(east_->web_port(), "GET", root + "/parts/replication").second),
+            json({"east", "west"}));
+  EXPECT_EQ(json::parse(http(west_->web_port(), "GET", root + "/parts/partitions").second),
+            json({{"partitions", 4}}));
+  const std::string topic = fmt::format("persistent://{}/parts", ns);
+  const std::string plain = fmt::format("persistent://{}/plain", ns);
+  auto at_west = subscribe(*west_, topic);
+  auto p = producer(*east_, topic, "parts-producer");
+  auto q = producer(*east_, plain, "plain-producer");
+  ASSERT_EQ(send_all(p, "p", 200), 0);
+  ASSERT_EQ(send_all(q, "q", 20), 0);
+  expect_exactly_once(drain(at_west, 200), payloads("p", 200), "west");
+  // The namespace replicates nowhere: the other topic stays in east.
+  EXPECT_TRUE(topic_stats(*west_, "plain", ns).is_null());
+
+  // Removed: the namespace's (east only) applies again, and the replicators stop.
+  EXPECT_EQ(http(east_->web_port(), "DELETE", root + "/parts/replication").first, 204);
+  json replication;
+  for (int i = 0; i < 50; ++i) {
+    replication = topic_stats(*east_, "parts-partition-0", ns)["replication"];
+    if (replication.is_object() && replication.empty()) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(replication, json::object());
+}
+
+// Namespace-level replication of partitioned topics with independent configuration stores:
+// the replicator makes the remote partitioned metadata; a remote with another partition count
+// is reported (stats, not a silent retry) and gets nothing.
+TEST_F(GeoReplicationTest, PartitionedTopicsAreCreatedRemotelyAndAMismatchIsReported) {
+  const std::string root = fmt::format("/admin/v2/persistent/{}", kNamespace);
+  expect_http(*east_, "PUT", root + "/parted/partitions", json(2));
+  expect_http(*west_, "PUT", root + "/skewed/partitions", json(3));
+  expect_http(*east_, "PUT", root + "/skewed/partitions", json(2));
+  auto p = producer(*east_, fmt::format("persistent://{}/parted", kNamespace), "parted");
+  auto q = producer(*east_, fmt::format("persistent://{}/skewed", kNamespace), "skewed");
+  ASSERT_EQ(send_all(p, "p", 100), 0);
+  ASSERT_EQ(send_all(q, "q", 10), 0);
+  json partitions;
+  for (int i = 0; i < 100; ++i) {
+    partitions = json::parse(http(west_->web_port(), "GET", root + "/parted/partitions").second,
+                             nullptr, false);
+    if (partitions == json({{"partitions", 2}})) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(partitions, json({{"partitions", 2}}));
+  auto at_west = subscribe(*west_, fmt::format("persistent://{}/parted", kNamespace));
+  expect_exactly_once(drain(at_west, 100), payloads("p", 100), "west");
+
+  json west;
+  for (int i = 0; i < 100; ++i) {
+    west = topic_stats(*east_, "skewed-partition-0")["replication"]["west"];
+    if (west.is_object() && west.contains("lastError")) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(west.is_object() && west.contains("lastError")) << west.dump();
+  EXPECT_NE(west["lastError"].get<std::string>().find("inconsistent"), std::string::npos)
+      << west.dump();
+  EXPECT_EQ(west["connected"], false);
+  EXPECT_GT(west["replicationBacklog"].get<int64_t>(), 0);
+  EXPECT_EQ(json::parse(http(west_->web_port(), "GET", root + "/skewed/partitions").second),
+            json({{"partitions", 3}}));
+}
+
+// Message TTL applies to the replication cursor: while the remote is away, what outlives the
+// TTL expires (msgRateExpired / msgExpiredCounter) and never reaches it.
+TEST_F(GeoReplicationTest, MessagesOlderThanTheTtlExpireInsteadOfReplicating) {
+  expect_http(*east_, "POST", fmt::format("/admin/v2/namespaces/{}/messageTTL", kNamespace),
+              json(2));
+  const std::string topic = fmt::format("persistent://{}/ttl", kNamespace);
+  {
+    auto at_west = subscribe(*west_, topic);
+    (void)at_west.close();
+  }
+  auto p = producer(*east_, topic, "ttl");
+  west_->kill();
+  clients_.erase(west_.get());
+  ASSERT_EQ(send_all(p, "old", 50), 0);
+  json west;
+  for (int i = 0; i < 200; ++i) {
+    west = topic_stats(*east_, "ttl")["replication"]["west"];
+    if (west.is_object() && west["msgExpiredCounter"].get<int64_t>() >= 50) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(west.is_object());
+  EXPECT_GE(west["msgExpiredCounter"].get<int64_t>(), 50) << west.dump();
+  EXPECT_EQ(west["replicationBacklog"], 0) << west.dump();
+  ASSERT_TRUE(west_->start());
+  for (int i = 0; i < 600; ++i) {  // reconnected (the backoff may have grown meanwhile)
+    if (topic_stats(*east_, "ttl")["replication"]["west"]["connected"] == true) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(send_all(p, "new", 20), 0);
+  auto at_west = subscribe(*west_, topic);
+  expect_exactly_once(drain(at_west, 20), payloads("new", 20), "west");
+}
+
 class GeoTopologyTest : public GeoReplicationTest {
  protected:
   void SetUp() override {

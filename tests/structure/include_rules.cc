@@ -35,8 +35,8 @@ const std::map<std::string, std::set<std::string>>& rules() {
         "mledger", "proto", "protocol"}},
       // Geo-replication sits between {wire, admin} and service; the only room with the client.
       {"broker/replication",
-       {"broker/service", "broker/namespace", "broker/config", "client", "common", "metadata",
-        "mledger", "proto", "protocol"}},
+       {"broker/service", "broker/namespace", "broker/config", "client", "common", "http",
+        "metadata", "mledger", "proto", "protocol"}},
       {"broker",
        {"broker/wire", "broker/admin", "broker/replication", "broker/service", "broker/namespace",
         "broker/config", "common", "http", "ledger", "metadata", "mledger", "net", "proto",

@@ -46,6 +46,7 @@ void add_lookup(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_topics(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_subscriptions(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_partitioned_topics(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
+void add_topic_policies(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_brokers(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 
 // The prefixes, with the methods each serves and its answers before the router.

@@ -21,4 +21,14 @@ std::string partitioned_topics_dir(std::string_view ns) {
   return fmt::format("/admin/partitioned-topics/{}/persistent", ns);
 }
 
+std::string topic_policies_dir(std::string_view ns, bool global) {
+  return fmt::format("/admin/{}topic-policies/{}", global ? "" : "local-", ns);
+}
+
+std::string topic_policies_path(const protocol::TopicName& topic, bool global) {
+  const protocol::TopicName base = topic.partitioned_topic_name();
+  return fmt::format("{}/{}/{}", topic_policies_dir(topic.namespace_name(), global),
+                     protocol::to_string(base.domain()), base.encoded_local_name());
+}
+
 }  // namespace magnetar::broker

@@ -21,4 +21,15 @@ std::string partitioned_topic_path(const protocol::TopicName& topic);
 // "/admin/partitioned-topics/<tenant>/<namespace>/persistent".
 std::string partitioned_topics_dir(std::string_view ns);
 
+// A topic's own policies, JSON with Pulsar's TopicPolicies field names (so far
+// {"replicationClusters": [...]}). Pulsar keeps them in the namespace's `__change_events`
+// system topic; Magnetar in one node per topic: the global ones (every cluster sharing the
+// configuration store applies them) in the configuration store at
+// "/admin/topic-policies/<tenant>/<namespace>/<domain>/<encoded local name>", the local ones
+// (this cluster only) in the cluster's store at "/admin/local-topic-policies/...". A
+// partition has its partitioned topic's.
+std::string topic_policies_path(const protocol::TopicName& topic, bool global);
+// The namespace's directory of those nodes.
+std::string topic_policies_dir(std::string_view ns, bool global);
+
 }  // namespace magnetar::broker

@@ -30,7 +30,13 @@ Result<RemoteEndpoint> remote_endpoint(const std::string& cluster, std::string_v
                                                       cluster));
   }
   RemoteEndpoint out;
+  out.web_service_url = string_field(j, "serviceUrl");
   if (bool_field(j, "brokerClientTlsEnabled")) {
+    if (const std::string tls = string_field(j, "serviceUrlTls"); !tls.empty()) {
+      out.web_service_url = tls;
+    }
+    out.web_options.tls_trust_certs_file_path = string_field(j, "brokerClientTrustCertsFilePath");
+    out.web_options.tls_allow_insecure_connection = bool_field(j, "tlsAllowInsecureConnection");
     out.service_url = string_field(j, "brokerServiceUrlTls");
     out.options.tls_trust_certs_file_path = string_field(j, "brokerClientTrustCertsFilePath");
     out.options.tls_allow_insecure_connection = bool_field(j, "tlsAllowInsecureConnection");
@@ -59,6 +65,15 @@ RemoteClusters::~RemoteClusters() {
   close();
 }
 
+Task<Result<RemoteEndpoint>> RemoteClusters::endpoint(std::string cluster) {
+  auto node = co_await configuration_.get(cluster_path(cluster));
+  if (!node.ok()) co_return node.status();
+  if (!node->has_value()) {
+    co_return Status(Errc::kNotFound, fmt::format("cluster {} does not exist", cluster));
+  }
+  co_return remote_endpoint(cluster, (*node)->value);
+}
+
 Task<Result<std::shared_ptr<client::Client>>> RemoteClusters::client_for(std::string cluster) {
   const auto now = std::chrono::steady_clock::now();
   {
@@ -67,12 +82,7 @@ Task<Result<std::shared_ptr<client::Client>>> RemoteClusters::client_for(std::st
     auto it = clients_.find(cluster);
     if (it != clients_.end() && now - it->second.checked < refresh_) co_return it->second.client;
   }
-  auto node = co_await configuration_.get(cluster_path(cluster));
-  if (!node.ok()) co_return node.status();
-  if (!node->has_value()) {
-    co_return Status(Errc::kNotFound, fmt::format("cluster {} does not exist", cluster));
-  }
-  auto endpoint = remote_endpoint(cluster, (*node)->value);
+  auto endpoint = co_await this->endpoint(cluster);
   if (!endpoint.ok()) co_return endpoint.status();
   std::lock_guard lock(mu_);
   if (closed_) co_return Status(Errc::kUnavailable, "the broker is stopping");

@@ -21,6 +21,7 @@
 #include "common/asio.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "http/http_client.h"
 #include "magnetar/client.h"
 #include "metadata/metadata_store.h"
 
@@ -30,6 +31,10 @@ namespace magnetar::broker {
 struct RemoteEndpoint {
   std::string service_url;  // pulsar://..., pulsar+ssl://... or http://...
   client::ClientOptions options;
+  // The admin REST API: serviceUrl, or serviceUrlTls when brokerClientTlsEnabled (with the
+  // same trust settings); empty when ClusterData names neither.
+  std::string web_service_url;
+  http::ClientOptions web_options;
   bool operator==(const RemoteEndpoint& o) const {
     return service_url == o.service_url &&
            options.tls_trust_certs_file_path == o.options.tls_trust_certs_file_path &&
@@ -45,6 +50,9 @@ class RemoteClusters {
                  std::chrono::milliseconds refresh = std::chrono::seconds(5));
   ~RemoteClusters();
 
+  // What ClusterData says of `cluster`, read now. Errors: kNotFound, kInvalidArgument, the
+  // store's.
+  Task<Result<RemoteEndpoint>> endpoint(std::string cluster);
   // A client to `cluster`. Errors: kNotFound (no such cluster), kInvalidArgument (its
   // ClusterData has no usable URL), the store's.
   Task<Result<std::shared_ptr<client::Client>>> client_for(std::string cluster);

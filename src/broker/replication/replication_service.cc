@@ -6,10 +6,13 @@
 #include <boost/asio/redirect_error.hpp>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string_view>
 
 #include "broker/config/store_paths.h"
 #include "broker/replication/replicator.h"
 #include "broker/service/policies.h"
+#include "broker/service/producer.h"
+#include "protocol/replication.h"
 #include "broker/service/topic.h"
 #include "broker/service/topic_registry.h"
 
@@ -18,17 +21,99 @@ namespace magnetar::broker {
 // The replicators of one topic, by remote cluster; what the topic's stats show of them.
 class ReplicationService::TopicSet final : public TopicReplicators {
  public:
+  // What a remote cluster's replicator publishes here (Pulsar's inbound half of
+  // ReplicatorStats), sampled every second.
+  struct Inbound {
+    int64_t msgs = 0, bytes = 0;
+    double rate = 0, throughput = 0;
+    std::string address;
+    int64_t connected_since_ms = 0;
+    bool connected = false;
+  };
   std::map<std::string, std::shared_ptr<Replicator>> by_remote;
+  std::map<std::string, Inbound> inbound;  // by source cluster
   bool busy = false;  // a reconcile or close is changing by_remote
 
+  // As Pulsar, the inbound half shows only beside a replicator towards the same cluster.
   nlohmann::json stats() const override {
     nlohmann::json j = nlohmann::json::object();
-    for (const auto& [remote, r] : by_remote) j[remote] = r->stats();
+    for (const auto& [remote, r] : by_remote) {
+      nlohmann::json& out = j[remote] = r->stats();
+      auto in = inbound.find(remote);
+      if (in == inbound.end() || !in->second.connected) continue;
+      out["msgRateIn"] = in->second.rate;
+      out["msgThroughputIn"] = in->second.throughput;
+      out["inboundConnection"] = in->second.address;
+      out["inboundConnectedSince"] = fmt::format("{}", in->second.connected_since_ms);
+    }
     return j;
+  }
+
+  void sample_inbound(const PersistentTopic& topic, double seconds) {
+    std::map<std::string, Inbound> now;
+    for (const auto& p : topic.replicator_producers()) {
+      auto source = protocol::replicator_source(p->name());
+      if (!source) continue;
+      Inbound& in = now[*source];
+      in.msgs += p->msgs_in;
+      in.bytes += p->bytes_in;
+      in.connected = true;
+      if (in.address.empty()) {
+        auto sink = p->sink();
+        in.address = sink ? sink->remote() : std::string();
+        in.connected_since_ms = p->connected_since_ms();
+      }
+    }
+    for (auto& [source, in] : now) {
+      auto before = inbound.find(source);
+      // A producer that reconnected counts from 0 again: its first second counts from there.
+      const int64_t msgs0 = before != inbound.end() && before->second.msgs <= in.msgs
+                                ? before->second.msgs
+                                : 0;
+      const int64_t bytes0 = before != inbound.end() && before->second.bytes <= in.bytes
+                                 ? before->second.bytes
+                                 : 0;
+      if (seconds > 0) {
+        in.rate = static_cast<double>(in.msgs - msgs0) / seconds;
+        in.throughput = static_cast<double>(in.bytes - bytes0) / seconds;
+      }
+    }
+    inbound = std::move(now);
   }
 };
 
 namespace {
+
+constexpr int kSweepTicks = 60;      // every topic reconciled once a minute
+constexpr const char* kEverything = "*";  // a `changed` mark: every namespace
+
+// "/admin/policies/<t>/<ns>", "/admin/topic-policies/<t>/<ns>/...",
+// "/admin/local-topic-policies/<t>/<ns>/...": "<t>/<ns>"; "" for any other path.
+std::string policy_namespace(std::string_view path) {
+  for (std::string_view prefix :
+       {"/admin/policies/", "/admin/topic-policies/", "/admin/local-topic-policies/"}) {
+    if (path.substr(0, prefix.size()) != prefix) continue;
+    std::string_view rest = path.substr(prefix.size());
+    const auto slash = rest.find('/');
+    if (slash == std::string_view::npos) return {};
+    const auto end = rest.find('/', slash + 1);
+    return std::string(rest.substr(0, end));
+  }
+  return {};
+}
+
+// The "replicationClusters" of a topic-policies node; nullopt when absent or not a list.
+std::optional<std::vector<std::string>> replication_clusters_of(const std::string& json) {
+  auto j = nlohmann::json::parse(json, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  auto it = j.find("replicationClusters");
+  if (it == j.end() || !it->is_array()) return std::nullopt;
+  std::vector<std::string> out;
+  for (const auto& c : *it) {
+    if (c.is_string()) out.push_back(c.get<std::string>());
+  }
+  return out;
+}
 
 Task<void> sleep_for(Executor executor, std::chrono::milliseconds d) {
   asio::steady_timer timer(executor, d);
@@ -45,10 +130,40 @@ ReplicationService::ReplicationService(const BrokerConfig& config, metadata::Met
       topics_(topics),
       gate_(gate),
       remotes_(*stores.configuration),
+      remote_topics_(remotes_, topics),
       loops_(topics.loop_count()),
-      log_(log::Logger("replication").with("cluster", config.cluster_name)) {}
+      log_(log::Logger("replication").with("cluster", config.cluster_name)) {
+  std::vector<metadata::MetadataStore*> stores_to_watch{stores.configuration.get()};
+  if (stores.cluster != stores.configuration) stores_to_watch.push_back(stores.cluster.get());
+  const Executor first = topics.loop_executor(0);
+  for (metadata::MetadataStore* store : stores_to_watch) {
+    auto changed = [this](const metadata::Notification& n) {
+      if (std::string ns = policy_namespace(n.path); !ns.empty()) mark(std::move(ns));
+    };
+    // A session event may mean lost notifications.
+    auto session = [this](metadata::SessionEvent) { mark(kEverything); };
+    listeners_.emplace_back(store, store->add_listener(first, changed));
+    listeners_.emplace_back(store, store->add_session_listener(first, session));
+  }
+}
 
-ReplicationService::~ReplicationService() = default;
+ReplicationService::~ReplicationService() {
+  for (auto& [store, id] : listeners_) store->remove_listener(id);
+}
+
+void ReplicationService::mark(std::string ns) {
+  if (stopped_) return;
+  for (size_t i = 0; i < loops_.size(); ++i) {
+    asio::post(topics_.loop_executor(i), [this, i, ns] {
+      if (!stopped_) loops_[i].changed.insert(ns);
+    });
+  }
+}
+
+Task<Status> ReplicationService::prepare_remote_topic(std::string cluster,
+                                                      protocol::TopicName topic) {
+  co_return co_await remote_topics_.ensure(std::move(cluster), std::move(topic));
+}
 
 ReplicationService::LoopState& ReplicationService::state_of(const PersistentTopic& topic) {
   return loops_[topics_.loop_index(topic.name().to_string())];
@@ -56,7 +171,16 @@ ReplicationService::LoopState& ReplicationService::state_of(const PersistentTopi
 
 Task<void> ReplicationService::topic_loaded(std::shared_ptr<PersistentTopic> topic) {
   if (stopped_) co_return;
-  co_await reconcile(topic, topic->policies().replication_clusters, true);
+  auto own = co_await topic_clusters(topic->name());
+  if (!own.ok()) {
+    // The topic still gets its namespace's replicators; the next sweep reads again.
+    log_.with("topic", topic->name().to_string())
+        .warn("cannot read the topic's policies: {}", own.status().to_string());
+  }
+  const bool has_own = own.ok() && own->has_value();
+  const std::vector<std::string> clusters =
+      has_own ? **own : topic->policies().replication_clusters;
+  co_await reconcile(topic, clusters, true);
 }
 
 Task<void> ReplicationService::topic_closing(std::shared_ptr<PersistentTopic> topic) {
@@ -126,9 +250,10 @@ Task<void> ReplicationService::reconcile(const std::shared_ptr<PersistentTopic>&
     }
     (*cursor)->set_active(true);  // it reads right behind the producers: keep entries cached
     Replicator::Options options{name, config_.cluster_name, remote,
-                                config_.replication_producer_queue_size};
+                                config_.replication_producer_queue_size,
+                                topic->policies().message_ttl_seconds};
     auto r = std::make_shared<Replicator>(topic->executor(), topic->ledger_ptr(), *cursor, remotes_,
-                                          gate_, std::move(options));
+                                          remote_topics_, gate_, std::move(options));
     set->by_remote[remote] = r;
     r->start();
     log_.with("topic", name)
@@ -143,12 +268,27 @@ Task<void> ReplicationService::reconcile(const std::shared_ptr<PersistentTopic>&
   }
 }
 
-Task<Result<std::vector<std::string>>> ReplicationService::replication_clusters(
-    const std::string& ns) {
+Task<Result<std::vector<std::string>>> ReplicationService::namespace_clusters(
+    const std::string& ns, std::map<std::string, std::vector<std::string>>& cache) {
+  if (auto known = cache.find(ns); known != cache.end()) co_return known->second;
   auto node = co_await stores_.configuration->get(namespace_policies_path(ns));
   if (!node.ok()) co_return node.status();
-  if (!node->has_value()) co_return std::vector<std::string>{};
-  co_return topic_policies(config_, (*node)->value).replication_clusters;
+  std::vector<std::string> clusters;
+  if (node->has_value()) clusters = topic_policies(config_, (*node)->value).replication_clusters;
+  cache[ns] = clusters;
+  co_return clusters;
+}
+
+Task<Result<std::optional<std::vector<std::string>>>> ReplicationService::topic_clusters(
+    const protocol::TopicName& topic) {
+  for (const bool global : {false, true}) {
+    metadata::MetadataStore& store = global ? *stores_.configuration : *stores_.cluster;
+    auto node = co_await store.get(topic_policies_path(topic, global));
+    if (!node.ok()) co_return node.status();
+    if (!node->has_value()) continue;
+    if (auto clusters = replication_clusters_of((*node)->value)) co_return clusters;
+  }
+  co_return std::optional<std::vector<std::string>>();
 }
 
 Task<void> ReplicationService::maintain(size_t index) {
@@ -159,27 +299,47 @@ Task<void> ReplicationService::maintain(size_t index) {
     boost::system::error_code ec;
     co_await state.tick->async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (stopped_) co_return;
+    const auto sampled_at = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(sampled_at - state.sampled_at).count();
+    state.sampled_at = sampled_at;
     for (auto& [name, set] : state.topics) {
       for (auto& [remote, r] : set->by_remote) r->sample();
+      if (auto topic = topics_.loaded_topic(name)) set->sample_inbound(*topic, seconds);
     }
-    // One policy read per namespace per tick.
-    std::map<std::string, std::vector<std::string>> clusters_of;
+    const bool sweep = ++state.ticks % kSweepTicks == 0 || state.changed.count(kEverything);
+    if (!sweep && state.changed.empty()) continue;
+    std::set<std::string> changed;
+    changed.swap(state.changed);
+    std::map<std::string, std::vector<std::string>> namespaces;  // one read per tick each
     for (const auto& topic : topics_.topics_on(index)) {
       if (stopped_) co_return;
       const std::string ns = topic->name().namespace_name();
-      auto known = clusters_of.find(ns);
-      if (known == clusters_of.end()) {
-        auto clusters = co_await replication_clusters(ns);
-        if (!clusters.ok()) continue;  // the store is away: keep what runs
-        known = clusters_of.emplace(ns, std::move(*clusters)).first;
+      if (!sweep && !changed.count(ns)) continue;
+      auto own = co_await topic_clusters(topic->name());
+      if (!own.ok()) {
+        state.changed.insert(ns);  // the store is away: keep what runs, look again
+        continue;
       }
-      co_await reconcile(topic, known->second, false);
+      std::vector<std::string> clusters;
+      if (own->has_value()) {
+        clusters = std::move(**own);
+      } else {
+        auto of_namespace = co_await namespace_clusters(ns, namespaces);
+        if (!of_namespace.ok()) {
+          state.changed.insert(ns);
+          continue;
+        }
+        clusters = std::move(*of_namespace);
+      }
+      co_await reconcile(topic, clusters, false);
     }
   }
 }
 
 void ReplicationService::stop() {
   stopped_ = true;
+  for (auto& [store, id] : listeners_) store->remove_listener(id);
+  listeners_.clear();
 }
 
 Task<void> ReplicationService::close_loop(size_t index) {

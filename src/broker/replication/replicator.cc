@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "broker/replication/remote_clusters.h"
+#include "broker/replication/remote_topics.h"
+#include "broker/service/entry_metadata.h"
 #include "broker/service/producer.h"
 #include "client/raw_producer.h"
 #include "mledger/errors.h"
@@ -33,11 +35,12 @@ std::string Replicator::cursor_name(const std::string& remote) {
 
 Replicator::Replicator(Executor executor, std::shared_ptr<mledger::ManagedLedger> ml,
                        std::shared_ptr<mledger::ManagedCursor> cursor, RemoteClusters& remotes,
-                       Gate& gate, Options options)
+                       RemoteTopics& remote_topics, Gate& gate, Options options)
     : executor_(std::move(executor)),
       ml_(std::move(ml)),
       cursor_(std::move(cursor)),
       remotes_(remotes),
+      remote_topics_(remote_topics),
       gate_(gate),
       options_(std::move(options)),
       producer_name_(
@@ -75,6 +78,12 @@ Task<void> Replicator::stop() {
     boost::system::error_code ec;
     co_await finished_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
+  asio::steady_timer pause(executor_);
+  while (expiring_) {  // an expiry in flight ends before the cursor may go
+    pause.expires_after(std::chrono::milliseconds(10));
+    boost::system::error_code ec;
+    co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
   producer_.reset();
   remove_replication_metrics(options_.local_cluster, namespace_, options_.topic,
                              options_.remote_cluster);
@@ -100,6 +109,14 @@ void Replicator::sample() {
     }
   }
   sample_rates();
+  // Pulsar checks TTLs every few minutes; every 5 s here, and only while nothing is sent
+  // (a connected replicator skips expired entries as it reads them).
+  if (options_.message_ttl_seconds > 0 && !up && !expiring_ && ++ticks_ % 5 == 0 &&
+      cursor_->backlog_entries() > 0) {
+    expiring_ = true;
+    auto self = shared_from_this();
+    spawn_in(gate_, executor_, [self]() { return self->expire(); });
+  }
   metrics_.backlog->set(static_cast<double>(cursor_->backlog_entries()));
   metrics_.rate_out->set(msg_rate_out_);
   metrics_.throughput_out->set(throughput_out_);
@@ -129,7 +146,11 @@ Task<bool> Replicator::connect() {
   int attempts = 0;
   while (!stopping_) {
     Status error;
-    auto client = co_await remotes_.client_for(options_.remote_cluster);
+    auto topic = protocol::TopicName::parse(options_.topic);
+    Status shaped = topic.status();
+    if (topic.ok()) shaped = co_await remote_topics_.ensure(options_.remote_cluster, *topic);
+    Result<std::shared_ptr<client::Client>> client = shaped;
+    if (shaped.ok()) client = co_await remotes_.client_for(options_.remote_cluster);
     if (client.ok()) {
       // The producer connects (and reconnects) by itself; sends queue until it is up.
       auto producer = client::RawProducer::start(
@@ -143,6 +164,7 @@ Task<bool> Replicator::connect() {
         }
         log_.info("replicator started towards {} ({} entries to replicate)",
                   options_.remote_cluster, cursor_->backlog_entries());
+        last_error_.clear();
         co_return true;
       }
       error = producer.status();
@@ -150,6 +172,7 @@ Task<bool> Replicator::connect() {
       error = client.status();
     }
     const auto delay = backoff_.next();
+    last_error_ = error.to_string();
     // The first failure, then every tenth: a remote away for hours is not a log flood.
     if (attempts++ % 10 == 0) {
       log_.warn("cannot reach the remote cluster ({}); {} entries wait; retrying in {} ms",
@@ -194,6 +217,7 @@ Task<void> Replicator::run() {
       co_await nap(kRetry);
       continue;
     }
+    if (!producer_) continue;  // dropped while reading: re-read after reconnecting
     forward(std::move(*entries));
   }
   // Acknowledgements still queued go to the cursor before the loop counts as ended.
@@ -224,23 +248,72 @@ void Replicator::forward(std::vector<mledger::Entry> entries) {
       acknowledge(position);
       continue;
     }
+    if (expired(md)) {
+      ++expired_;
+      acknowledge(position);
+      continue;
+    }
     md.set_replicated_from(options_.local_cluster);
     protocol::set_source_position(&md, {position.ledger_id, position.entry_id});
     const auto bytes = static_cast<int64_t>(parts->payload.size());
     inflight_.emplace_back(position, Clock::now());
     std::weak_ptr<Replicator> weak = weak_from_this();
-    auto done = [weak, executor = executor_, position, bytes](Result<client::MessageId> r) {
+    auto done = [weak, executor = executor_, generation = generation_, position,
+                 bytes](Result<client::MessageId> r) {
       const bool ok = r.ok();
       std::string error = ok ? std::string() : r.status().to_string();
-      asio::post(executor, [weak, position, bytes, ok, error = std::move(error)] {
-        if (auto self = weak.lock()) self->sent(position, bytes, ok, error);
+      asio::post(executor, [weak, generation, position, bytes, ok, error = std::move(error)] {
+        if (auto self = weak.lock()) self->sent(generation, position, bytes, ok, error);
       });
     };
     producer_->send(std::move(md), parts->payload, std::move(done));
   }
 }
 
-void Replicator::sent(Position position, int64_t bytes, bool ok, const std::string& error) {
+void Replicator::drop_producer() {
+  ++generation_;
+  inflight_.clear();
+  if (producer_) producer_->close_async();
+  producer_.reset();
+  failed_ = false;
+  cursor_->cancel_wait();
+  wake();
+}
+
+bool Replicator::expired(const wire::MessageMetadata& md) const {
+  const int64_t ttl = options_.message_ttl_seconds;
+  if (ttl <= 0) return false;
+  return static_cast<int64_t>(md.publish_time()) + ttl * 1000 < wall_clock_ms();
+}
+
+Task<void> Replicator::expire() {
+  auto self = shared_from_this();
+  const int64_t now = wall_clock_ms();
+  const int64_t ttl = options_.message_ttl_seconds;
+  const auto cutoff = static_cast<uint64_t>(ttl >= now / 1000 ? 0 : now - ttl * 1000);
+  auto older = [cutoff](const mledger::Entry& e) { return published_before(e, cutoff); };
+  const Position from = ml_->next_position(cursor_->mark_delete_position());
+  const int64_t before = cursor_->backlog_entries();
+  if (!stopping_ && from <= ml_->last_confirmed()) {
+    auto found = co_await ml_->find_newest_matching(from, older);
+    if (found.ok() && found->has_value() && !stopping_) {
+      Status st = co_await cursor_->mark_delete(**found);
+      if (st.ok()) {
+        const int64_t gone = std::max<int64_t>(0, before - cursor_->backlog_entries());
+        expired_ += gone;
+        log_.info("expired {} entries older than the TTL ({} s) up to {}", gone, ttl,
+                  (*found)->to_string());
+        // What the producer holds for the remote may be expired now: it is not sent.
+        if (gone > 0 && !connected() && !stopping_) drop_producer();
+      }
+    }
+  }
+  expiring_ = false;
+}
+
+void Replicator::sent(uint64_t generation, Position position, int64_t bytes, bool ok,
+                      const std::string& error) {
+  if (generation != generation_) return;  // a dropped producer's
   auto it = std::find_if(inflight_.begin(), inflight_.end(),
                          [&](const auto& p) { return p.first == position; });
   if (it != inflight_.end()) inflight_.erase(it);
@@ -282,8 +355,10 @@ void Replicator::sample_rates() {
   if (seconds <= 0) return;
   msg_rate_out_ = static_cast<double>(msgs_out_ - sampled_msgs_) / seconds;
   throughput_out_ = static_cast<double>(bytes_out_ - sampled_bytes_) / seconds;
+  msg_rate_expired_ = static_cast<double>(expired_ - sampled_expired_) / seconds;
   sampled_msgs_ = msgs_out_;
   sampled_bytes_ = bytes_out_;
+  sampled_expired_ = expired_;
   sampled_at_ = now;
 }
 
@@ -294,7 +369,7 @@ nlohmann::json Replicator::stats() const {
                       {"msgThroughputIn", 0.0},
                       {"msgRateOut", msg_rate_out_},
                       {"msgThroughputOut", throughput_out_},
-                      {"msgRateExpired", 0.0},
+                      {"msgRateExpired", msg_rate_expired_},
                       {"replicationBacklog", cursor_->backlog_entries()},
                       {"connected", up},
                       {"replicationDelayInSeconds", delay_s},
@@ -305,7 +380,9 @@ nlohmann::json Replicator::stats() const {
                        up ? nlohmann::json(fmt::format("{}", connected_since_ms_)) : nullptr},
                       {"msgOutCounter", msgs_out_},
                       {"bytesOutCounter", bytes_out_},
-                      {"msgSkippedCounter", skipped_}};
+                      {"msgSkippedCounter", skipped_},
+                      {"msgExpiredCounter", expired_}};
+  if (!last_error_.empty()) j["lastError"] = last_error_;
   return j;
 }
 

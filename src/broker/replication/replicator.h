@@ -38,6 +38,9 @@
 #include "common/logging.h"
 #include "mledger/managed_ledger.h"
 
+namespace magnetar::wire {
+class MessageMetadata;
+}
 namespace magnetar::client {
 class MessageId;
 class RawProducer;
@@ -46,6 +49,7 @@ class RawProducer;
 namespace magnetar::broker {
 
 class RemoteClusters;
+class RemoteTopics;
 
 class Replicator : public std::enable_shared_from_this<Replicator> {
  public:
@@ -54,15 +58,18 @@ class Replicator : public std::enable_shared_from_this<Replicator> {
     std::string local_cluster;
     std::string remote_cluster;
     int queue_size = 1000;  // sends in flight
+    // The topic's message TTL (0: none): older entries are not sent, and while the remote
+    // is away the cursor moves past them (msgRateExpired), as Pulsar's TTL does.
+    int64_t message_ttl_seconds = 0;
   };
   // The cursor's name for `remote`.
   static std::string cursor_name(const std::string& remote);
 
   // `ml` and `cursor` (opened by the caller, on `executor`) stay alive with this object;
-  // `remotes` and `gate` outlive it.
+  // `remotes`, `remote_topics` and `gate` outlive it.
   Replicator(Executor executor, std::shared_ptr<mledger::ManagedLedger> ml,
-             std::shared_ptr<mledger::ManagedCursor> cursor, RemoteClusters& remotes, Gate& gate,
-             Options options);
+             std::shared_ptr<mledger::ManagedCursor> cursor, RemoteClusters& remotes,
+             RemoteTopics& remote_topics, Gate& gate, Options options);
   ~Replicator();
 
   void start();
@@ -81,11 +88,19 @@ class Replicator : public std::enable_shared_from_this<Replicator> {
 
  private:
   Task<void> run();
-  // Creates the producer, retrying with backoff; false when stopping.
+  // Makes the remote topic match this one (remote_topics.h), then creates the producer,
+  // retrying with backoff; false when stopping.
   Task<bool> connect();
+  // While the remote is away: moves the cursor past the entries older than the TTL.
+  Task<void> expire();
+  bool expired(const wire::MessageMetadata& md) const;
   // Sends or skips each entry of one read.
   void forward(std::vector<mledger::Entry> entries);
-  void sent(mledger::Position position, int64_t bytes, bool ok, const std::string& error);
+  void sent(uint64_t generation, mledger::Position position, int64_t bytes, bool ok,
+            const std::string& error);
+  // Drops the producer and what it has pending; run() makes a new one and re-reads from the
+  // mark-delete.
+  void drop_producer();
   void acknowledge(mledger::Position position);
   Task<void> ack_loop();
   Task<void> nap(std::chrono::milliseconds d);
@@ -98,12 +113,14 @@ class Replicator : public std::enable_shared_from_this<Replicator> {
   const std::shared_ptr<mledger::ManagedLedger> ml_;
   const std::shared_ptr<mledger::ManagedCursor> cursor_;
   RemoteClusters& remotes_;
+  RemoteTopics& remote_topics_;
   Gate& gate_;
   const Options options_;
   const std::string producer_name_;
   log::Logger log_;
 
   std::shared_ptr<client::RawProducer> producer_;
+  uint64_t generation_ = 0;  // of producer_: completions of a dropped one are ignored
   bool stopping_ = false;
   bool failed_ = false;  // a send failed: drop the producer, rewind, reconnect
   bool was_connected_ = false;
@@ -114,11 +131,14 @@ class Replicator : public std::enable_shared_from_this<Replicator> {
   std::deque<std::pair<mledger::Position, std::chrono::steady_clock::time_point>> inflight_;
   std::vector<mledger::Position> acks_;
   bool acking_ = false;
+  bool expiring_ = false;
+  int ticks_ = 0;
+  std::string last_error_;  // why the last connection attempt failed; "" once connected
 
   // Stats.
-  int64_t msgs_out_ = 0, bytes_out_ = 0, skipped_ = 0;
-  int64_t sampled_msgs_ = 0, sampled_bytes_ = 0;
-  double msg_rate_out_ = 0, throughput_out_ = 0;
+  int64_t msgs_out_ = 0, bytes_out_ = 0, skipped_ = 0, expired_ = 0;
+  int64_t sampled_msgs_ = 0, sampled_bytes_ = 0, sampled_expired_ = 0;
+  double msg_rate_out_ = 0, throughput_out_ = 0, msg_rate_expired_ = 0;
   std::chrono::steady_clock::time_point sampled_at_;
   std::string namespace_;  // of the topic, for the metrics' labels
   ReplicationMetrics metrics_;

@@ -27,6 +27,7 @@ class Producer {
   std::shared_ptr<ProducerSink> sink() const { return sink_.lock(); }
   // The connection's identity, valid for comparisons after it is gone.
   const ProducerSink* owner() const { return owner_; }
+  int64_t connected_since_ms() const { return connected_since_ms_; }
   nlohmann::json stats() const;
 
   int64_t msgs_in = 0;

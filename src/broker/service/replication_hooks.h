@@ -5,15 +5,20 @@
 // - TopicReplication: the topic registry tells it when a topic is loaded, before the topic
 //   serves any client (so a replicator's cursor exists before the first message that must be
 //   replicated), and before a topic closes (unload, deletion, broker stop).
+// - It also makes a topic exist in the shape it has here in other clusters, for the admin API
+//   (a topic's own replication clusters are refused when a remote's topic has another shape).
 // - TopicReplicators: what a topic shows of the replicators reading it (the `replication`
 //   section of its stats).
 //
-// Threading: every call is made on the topic's loop.
+// Threading: topic_loaded and topic_closing are called on the topic's loop;
+// prepare_remote_topic on any event loop.
 
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 
 #include "common/asio.h"
+#include "common/status.h"
+#include "protocol/topic_name.h"
 
 namespace magnetar::broker {
 
@@ -24,6 +29,9 @@ class TopicReplication {
   virtual ~TopicReplication() = default;
   virtual Task<void> topic_loaded(std::shared_ptr<PersistentTopic> topic) = 0;
   virtual Task<void> topic_closing(std::shared_ptr<PersistentTopic> topic) = 0;
+  // `topic` (or its partitioned topic) in `cluster` as here: created when missing; a
+  // different partition count or type is kInvalidArgument, saying which.
+  virtual Task<Status> prepare_remote_topic(std::string cluster, protocol::TopicName topic) = 0;
 };
 
 class TopicReplicators {

@@ -340,6 +340,14 @@ PersistentTopic::Totals PersistentTopic::totals() const {
   return t;
 }
 
+std::vector<std::shared_ptr<const Producer>> PersistentTopic::replicator_producers() const {
+  std::vector<std::shared_ptr<const Producer>> out;
+  for (const auto& [key, p] : producers_) {
+    if (p->replicator()) out.push_back(p);
+  }
+  return out;
+}
+
 nlohmann::json PersistentTopic::stats() const {
   nlohmann::json publishers = nlohmann::json::array();
   for (const auto& [key, p] : producers_) {

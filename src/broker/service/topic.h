@@ -72,6 +72,8 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   void remove_producer(uint64_t producer_id, const ProducerSink* owner);
   // Disconnects every producer (CLOSE_PRODUCER); they may come back.
   void disconnect_producers();
+  // The producers that are other clusters' replicators.
+  std::vector<std::shared_ptr<const Producer>> replicator_producers() const;
 
   // Stores one entry (metadata + payload as received). `done` gets its position, nullopt
   // for a duplicate already stored (deduplication), or the failure: kDuplicateInFlight

@@ -83,6 +83,7 @@ class TopicRegistry final : public BundleTopics {
 
   // The replication room's hooks (set once by the wiring, before any topic loads).
   void set_replication(TopicReplication* replication) { replication_ = replication; }
+  TopicReplication* replication() const { return replication_; }
   size_t loop_count() const { return loops_.size(); }
   size_t loop_index(const std::string& topic) const;  // the loop that owns a topic
   Executor loop_executor(size_t index) const { return loops_[index]->loop.executor; }
