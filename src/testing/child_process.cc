@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cerrno>
 #include <system_error>
 
@@ -120,6 +121,17 @@ Result<pid_t> spawn_child(std::vector<std::string> args, const std::string& log_
                   fmt::format("cannot run {}: {}", args.front(), errno_text(child_errno)));
   }
   return pid;
+}
+
+std::pair<int, std::string> run_command(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {-1, ""};
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 }  // namespace magnetar::testing

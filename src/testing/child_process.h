@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -41,5 +42,9 @@ Result<pid_t> spawn_child(std::vector<std::string> args, const std::string& log_
 // Collects an exited child. block = false: nullopt while it still runs. Otherwise its wait
 // status, or -1 when someone else already reaped it (ECHILD).
 std::optional<int> reap_child(pid_t pid, bool block);
+
+// Runs a shell command to its end: its exit code (-1 when it did not exit normally) and what
+// it printed (stdout and stderr together).
+std::pair<int, std::string> run_command(const std::string& command);
 
 }  // namespace magnetar::testing

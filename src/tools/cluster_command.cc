@@ -9,7 +9,11 @@
 //
 // `up` starts ZooKeeper, the bookies, then the brokers, each in its own session (they outlive
 // the command), and returns once every bookie is registered and every broker serves; it prints
-// each broker's URLs. `down` stops exactly the processes listed in cluster.json — a pid is
+// each broker's URLs and records the cluster (its ClusterData: the first broker's web URL, every
+// broker's service URL) in the configuration store. That store is the cluster's own ZooKeeper,
+// or with `--configuration-store URL` one shared by several clusters (geo-replication): start
+// it with `up --brokers 0 --bookies 0` (ZooKeeper alone), then each cluster with `--name` and
+// that store's URL; docs/geo-replication.md. `down` stops exactly the processes listed in cluster.json — a pid is
 // only signalled while its working directory is still the one recorded — brokers first, with
 // SIGTERM and SIGKILL after a grace period.
 
@@ -191,9 +195,24 @@ Result<std::smatch> wait_for_line(const Launched& p, const std::regex& ready,
 
 int run_cluster_up(const ClusterArgs& args) {
   log::set_level(log::Level::kWarn);  // the progress lines below are the output
-  if (args.brokers < 1 || args.bookies < 1) {
-    std::fprintf(stderr, "error: --brokers and --bookies must be at least 1\n");
+  if ((args.brokers < 1) != (args.bookies < 1) || args.brokers < 0 || args.bookies < 0) {
+    std::fprintf(stderr,
+                 "error: --brokers and --bookies must both be at least 1 (or both 0: ZooKeeper "
+                 "alone)\n");
     return 2;
+  }
+  if (!args.configuration_store.empty()) {
+    // Reachable before anything starts: a typo is one clear line, not a broker that exits.
+    metadata::StoreOptions o;
+    o.operation_timeout = 10s;
+    auto store = run_sync<Result<std::unique_ptr<metadata::MetadataStore>>>(
+        [&]() { return metadata::open_store(args.configuration_store, o); });
+    if (!store.ok()) {
+      std::fprintf(stderr, "error: configuration store %s: %s\n",
+                   args.configuration_store.c_str(), store.status().to_string().c_str());
+      return 1;
+    }
+    (void)run_sync<Status>([&]() { return (*store)->close(); });
   }
   const std::string data = fs::absolute(args.data).lexically_normal().string();
   std::error_code ec;
@@ -304,6 +323,10 @@ int run_cluster_up(const ClusterArgs& args) {
       argv.push_back("--set");
       argv.push_back(s);
     }
+    if (!args.configuration_store.empty()) {
+      argv.push_back("--set");
+      argv.push_back("configurationMetadataStoreUrl=" + args.configuration_store);
+    }
     auto pid = launch(argv, b.dir, b.log);
     if (!pid.ok()) return fail(started, pid.status().message());
     b.pid = *pid;
@@ -319,7 +342,35 @@ int run_cluster_up(const ClusterArgs& args) {
     std::printf("broker     %s %s\n", service.c_str(), web.c_str());
     std::fflush(stdout);
   }
+  // 4. The cluster's ClusterData, with the URLs the brokers actually serve (they ask for free
+  // ports, so what each broker registered for itself at start may not be them).
+  if (!brokers.empty()) {
+    std::string service_url = "pulsar://";
+    for (size_t i = 0; i < brokers.size(); ++i) {
+      const std::string url = brokers[i]["serviceUrl"];
+      service_url += (i ? "," : "") + url.substr(std::string("pulsar://").size());
+    }
+    const Json cluster = {{"serviceUrl", brokers[0]["webServiceUrl"]},
+                          {"brokerServiceUrl", service_url}};
+    const std::string store_url =
+        args.configuration_store.empty() ? metadata_url : args.configuration_store;
+    Status st = run_sync<Status>([&]() -> Task<Status> {
+      auto store = co_await metadata::open_store(store_url);
+      if (!store.ok()) co_return store.status();
+      auto put = co_await (*store)->put_recursive("/admin/clusters/" + args.cluster_name,
+                                                  cluster.dump());
+      (void)co_await (*store)->close();
+      co_return put.status();
+    });
+    if (!st.ok()) {
+      return fail(started, fmt::format("cannot record cluster {} in the configuration store: {}",
+                                       args.cluster_name, st.to_string()));
+    }
+    std::printf("cluster    %s %s %s\n", args.cluster_name.c_str(), service_url.c_str(),
+                cluster["serviceUrl"].get<std::string>().c_str());
+  }
   write_state(data, started, brokers, metadata_url);
+  std::printf("metadata store %s\n", metadata_url.c_str());
   std::printf("cluster up: %d broker(s), %d bookie(s); stop it with `magnetar cluster down "
               "--data %s`\n",
               args.brokers, args.bookies, data.c_str());

@@ -23,10 +23,13 @@ int run_bookie(const ServerArgs& args);
 int run_broker(const ServerArgs& args);
 
 struct ClusterArgs {
-  int brokers = 2;       // --brokers
-  int bookies = 3;       // --bookies
+  int brokers = 2;       // --brokers (0 with --bookies 0: ZooKeeper alone, e.g. a
+  int bookies = 3;       // --bookies  configuration store for several clusters)
   std::string data = "cluster-data";  // --data
-  std::string cluster_name = "local";  // --cluster-name
+  std::string cluster_name = "local";  // --name, --cluster-name
+  // --configuration-store: the instance-wide store the brokers share with other clusters
+  // (configurationMetadataStoreUrl); empty: the cluster's own ZooKeeper.
+  std::string configuration_store;
 };
 // `magnetar cluster up|down`: a local cluster (ZooKeeper, bookies, brokers) under one
 // directory.

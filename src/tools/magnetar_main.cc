@@ -50,13 +50,18 @@ int main(int argc, char** argv) {
   cluster->require_subcommand(1);
   auto* cluster_up = cluster->add_subcommand(
       "up", "Start ZooKeeper, bookies and brokers; return once they serve");
-  cluster_up->add_option("--brokers", cluster_args.brokers, "Number of brokers")
-      ->check(CLI::Range(1, 16));
+  cluster_up->add_option("--brokers", cluster_args.brokers,
+                         "Number of brokers (0, with --bookies 0: ZooKeeper alone)")
+      ->check(CLI::Range(0, 16));
   cluster_up->add_option("--bookies", cluster_args.bookies, "Number of bookies")
-      ->check(CLI::Range(1, 16));
+      ->check(CLI::Range(0, 16));
   cluster_up->add_option("--data", cluster_args.data, "Directory holding all the state")
       ->required();
-  cluster_up->add_option("--cluster-name", cluster_args.cluster_name, "clusterName");
+  cluster_up->add_option("--name,--cluster-name", cluster_args.cluster_name,
+                         "The cluster's name (clusterName)");
+  cluster_up->add_option("--configuration-store", cluster_args.configuration_store,
+                         "Configuration store shared with other clusters, e.g. "
+                         "zk:127.0.0.1:2181/magnetar (default: the cluster's own ZooKeeper)");
   auto* cluster_down =
       cluster->add_subcommand("down", "Stop the processes `cluster up` started in --data");
   cluster_down->add_option("--data", cluster_args.data, "The directory given to `cluster up`")

@@ -13,6 +13,7 @@
 #include <regex>
 #include <sstream>
 
+#include "testing/child_process.h"
 #include "testing/pulsar_test_client.h"
 
 #ifndef MAGNETAR_BINARY
@@ -22,25 +23,13 @@
 namespace magnetar::testing {
 namespace {
 
-// Runs a command, returning (exit code, stdout).
-std::pair<int, std::string> run(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {-1, ""};
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 TEST(ClusterLauncherTest, UpServesThroughEveryBrokerAndDownStopsEverything) {
   const auto dir = std::filesystem::temp_directory_path() /
                    fmt::format("magnetar-launcher-{}", ::getpid());
   std::filesystem::remove_all(dir);
   const std::string binary = MAGNETAR_BINARY;
   auto [code, out] =
-      run(fmt::format("{} cluster up --brokers 2 --bookies 2 --data {}", binary, dir.string()));
+      run_command(fmt::format("{} cluster up --brokers 2 --bookies 2 --data {}", binary, dir.string()));
   ASSERT_EQ(code, 0) << out;
   const std::regex broker_line(R"(broker\s+pulsar://127\.0\.0\.1:(\d+)\s+http://127\.0\.0\.1:(\d+))");
   std::vector<int> ports;
@@ -50,7 +39,7 @@ TEST(ClusterLauncherTest, UpServesThroughEveryBrokerAndDownStopsEverything) {
   ASSERT_EQ(ports.size(), 2u) << out;
   // A second `up` on the same directory refuses.
   auto [again, again_out] =
-      run(fmt::format("{} cluster up --data {}", binary, dir.string()));
+      run_command(fmt::format("{} cluster up --data {}", binary, dir.string()));
   EXPECT_NE(again, 0) << again_out;
   EXPECT_NE(again_out.find("already running"), std::string::npos) << again_out;
 
@@ -78,7 +67,7 @@ TEST(ClusterLauncherTest, UpServesThroughEveryBrokerAndDownStopsEverything) {
     }
   }
 
-  auto [down, down_out] = run(fmt::format("{} cluster down --data {}", binary, dir.string()));
+  auto [down, down_out] = run_command(fmt::format("{} cluster down --data {}", binary, dir.string()));
   EXPECT_EQ(down, 0) << down_out;
   EXPECT_NE(down_out.find("5 process(es) stopped"), std::string::npos) << down_out;
   for (int pid : pids) EXPECT_NE(::kill(pid, 0), 0) << "pid " << pid << " still runs";

@@ -1,6 +1,8 @@
 // Geo-replication between `magnetar standalone` processes, clusters "east" and "west" (and
 // "a", "b", "c" for the topologies), each with its own metadata and configuration store;
-// each registers the others (the "independent configuration stores" shape).
+// each registers the others (the "independent configuration stores" shape). The last test
+// has the other shape: clusters made by `magnetar cluster up`, each with its own ZooKeeper,
+// bookie and broker, sharing one configuration store.
 // Producers and consumers are our client library, in this process.
 //
 // What is checked: every message reaches every cluster exactly once (none lost, none doubled,
@@ -17,6 +19,7 @@
 #include "broker_fixture.h"
 #include "magnetar/client.h"
 #include "standalone_process.h"
+#include "testing/child_process.h"
 
 namespace magnetar::testing {
 namespace {
@@ -529,6 +532,97 @@ TEST_F(GeoTopologyTest, AggregationEdgesIntoTheCentreAndNothingFlowsBack) {
   expect_exactly_once(drain(at_b, kEach), payloads("b", kEach), "edge b");
   const json centre = topic_stats(*clusters_["c"], "events", "public/agg");
   EXPECT_TRUE(centre["replication"].empty()) << centre["replication"].dump();
+}
+
+// Two clusters from `magnetar cluster up --name N --configuration-store URL`, the shared store a
+// ZooKeeper of its own (`cluster up --brokers 0 --bookies 0`): every instance-wide command is
+// given once, to either cluster, and messages flow both ways exactly once.
+class GeoSharedStoreTest : public GeoReplicationTest {
+ protected:
+  void SetUp() override {
+    dir_ = fresh_dir();
+    auto [code, out] = run_command(
+        fmt::format("{} cluster up --brokers 0 --bookies 0 --data {}/config", MAGNETAR_BINARY,
+                    dir_.string()));
+    ASSERT_EQ(code, 0) << out;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(metadata store (zk:\S+))"))) << out;
+    const std::string store = m[1];
+    for (const char* name : {"east", "west"}) {
+      std::tie(code, out) = run_command(fmt::format(
+          "{} cluster up --name {} --configuration-store {} --brokers 1 --bookies 1 --data {}/{}",
+          MAGNETAR_BINARY, name, store, dir_.string(), name));
+      ASSERT_EQ(code, 0) << out;
+      ASSERT_TRUE(std::regex_search(
+          out, m, std::regex(R"(broker\s+pulsar://127\.0\.0\.1:(\d+)\s+http://127\.0\.0\.1:(\d+))")))
+          << out;
+      ports_[name] = {std::stoi(m[1]), std::stoi(m[2])};
+    }
+  }
+  void TearDown() override {
+    clients_.clear();
+    for (const char* name : {"east", "west", "config"}) {
+      auto [code, out] =
+          run_command(fmt::format("{} cluster down --data {}/{}", MAGNETAR_BINARY, dir_.string(),
+                                  name));
+      EXPECT_EQ(code, 0) << out;
+    }
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+  client::Client& client_of(const std::string& cluster) {
+    auto it = shared_clients_.find(cluster);
+    if (it != shared_clients_.end()) return *it->second;
+    client::ClientOptions options;
+    options.operation_timeout = 30s;
+    auto made = client::Client::create(
+        fmt::format("pulsar://127.0.0.1:{}", ports_[cluster].first), options);
+    EXPECT_TRUE(made.ok()) << made.status().to_string();
+    return *shared_clients_.emplace(cluster, std::make_unique<client::Client>(std::move(*made)))
+                .first->second;
+  }
+  int web(const std::string& cluster) { return ports_[cluster].second; }
+
+  std::map<std::string, std::pair<int, int>> ports_;  // cluster -> (service, web) port
+  std::map<std::string, std::unique_ptr<client::Client>> shared_clients_;
+};
+
+TEST_F(GeoSharedStoreTest, ClustersUpWithOneConfigurationStoreReplicateBothWays) {
+  // Both clusters registered themselves in the one store; each sees the other.
+  auto [code, text] = http(web("west"), "GET", "/admin/v2/clusters");
+  ASSERT_EQ(code, 200) << text;
+  for (const char* name : {"east", "west"}) {
+    EXPECT_NE(text.find(fmt::format("\"{}\"", name)), std::string::npos) << text;
+  }
+  // Once, on either cluster: the other sees it.
+  auto expect_ok = [](int port, const std::string& method, const std::string& path,
+                      const json& body) {
+    auto [c, t] = http(port, method, path, body.dump());
+    EXPECT_TRUE(c == 200 || c == 204) << method << " " << path << ": " << c << " " << t;
+  };
+  expect_ok(web("east"), "POST", "/admin/v2/tenants/public",
+            json{{"adminRoles", json::array()}, {"allowedClusters", {"east", "west"}}});
+  expect_ok(web("east"), "PUT", "/admin/v2/namespaces/public/shared", json::object());
+  expect_ok(web("west"), "POST", "/admin/v2/namespaces/public/shared/replication",
+            json{"east", "west"});
+  const std::string topic = "persistent://public/shared/both-ways";
+  client::ConsumerOptions co;
+  co.initial_position = client::InitialPosition::kEarliest;
+  auto at_east = client_of("east").subscribe(topic, "check", co);
+  auto at_west = client_of("west").subscribe(topic, "check", co);
+  ASSERT_TRUE(at_east.ok() && at_west.ok());
+  client::ProducerOptions po;
+  po.batching_enabled = false;
+  po.producer_name = "from-east";
+  auto from_east = client_of("east").create_producer(topic, po);
+  po.producer_name = "from-west";
+  auto from_west = client_of("west").create_producer(topic, po);
+  ASSERT_TRUE(from_east.ok() && from_west.ok());
+  ASSERT_EQ(send_all(*from_east, "e", 200), 0);
+  ASSERT_EQ(send_all(*from_west, "w", 200), 0);
+  std::set<std::string> all = payloads("e", 200);
+  all.merge(payloads("w", 200));
+  expect_exactly_once(drain(*at_east, all.size()), all, "east");
+  expect_exactly_once(drain(*at_west, all.size()), all, "west");
 }
 
 }  // namespace
