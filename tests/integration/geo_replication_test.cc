@@ -402,6 +402,16 @@ TEST_F(GeoReplicationTest, PartitionedTopicsAreCreatedRemotelyAndAMismatchIsRepo
   EXPECT_EQ(partitions, json({{"partitions", 2}}));
   auto at_west = subscribe(*west_, fmt::format("persistent://{}/parted", kNamespace));
   expect_exactly_once(drain(at_west, 100), payloads("p", 100), "west");
+  // Grown here, grown there: the new partition's replicator adds it remotely.
+  expect_http(*east_, "POST", root + "/parted/partitions", json(3));
+  expect_http(*east_, "PUT", root + "/parted-partition-2", json::object());  // loads it
+  for (int i = 0; i < 100; ++i) {
+    partitions = json::parse(http(west_->web_port(), "GET", root + "/parted/partitions").second,
+                             nullptr, false);
+    if (partitions == json({{"partitions", 3}})) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(partitions, json({{"partitions", 3}}));
 
   json west;
   for (int i = 0; i < 100; ++i) {

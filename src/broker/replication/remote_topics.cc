@@ -104,6 +104,24 @@ Task<Status> RemoteTopics::ensure(std::string cluster, protocol::TopicName topic
     remote = co_await remote_partitions();
     if (!remote.ok()) co_return remote.status();
   }
+  if (*remote < *local) {
+    // The topic grew here (update-partitioned-topic): the remote grows too, as Pulsar forwards
+    // partition updates of replicated topics. Never shrunk: a remote with more is a mismatch.
+    http::HttpRequest grow;
+    grow.method = "POST";
+    grow.url = partitions_url + "?updateLocalTopicOnly=true";
+    grow.body = fmt::format("{}", *local);
+    auto r = co_await web.send(std::move(grow));
+    if (!r.ok()) {
+      co_return Status(Errc::kUnavailable,
+                       fmt::format("cluster {}: {}", cluster, r.status().to_string()));
+    }
+    if (r->status / 100 != 2 && r->status != 409) {
+      co_return answer_error(cluster, "adding partitions", *r);
+    }
+    remote = co_await remote_partitions();
+    if (!remote.ok()) co_return remote.status();
+  }
   if (*remote != *local) {
     co_return Status(Errc::kInvalidArgument,
                      fmt::format("The number of topic partitions is inconsistent between local "
