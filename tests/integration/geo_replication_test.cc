@@ -314,6 +314,35 @@ TEST_F(GeoReplicationTest, SourceKilledMidReplicationLosesAndDoublesNothing) {
 }
 
 // Three clusters, each its own standalone that registers the two others.
+// One-way (west's namespace lists only west): after both sides restart, no client touches
+// east's topic, and its replication backlog still reaches west (Pulsar waits for a client).
+TEST_F(GeoReplicationTest, ReplicationResumesAfterARestartWithoutAnyClient) {
+  const std::string ns = "public/oneway";
+  expect_http(*east_, "PUT", "/admin/v2/namespaces/" + ns, json::object());
+  expect_http(*east_, "POST", fmt::format("/admin/v2/namespaces/{}/replication", ns),
+              json{"east", "west"});
+  expect_http(*west_, "PUT", "/admin/v2/namespaces/" + ns, json::object());
+  expect_http(*west_, "POST", fmt::format("/admin/v2/namespaces/{}/replication", ns),
+              json{"west"});
+  const std::string topic = fmt::format("persistent://{}/resumed", ns);
+  {
+    auto at_west = subscribe(*west_, topic);
+    (void)at_west.close();
+  }
+  west_->kill();
+  clients_.erase(west_.get());
+  {
+    auto p = producer(*east_, topic, "before-restart");
+    ASSERT_EQ(send_all(p, "m", 200), 0);
+  }
+  clients_.erase(east_.get());
+  east_->kill();
+  ASSERT_TRUE(west_->start());
+  ASSERT_TRUE(east_->start());
+  auto at_west = subscribe(*west_, topic);
+  expect_exactly_once(drain(at_west, 200, 90s), payloads("m", 200), "west");
+}
+
 // A topic's own replication clusters on a namespace that replicates nowhere, on a partitioned
 // topic: the remote partitioned metadata is made to match, a remote of another shape is
 // refused, only that topic replicates, and removing the policy stops it.

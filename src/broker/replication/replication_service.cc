@@ -15,6 +15,7 @@
 #include "protocol/replication.h"
 #include "broker/service/topic.h"
 #include "broker/service/topic_registry.h"
+#include "mledger/managed_ledger.h"
 
 namespace magnetar::broker {
 
@@ -85,6 +86,8 @@ class ReplicationService::TopicSet final : public TopicReplicators {
 namespace {
 
 constexpr int kSweepTicks = 60;      // every topic reconciled once a minute
+constexpr int kResumeFirstTick = 5;  // unloaded topics with a replication cursor: first look
+constexpr int kResumeTicks = 300;    // and then every 5 minutes
 constexpr const char* kEverything = "*";  // a `changed` mark: every namespace
 
 // "/admin/policies/<t>/<ns>", "/admin/topic-policies/<t>/<ns>/...",
@@ -306,7 +309,13 @@ Task<void> ReplicationService::maintain(size_t index) {
       for (auto& [remote, r] : set->by_remote) r->sample();
       if (auto topic = topics_.loaded_topic(name)) set->sample_inbound(*topic, seconds);
     }
-    const bool sweep = ++state.ticks % kSweepTicks == 0 || state.changed.count(kEverything);
+    ++state.ticks;
+    if (index == 0 && !resuming_ &&
+        (state.ticks == kResumeFirstTick || state.ticks % kResumeTicks == 0)) {
+      resuming_ = true;
+      spawn_in(gate_, topics_.loop_executor(0), [this]() { return resume_unloaded(); });
+    }
+    const bool sweep = state.ticks % kSweepTicks == 0 || state.changed.count(kEverything);
     if (!sweep && state.changed.empty()) continue;
     std::set<std::string> changed;
     changed.swap(state.changed);
@@ -334,6 +343,38 @@ Task<void> ReplicationService::maintain(size_t index) {
       co_await reconcile(topic, clusters, false);
     }
   }
+}
+
+Task<void> ReplicationService::resume_unloaded() {
+  metadata::MetadataStore& store = *stores_.cluster;
+  int loaded = 0;
+  auto tenants = co_await store.children("/managed-ledgers");
+  for (const std::string& tenant : tenants.ok() ? *tenants : std::vector<std::string>{}) {
+    auto namespaces = co_await store.children("/managed-ledgers/" + tenant);
+    for (const std::string& local : namespaces.ok() ? *namespaces : std::vector<std::string>{}) {
+      if (stopped_) break;
+      const std::string ns = tenant + "/" + local;
+      auto names = co_await topics_.topics_of_namespace(ns);
+      for (const std::string& full : names.ok() ? *names : std::vector<std::string>{}) {
+        if (stopped_) break;
+        auto name = protocol::TopicName::parse(full);
+        if (!name.ok()) continue;
+        auto cursors = co_await store.children(mledger::managed_ledger_path(name->persistence_name()));
+        if (!cursors.ok()) continue;
+        const bool replicating = std::any_of(cursors->begin(), cursors->end(), [](const auto& c) {
+          return c.starts_with(protocol::kReplicatorPrefix);
+        });
+        if (!replicating) continue;
+        // Loaded already (here), owned by another broker (kUnavailable), gone: nothing to do.
+        auto topic = co_await topics_.get_topic(*name, false);
+        if (topic.ok()) ++loaded;
+      }
+    }
+  }
+  if (loaded > 0) {
+    log_.debug("{} topic(s) with a replication cursor served here", loaded);
+  }
+  resuming_ = false;
 }
 
 void ReplicationService::stop() {

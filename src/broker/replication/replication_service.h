@@ -12,6 +12,12 @@
 // second), and every topic once a minute whatever was notified (a notification can be lost
 // with a ZooKeeper session).
 //
+// A topic replicates only while it is loaded. So that replication resumes by itself after a
+// restart or a bundle move even when no client comes (Pulsar waits for one), loop 0 looks
+// for unloaded topics of this cluster with a replication cursor (`pulsar.repl.*` in the
+// managed ledger's metadata) 5 s after start and every 5 minutes, and loads those whose bundle
+// is owned here or by nobody (taking it, as a client connecting without a lookup would).
+//
 // Threading: a topic's replicators live on the topic's loop; each loop's state is touched
 // only there. maintain(i) runs on loop i until stop().
 
@@ -83,6 +89,9 @@ class ReplicationService final : public TopicReplication {
       const protocol::TopicName& topic);
   // Marks a namespace whose policies changed (or kEverything) on every loop.
   void mark(std::string ns);
+  // Loads the unloaded topics that have a replication cursor (on loop 0).
+  Task<void> resume_unloaded();
+  bool resuming_ = false;  // a resume_unloaded() runs (loop 0)
   LoopState& state_of(const PersistentTopic& topic);
 
   const BrokerConfig& config_;
