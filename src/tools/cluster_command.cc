@@ -327,6 +327,10 @@ int run_cluster_up(const ClusterArgs& args) {
       argv.push_back("--set");
       argv.push_back("configurationMetadataStoreUrl=" + args.configuration_store);
     }
+    for (const std::string& setting : args.broker_settings) {  // later --set wins
+      argv.push_back("--set");
+      argv.push_back(setting);
+    }
     auto pid = launch(argv, b.dir, b.log);
     if (!pid.ok()) return fail(started, pid.status().message());
     b.pid = *pid;

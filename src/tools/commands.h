@@ -30,6 +30,8 @@ struct ClusterArgs {
   // --configuration-store: the instance-wide store the brokers share with other clusters
   // (configurationMetadataStoreUrl); empty: the cluster's own ZooKeeper.
   std::string configuration_store;
+  // --set key=value (repeatable): broker settings on top of the launcher's own.
+  std::vector<std::string> broker_settings;
 };
 // `magnetar cluster up|down`: a local cluster (ZooKeeper, bookies, brokers) under one
 // directory.

@@ -62,6 +62,9 @@ int main(int argc, char** argv) {
   cluster_up->add_option("--configuration-store", cluster_args.configuration_store,
                          "Configuration store shared with other clusters, e.g. "
                          "zk:127.0.0.1:2181/magnetar (default: the cluster's own ZooKeeper)");
+  cluster_up->add_option("--set", cluster_args.broker_settings,
+                         "A broker setting key=value (repeatable), e.g. "
+                         "metadataStoreSessionTimeoutMillis=4000");
   auto* cluster_down =
       cluster->add_subcommand("down", "Stop the processes `cluster up` started in --data");
   cluster_down->add_option("--data", cluster_args.data, "The directory given to `cluster up`")

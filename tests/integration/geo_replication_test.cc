@@ -151,6 +151,24 @@ class GeoReplicationTest : public ::testing::Test {
     EXPECT_TRUE(unexpected.empty())
         << where << ": " << unexpected.size() << " unexpected, first " << unexpected.front();
   }
+  // After a crash of the source: everything it acknowledged (`acked`) arrived once; what it
+  // stored without acknowledging (killed between storing and answering) may arrive too, once;
+  // nothing outside `sent`.
+  static void expect_acknowledged_once(const std::map<std::string, int>& seen,
+                                       const std::set<std::string>& acked,
+                                       const std::set<std::string>& sent) {
+    std::vector<std::string> missing, doubled;
+    for (const auto& w : acked) {
+      if (!seen.count(w)) missing.push_back(w);
+    }
+    for (const auto& [payload, n] : seen) {
+      EXPECT_TRUE(sent.count(payload)) << payload;
+      if (n > 1) doubled.push_back(payload);
+    }
+    EXPECT_TRUE(missing.empty()) << missing.size() << " acknowledged messages missing at west";
+    EXPECT_TRUE(doubled.empty()) << doubled.size() << " messages doubled at west, first "
+                                 << (doubled.empty() ? "" : doubled.front());
+  }
   static std::set<std::string> payloads(const std::string& prefix, int n) {
     std::set<std::string> out;
     for (int i = 0; i < n; ++i) out.insert(fmt::format("{}-{}", prefix, i));
@@ -296,24 +314,9 @@ TEST_F(GeoReplicationTest, SourceKilledMidReplicationLosesAndDoublesNothing) {
     wanted = acked;
   }
   ASSERT_FALSE(wanted.empty());
-  const auto seen = drain(at_west, wanted.size(), 90s);
-  // Everything east acknowledged reaches west once; anything east stored without
-  // acknowledging (killed between storing and answering) may arrive too, once.
-  std::set<std::string> all = payloads("m", 2000);
-  std::vector<std::string> missing, doubled;
-  for (const auto& w : wanted) {
-    if (!seen.count(w)) missing.push_back(w);
-  }
-  for (const auto& [payload, n] : seen) {
-    EXPECT_TRUE(all.count(payload)) << payload;
-    if (n > 1) doubled.push_back(payload);
-  }
-  EXPECT_TRUE(missing.empty()) << missing.size() << " acknowledged messages missing at west";
-  EXPECT_TRUE(doubled.empty()) << doubled.size() << " messages doubled at west, first "
-                               << (doubled.empty() ? "" : doubled.front());
+  expect_acknowledged_once(drain(at_west, wanted.size(), 90s), wanted, payloads("m", 2000));
 }
 
-// Three clusters, each its own standalone that registers the two others.
 // One-way (west's namespace lists only west): after both sides restart, no client touches
 // east's topic, and its replication backlog still reaches west (Pulsar waits for a client).
 TEST_F(GeoReplicationTest, ReplicationResumesAfterARestartWithoutAnyClient) {
@@ -421,26 +424,24 @@ TEST_F(GeoReplicationTest, PartitionedTopicsAreCreatedRemotelyAndAMismatchIsRepo
   auto q = producer(*east_, fmt::format("persistent://{}/skewed", kNamespace), "skewed");
   ASSERT_EQ(send_all(p, "p", 100), 0);
   ASSERT_EQ(send_all(q, "q", 10), 0);
-  json partitions;
-  for (int i = 0; i < 100; ++i) {
-    partitions = json::parse(http(west_->web_port(), "GET", root + "/parted/partitions").second,
-                             nullptr, false);
-    if (partitions == json({{"partitions", 2}})) break;
-    std::this_thread::sleep_for(100ms);
-  }
-  EXPECT_EQ(partitions, json({{"partitions", 2}}));
+  // West's partitioned metadata of `parted` once it says `n` partitions (or after 10 s).
+  auto west_partitions = [&](int n) {
+    json partitions;
+    for (int i = 0; i < 100; ++i) {
+      partitions = json::parse(http(west_->web_port(), "GET", root + "/parted/partitions").second,
+                               nullptr, false);
+      if (partitions == json({{"partitions", n}})) break;
+      std::this_thread::sleep_for(100ms);
+    }
+    return partitions;
+  };
+  EXPECT_EQ(west_partitions(2), json({{"partitions", 2}}));
   auto at_west = subscribe(*west_, fmt::format("persistent://{}/parted", kNamespace));
   expect_exactly_once(drain(at_west, 100), payloads("p", 100), "west");
   // Grown here, grown there: the new partition's replicator adds it remotely.
   expect_http(*east_, "POST", root + "/parted/partitions", json(3));
   expect_http(*east_, "PUT", root + "/parted-partition-2", json::object());  // loads it
-  for (int i = 0; i < 100; ++i) {
-    partitions = json::parse(http(west_->web_port(), "GET", root + "/parted/partitions").second,
-                             nullptr, false);
-    if (partitions == json({{"partitions", 3}})) break;
-    std::this_thread::sleep_for(100ms);
-  }
-  EXPECT_EQ(partitions, json({{"partitions", 3}}));
+  EXPECT_EQ(west_partitions(3), json({{"partitions", 3}}));
 
   json west;
   for (int i = 0; i < 100; ++i) {
@@ -490,6 +491,7 @@ TEST_F(GeoReplicationTest, MessagesOlderThanTheTtlExpireInsteadOfReplicating) {
   expect_exactly_once(drain(at_west, 20), payloads("new", 20), "west");
 }
 
+// Three clusters, each its own standalone that registers the two others.
 class GeoTopologyTest : public GeoReplicationTest {
  protected:
   void SetUp() override {
@@ -599,13 +601,16 @@ class GeoSharedStoreTest : public GeoReplicationTest {
     const std::string store = m[1];
     for (const char* name : {"east", "west"}) {
       std::tie(code, out) = run_command(fmt::format(
-          "{} cluster up --name {} --configuration-store {} --brokers 1 --bookies 1 --data {}/{}",
-          MAGNETAR_BINARY, name, store, dir_.string(), name));
+          "{} cluster up --name {} --configuration-store {} {} --data {}/{}", MAGNETAR_BINARY,
+          name, store, shape(name), dir_.string(), name));
       ASSERT_EQ(code, 0) << out;
       ASSERT_TRUE(std::regex_search(
           out, m, std::regex(R"(broker\s+pulsar://127\.0\.0\.1:(\d+)\s+http://127\.0\.0\.1:(\d+))")))
           << out;
       ports_[name] = {std::stoi(m[1]), std::stoi(m[2])};
+      ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(cluster\s+\S+\s+(pulsar://\S+))")))
+          << out;
+      service_urls_[name] = m[1];  // every broker of the cluster
     }
   }
   void TearDown() override {
@@ -623,15 +628,33 @@ class GeoSharedStoreTest : public GeoReplicationTest {
     if (it != shared_clients_.end()) return *it->second;
     client::ClientOptions options;
     options.operation_timeout = 30s;
-    auto made = client::Client::create(
-        fmt::format("pulsar://127.0.0.1:{}", ports_[cluster].first), options);
+    auto made = client::Client::create(service_urls_[cluster], options);
     EXPECT_TRUE(made.ok()) << made.status().to_string();
     return *shared_clients_.emplace(cluster, std::make_unique<client::Client>(std::move(*made)))
                 .first->second;
   }
   int web(const std::string& cluster) { return ports_[cluster].second; }
+  // The `cluster up` options of a cluster besides its name, store and directory.
+  virtual std::string shape(const std::string& /*cluster*/) const {
+    return "--brokers 1 --bookies 1";
+  }
+  // Once, on either cluster (the store is shared): tenant public allows both, namespace
+  // public/shared replicates to both.
+  void shared_namespace() {
+    auto expect_ok = [](int port, const std::string& method, const std::string& path,
+                        const json& body) {
+      auto [c, t] = http(port, method, path, body.dump());
+      EXPECT_TRUE(c == 200 || c == 204) << method << " " << path << ": " << c << " " << t;
+    };
+    expect_ok(web("east"), "POST", "/admin/v2/tenants/public",
+              json{{"adminRoles", json::array()}, {"allowedClusters", {"east", "west"}}});
+    expect_ok(web("east"), "PUT", "/admin/v2/namespaces/public/shared", json::object());
+    expect_ok(web("west"), "POST", "/admin/v2/namespaces/public/shared/replication",
+              json{"east", "west"});
+  }
 
-  std::map<std::string, std::pair<int, int>> ports_;  // cluster -> (service, web) port
+  std::map<std::string, std::pair<int, int>> ports_;  // cluster -> its first broker's ports
+  std::map<std::string, std::string> service_urls_;   // cluster -> pulsar://every broker
   std::map<std::string, std::unique_ptr<client::Client>> shared_clients_;
 };
 
@@ -642,17 +665,7 @@ TEST_F(GeoSharedStoreTest, ClustersUpWithOneConfigurationStoreReplicateBothWays)
   for (const char* name : {"east", "west"}) {
     EXPECT_NE(text.find(fmt::format("\"{}\"", name)), std::string::npos) << text;
   }
-  // Once, on either cluster: the other sees it.
-  auto expect_ok = [](int port, const std::string& method, const std::string& path,
-                      const json& body) {
-    auto [c, t] = http(port, method, path, body.dump());
-    EXPECT_TRUE(c == 200 || c == 204) << method << " " << path << ": " << c << " " << t;
-  };
-  expect_ok(web("east"), "POST", "/admin/v2/tenants/public",
-            json{{"adminRoles", json::array()}, {"allowedClusters", {"east", "west"}}});
-  expect_ok(web("east"), "PUT", "/admin/v2/namespaces/public/shared", json::object());
-  expect_ok(web("west"), "POST", "/admin/v2/namespaces/public/shared/replication",
-            json{"east", "west"});
+  shared_namespace();
   const std::string topic = "persistent://public/shared/both-ways";
   client::ConsumerOptions co;
   co.initial_position = client::InitialPosition::kEarliest;
@@ -672,6 +685,66 @@ TEST_F(GeoSharedStoreTest, ClustersUpWithOneConfigurationStoreReplicateBothWays)
   all.merge(payloads("w", 200));
   expect_exactly_once(drain(*at_east, all.size()), all, "east");
   expect_exactly_once(drain(*at_west, all.size()), all, "west");
+}
+
+// East with two brokers (and a 4 s ZooKeeper session): the broker owning the topic is
+// SIGKILLed mid-replication, the other one recovers the topic (when the producer comes back)
+// and its replicator goes on from the cursor: west gets everything east acknowledged, once.
+class GeoSourceFailoverTest : public GeoSharedStoreTest {
+ protected:
+  std::string shape(const std::string& cluster) const override {
+    return cluster == "east"
+               ? "--brokers 2 --bookies 2 --set metadataStoreSessionTimeoutMillis=4000"
+               : "--brokers 1 --bookies 1";
+  }
+};
+
+TEST_F(GeoSourceFailoverTest, SourceOwnerKilledTheOtherBrokerGoesOnNothingLostOrDoubled) {
+  shared_namespace();
+  const std::string topic = "persistent://public/shared/failover";
+  client::ConsumerOptions co;
+  co.initial_position = client::InitialPosition::kEarliest;
+  auto at_west = client_of("west").subscribe(topic, "check", co);
+  ASSERT_TRUE(at_west.ok()) << at_west.status().to_string();
+  client::ProducerOptions po;
+  po.batching_enabled = false;
+  po.producer_name = "through-failover";
+  po.max_pending_messages = 3000;
+  po.send_timeout = 120s;
+  auto p = client_of("east").create_producer(topic, po);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  // The owner, from east's lookup, and its pid from the launcher's state.
+  auto [code, text] = http(web("east"), "GET", "/lookup/v2/topic/persistent/public/shared/failover");
+  ASSERT_EQ(code, 200) << text;
+  const std::string owner = json::parse(text)["brokerUrl"];
+  const json state = json::parse(read_file((dir_ / "east" / "cluster.json").string()));
+  pid_t owner_pid = -1;
+  for (size_t i = 0; i < state["brokers"].size(); ++i) {
+    if (state["brokers"][i]["serviceUrl"] != owner) continue;
+    for (const auto& proc : state["processes"]) {
+      if (proc["name"] == fmt::format("broker-{}", i)) owner_pid = proc["pid"].get<pid_t>();
+    }
+  }
+  ASSERT_GT(owner_pid, 0) << owner << " in " << state.dump();
+  std::set<std::string> acked;
+  std::mutex mu;
+  for (int i = 0; i < 2000; ++i) {
+    const std::string payload = fmt::format("m-{}", i);
+    p->send_async(client::Message(payload), [&, payload](Result<client::MessageId> r) {
+      if (!r.ok()) return;
+      std::lock_guard lock(mu);
+      acked.insert(payload);
+    });
+    if (i == 1000) ::kill(owner_pid, SIGKILL);  // mid-stream, mid-replication
+  }
+  EXPECT_TRUE(p->flush().ok());  // the rest goes to the survivor once it owns the topic
+  std::set<std::string> wanted;
+  {
+    std::lock_guard lock(mu);
+    wanted = acked;
+  }
+  EXPECT_EQ(wanted.size(), 2000u) << "the producer's sends survive the failover";
+  expect_acknowledged_once(drain(*at_west, wanted.size(), 90s), wanted, payloads("m", 2000));
 }
 
 }  // namespace

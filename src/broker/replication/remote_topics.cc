@@ -30,7 +30,7 @@ Status answer_error(const std::string& cluster, const std::string& what,
 
 }  // namespace
 
-Task<Status> RemoteTopics::ensure(std::string cluster, protocol::TopicName topic) {
+Task<Status> RemoteTopics::ensure(std::string cluster, protocol::TopicName topic, bool grow) {
   const protocol::TopicName base = topic.partitioned_topic_name();
   auto local = co_await topics_.partitions(base, false);
   if (!local.ok()) co_return local.status();
@@ -104,7 +104,7 @@ Task<Status> RemoteTopics::ensure(std::string cluster, protocol::TopicName topic
     remote = co_await remote_partitions();
     if (!remote.ok()) co_return remote.status();
   }
-  if (*remote < *local) {
+  if (grow && *remote < *local) {
     // The topic grew here (update-partitioned-topic): the remote grows too, as Pulsar forwards
     // partition updates of replicated topics. Never shrunk: a remote with more is a mismatch.
     http::HttpRequest grow;

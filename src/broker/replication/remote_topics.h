@@ -36,7 +36,9 @@ class RemoteTopics {
       : remotes_(remotes), topics_(topics) {}
 
   // `topic`: a non-partitioned topic, a partition, or a partitioned topic's own name.
-  Task<Status> ensure(std::string cluster, protocol::TopicName topic);
+  // `grow`: a remote partitioned topic with fewer partitions gets more (a replicator's call;
+  // the admin API's check refuses any difference, as Pulsar's does).
+  Task<Status> ensure(std::string cluster, protocol::TopicName topic, bool grow);
 
  private:
   RemoteClusters& remotes_;

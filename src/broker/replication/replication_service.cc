@@ -165,7 +165,7 @@ void ReplicationService::mark(std::string ns) {
 
 Task<Status> ReplicationService::prepare_remote_topic(std::string cluster,
                                                       protocol::TopicName topic) {
-  co_return co_await remote_topics_.ensure(std::move(cluster), std::move(topic));
+  co_return co_await remote_topics_.ensure(std::move(cluster), std::move(topic), false);
 }
 
 ReplicationService::LoopState& ReplicationService::state_of(const PersistentTopic& topic) {

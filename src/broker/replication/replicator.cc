@@ -148,7 +148,7 @@ Task<bool> Replicator::connect() {
     Status error;
     auto topic = protocol::TopicName::parse(options_.topic);
     Status shaped = topic.status();
-    if (topic.ok()) shaped = co_await remote_topics_.ensure(options_.remote_cluster, *topic);
+    if (topic.ok()) shaped = co_await remote_topics_.ensure(options_.remote_cluster, *topic, true);
     Result<std::shared_ptr<client::Client>> client = shaped;
     if (shaped.ok()) client = co_await remotes_.client_for(options_.remote_cluster);
     if (client.ok()) {
