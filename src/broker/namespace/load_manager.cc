@@ -28,8 +28,10 @@ constexpr const char* kLeaderPath = "/loadbalance/leader";
 constexpr const char* kHintsPath = "/loadbalance/unload-hints";
 // A preallocation not confirmed by the target's report by then is forgotten.
 constexpr auto kPreallocationTtl = std::chrono::seconds(30);
-// An unload hint older than this is ignored.
-constexpr int64_t kHintTtlMs = 60000;
+// An unload hint applies to every placement of its bundle for this long (the clients of an
+// unloaded bundle come back at once and each lookup may place it: one placement honouring the
+// hint and the next one not would race the bundle back to where it was), then it is removed.
+constexpr int64_t kHintTtlMs = 10000;
 
 std::string host_port(const std::string& url) {
   const size_t scheme = url.find("://");
@@ -313,8 +315,9 @@ Task<Result<Placement>> LoadManager::choose(const std::string& bundle) {
     if (j.is_object() && now_ms() - j.value("at", int64_t{0}) < kHintTtlMs) {
       exclude = j.value("exclude", "");
       destination = j.value("destination", "");
+    } else {
+      (void)co_await store.remove(hint_path);
     }
-    (void)co_await store.remove(hint_path);
   }
   auto ids = co_await store.children(kBrokersPath);
   if (!ids.ok()) co_return ids.status();
