@@ -26,6 +26,7 @@ namespace {
 constexpr int kReadBatch = 100;                  // dispatcherMaxReadBatchSize
 constexpr int64_t kReadBytes = 5 * 1024 * 1024;  // dispatcherMaxReadSizeBytes
 constexpr auto kRetry = std::chrono::seconds(1);
+constexpr int64_t kStalledSeconds = 60;
 
 }  // namespace
 
@@ -107,6 +108,15 @@ void Replicator::sample() {
       log_.warn("disconnected from {}; {} entries wait", options_.remote_cluster,
                 cursor_->backlog_entries());
     }
+  }
+  // Connected, yet the remote has not answered a send for a minute: say so, once a minute.
+  const int64_t waited = oldest_wait_seconds();
+  if (!up || waited < kStalledSeconds) {
+    stalled_logged_at_s_ = 0;
+  } else if (stalled_logged_at_s_ == 0 || waited - stalled_logged_at_s_ >= kStalledSeconds) {
+    stalled_logged_at_s_ = waited;
+    log_.warn("stalled: {} has not answered a send for {} s; {} entries wait",
+              options_.remote_cluster, waited, cursor_->backlog_entries());
   }
   sample_rates();
   // Pulsar checks TTLs every few minutes; every 5 s here, and only while nothing is sent

@@ -133,6 +133,7 @@ class Replicator : public std::enable_shared_from_this<Replicator> {
   bool acking_ = false;
   bool expiring_ = false;
   int ticks_ = 0;
+  int64_t stalled_logged_at_s_ = 0;  // the wait a stall was last logged at
   std::string last_error_;  // why the last connection attempt failed; "" once connected
 
   // Stats.
