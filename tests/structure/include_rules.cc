@@ -21,6 +21,8 @@ const std::map<std::string, std::set<std::string>>& rules() {
       {"ledger", {"common", "metadata", "net", "proto", "protocol"}},
       {"mledger", {"common", "ledger", "metadata", "proto"}},
       {"testing", {"common", "metadata", "net", "proto", "protocol"}},
+      // Authentication building blocks: JWTs and the token provider.
+      {"auth", {"common"}},
       // The broker's rooms: {wire, admin} -> service -> namespace -> config -> libraries.
       {"broker/config", {"common", "metadata", "mledger", "net", "protocol"}},
       {"broker/namespace", {"broker/config", "common", "metadata", "proto", "protocol"}},
