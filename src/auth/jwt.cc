@@ -190,7 +190,11 @@ bool TokenKey::fits(Algorithm a) const {
 }
 
 Algorithm TokenKey::default_algorithm() const {
-  if (!pkey_) return secret_.size() >= 64 ? Algorithm::kHS512 : Algorithm::kHS256;
+  if (!pkey_) {
+    return secret_.size() >= 64   ? Algorithm::kHS512
+           : secret_.size() >= 48 ? Algorithm::kHS384
+                                  : Algorithm::kHS256;
+  }
   if (EVP_PKEY_base_id(pkey_->key) == EVP_PKEY_RSA) return Algorithm::kRS256;
   const int bits = EVP_PKEY_get_bits(pkey_->key);
   return bits == 384 ? Algorithm::kES384 : bits == 521 ? Algorithm::kES512 : Algorithm::kES256;
@@ -338,8 +342,12 @@ std::string generate_secret(Algorithm a) {
   return bytes;
 }
 
-Result<std::string> encode_jwt(const nlohmann::json& claims, const TokenKey& key, Algorithm a) {
-  const nlohmann::json header = {{"alg", std::string(name_of(a))}};
+Result<std::string> encode_jwt(const nlohmann::ordered_json& claims, const TokenKey& key, Algorithm a,
+                               const std::vector<std::pair<std::string, std::string>>& headers) {
+  nlohmann::ordered_json header = {{"alg", std::string(name_of(a))}};
+  for (const auto& [name, value] : headers) {
+    if (name != "alg") header[name] = value;
+  }
   const std::string input =
       base64url_encode(header.dump()) + "." + base64url_encode(claims.dump());
   auto signature = key.sign(a, input);

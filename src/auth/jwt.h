@@ -12,6 +12,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/status.h"
 
@@ -55,8 +57,8 @@ class TokenKey {
   bool verify(Algorithm a, std::string_view input, std::string_view signature) const;
   // Needs a secret or a private key. Errors: kInvalidArgument (the key does not fit `a`).
   Result<std::string> sign(Algorithm a, std::string_view input) const;
-  // The algorithm Pulsar's tools choose for this key: HS256 (HS512 for a 64-byte secret),
-  // RS256, ES256 (P-256), ES384, ES512.
+  // The algorithm Pulsar's tools choose for this key: the strongest HS* the secret allows
+  // (HS256 from 32 bytes, HS384 from 48, HS512 from 64), RS256, ES256 (P-256), ES384, ES512.
   Algorithm default_algorithm() const;
 
   ~TokenKey();
@@ -81,8 +83,11 @@ Result<KeyPair> generate_key_pair(Algorithm a);
 // A new random secret of the size `a` needs (32, 48 or 64 bytes).
 std::string generate_secret(Algorithm a);
 
-// A signed compact JWS of `claims` with header {"alg": ...} (no "typ", as Pulsar's tokens).
-Result<std::string> encode_jwt(const nlohmann::json& claims, const TokenKey& key, Algorithm a);
+// A signed compact JWS of `claims` with header {"alg": ...} (no "typ", as Pulsar's tokens)
+// plus `headers` (string values; "alg" among them is ignored).
+Result<std::string> encode_jwt(
+    const nlohmann::ordered_json& claims, const TokenKey& key, Algorithm a,
+    const std::vector<std::pair<std::string, std::string>>& headers = {});
 
 // Key material in Pulsar's forms, tried in order: "data:;base64,<b64>" (also
 // "data:<type>;base64,<b64>"), "file:///absolute/path" (the raw bytes), a path that exists,

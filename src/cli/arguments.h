@@ -1,6 +1,6 @@
 #pragma once
-// Parsing of magnetar-admin's argument values the way pulsar-admin reads them: sizes (10M,
-// 2G), relative times (3h, 1d, 2w), message ids, namespace and topic names, and their REST
+// Parsing of magnetar-admin's argument values the way pulsar-admin reads them (sizes and
+// relative times: common/units.h), message ids, namespace and topic names, and their REST
 // paths. Pure functions: no I/O.
 
 #include <cstdint>
@@ -9,17 +9,10 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/units.h"
 #include "protocol/message_id.h"
 
 namespace magnetar::cli {
-
-// Bytes from "123" (bytes), "10k"/"10K", "10m"/"10M", "2g"/"2G", "1t"/"1T" (powers of 1024);
-// "-1" gives -1 (no limit). Anything else, overflow included, is kInvalidArgument.
-Result<int64_t> parse_size(std::string_view text);
-
-// Seconds from "30" or "30s", "10m", "3h", "1d", "2w", "1y" (365 days); "-1" gives -1 when
-// `allow_infinite`. Units are lower case, as pulsar-admin takes them.
-Result<int64_t> parse_relative_seconds(std::string_view text, bool allow_infinite = false);
 
 // A comma separated list as pulsar-admin splits it ("a,b" gives {"a", "b"}; "" gives {""}).
 std::vector<std::string> split_list(std::string_view text);

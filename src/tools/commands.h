@@ -58,4 +58,23 @@ struct ShellArgs {
 // `magnetar bookkeeper <command>`: BookKeeper's shell commands.
 int run_bookkeeper_shell(const ShellArgs& args);
 
+struct TokensArgs {
+  std::string command;  // create-secret-key, create-key-pair, create, show, validate
+  std::string algorithm;         // -a, --signature-algorithm
+  std::string output;            // -o, --output (create-secret-key)
+  bool base64 = false;           // -b, --base64
+  std::string private_key_file;  // --output-private-key
+  std::string public_key_file;   // --output-public-key
+  std::string subject;           // -s, --subject
+  std::string expiry;            // -e, --expiry-time
+  std::string secret_key;        // -sk, --secret-key
+  std::string private_key;       // -pk, --private-key (create), --public-key (validate)
+  std::vector<std::string> headers;  // -hs, --headers k=v
+  std::string token;             // positional (show, validate)
+  bool stdin_token = false;      // -i, --stdin
+  std::string token_file;        // -f, --token-file
+};
+// `magnetar tokens`: Pulsar's `pulsar tokens` (keys and JWTs).
+int run_tokens(const TokensArgs& args);
+
 }  // namespace magnetar::tools

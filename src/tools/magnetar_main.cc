@@ -2,6 +2,7 @@
 // as subcommands as they are built: standalone, broker and bookie today, plus tooling.
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -102,7 +103,54 @@ int main(int argc, char** argv) {
   dl->add_option("ledger_id", shell.ledger_id, "Ledger id")->required();
   dl->add_flag("-f,--force")->description("Accepted for compatibility: the shell never asks");
 
-  CLI11_PARSE(app, argc, argv);
+  magnetar::tools::TokensArgs tokens;
+  auto* tk = app.add_subcommand("tokens", "Make keys and tokens for token authentication");
+  tk->require_subcommand(1);
+  auto* tk_secret = tk->add_subcommand("create-secret-key", "Create a secret key");
+  tk_secret->add_option("-a,--signature-algorithm", tokens.algorithm,
+                        "HS256 (default), HS384 or HS512");
+  tk_secret->add_option("-o,--output", tokens.output, "Write the key to this file");
+  tk_secret->add_flag("-b,--base64", tokens.base64, "Base64 text instead of raw bytes");
+  auto* tk_pair = tk->add_subcommand("create-key-pair", "Create a private/public key pair");
+  tk_pair->add_option("-a,--signature-algorithm", tokens.algorithm, "RS256 (default), ES256, ...");
+  tk_pair->add_option("--output-private-key", tokens.private_key_file, "PKCS#8 DER file")
+      ->required();
+  tk_pair->add_option("--output-public-key", tokens.public_key_file, "X.509 DER file")
+      ->required();
+  auto* tk_create = tk->add_subcommand("create", "Create a token");
+  tk_create->add_option("-s,--subject", tokens.subject, "The role (sub claim)")->required();
+  tk_create->add_option("-e,--expiry-time", tokens.expiry,
+                        "Expiry from now (e.g. 1y, 3d, 10m; no unit: seconds)");
+  tk_create->add_option("--sk,--secret-key", tokens.secret_key, "Secret key (data:, file:, ...)");
+  tk_create->add_option("--pk,--private-key", tokens.private_key, "Private key (data:, file:, ...)");
+  tk_create->add_option("-a,--signature-algorithm", tokens.algorithm,
+                        "Accepted for compatibility: the key decides (RS256 default)");
+  tk_create->add_option("--hs,--headers", tokens.headers, "Extra header key=value (repeatable)");
+  for (const char* name : {"show", "validate"}) {
+    auto* c = tk->add_subcommand(name, std::string(name) == "show"
+                                           ? "Show a token's header and claims (not verified)"
+                                           : "Verify a token's signature and expiry");
+    c->add_option("token", tokens.token, "The token (or -i, -f, $TOKEN)");
+    c->add_flag("-i,--stdin", tokens.stdin_token, "Read the token from standard input");
+    c->add_option("-f,--token-file", tokens.token_file, "Read the token from a file");
+    if (std::string(name) == "validate") {
+      c->add_option("--sk,--secret-key", tokens.secret_key, "Secret key (data:, file:, ...)");
+      c->add_option("--pk,--public-key", tokens.private_key, "Public key (data:, file:, ...)");
+      c->add_option("-a,--signature-algorithm", tokens.algorithm, "RS256 (default) or ES256");
+    }
+  }
+
+  // pulsar tokens spells its short options with one dash and two letters (-sk, -pk, -hs).
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (auto& a : args) {
+    if (a == "-sk" || a == "-pk" || a == "-hs") a = "-" + a;
+  }
+  std::reverse(args.begin(), args.end());
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
 
   if (version->parsed()) {
     std::printf("magnetar %s\nprotocol: Pulsar binary protocol up to v21\ncrc32c: %s\nallocator: %s\n",
@@ -116,6 +164,10 @@ int main(int argc, char** argv) {
   if (broker->parsed()) return magnetar::tools::run_broker(broker_args);
   if (cluster_up->parsed()) return magnetar::tools::run_cluster_up(cluster_args);
   if (cluster_down->parsed()) return magnetar::tools::run_cluster_down(cluster_args);
+  if (tk->parsed()) {
+    tokens.command = tk->get_subcommands().front()->get_name();
+    return magnetar::tools::run_tokens(tokens);
+  }
   if (bk->parsed()) {
     shell.command = bk->get_subcommands().front()->get_name();
     return magnetar::tools::run_bookkeeper_shell(shell);
