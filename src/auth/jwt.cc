@@ -79,6 +79,25 @@ std::optional<nlohmann::json> json_object(std::string_view part) {
   return j;
 }
 
+// HMAC of `input` under `secret` (a has to be HS*); nullopt when OpenSSL fails.
+std::optional<std::string> hmac(Algorithm a, const std::string& secret, std::string_view input) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (HMAC(digest_of(a), secret.data(), static_cast<int>(secret.size()),
+           reinterpret_cast<const unsigned char*>(input.data()), input.size(), mac,
+           &size) == nullptr) {
+    return std::nullopt;
+  }
+  return std::string(reinterpret_cast<char*>(mac), size);
+}
+
+// PS*: PSS padding with a salt as long as the digest (RFC 7518 §3.5); others untouched.
+bool set_padding(Algorithm a, EVP_PKEY_CTX* pctx) {
+  if (a != Algorithm::kPS256 && a != Algorithm::kPS384 && a != Algorithm::kPS512) return true;
+  return EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) == 1 &&
+         EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) == 1;
+}
+
 struct MdCtx {
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   ~MdCtx() { EVP_MD_CTX_free(ctx); }
@@ -154,31 +173,30 @@ Result<TokenKey> TokenKey::secret(std::string bytes) {
   return k;
 }
 
+Result<TokenKey> TokenKey::from_pkey(EVP_PKEY* key, bool is_private) {
+  TokenKey k;
+  k.pkey_ = std::make_shared<Pkey>();
+  k.pkey_->key = key;
+  k.private_ = is_private;
+  const int type = EVP_PKEY_base_id(key);
+  if (type != EVP_PKEY_RSA && type != EVP_PKEY_EC) {
+    return invalid(is_private ? "the private key is not RSA or EC" : "the public key is not RSA or EC");
+  }
+  return k;
+}
+
 Result<TokenKey> TokenKey::public_key(std::string_view der) {
   auto p = reinterpret_cast<const unsigned char*>(der.data());
   EVP_PKEY* key = d2i_PUBKEY(nullptr, &p, static_cast<long>(der.size()));
   if (key == nullptr) return invalid("not an X.509 SubjectPublicKeyInfo (DER) public key");
-  TokenKey k;
-  k.pkey_ = std::make_shared<Pkey>();
-  k.pkey_->key = key;
-  const int type = EVP_PKEY_base_id(key);
-  if (type != EVP_PKEY_RSA && type != EVP_PKEY_EC) return invalid("the public key is not RSA or EC");
-  return k;
+  return from_pkey(key, false);
 }
 
 Result<TokenKey> TokenKey::private_key(std::string_view der) {
   auto p = reinterpret_cast<const unsigned char*>(der.data());
   EVP_PKEY* key = d2i_AutoPrivateKey(nullptr, &p, static_cast<long>(der.size()));
   if (key == nullptr) return invalid("not a PKCS#8 (DER) private key");
-  TokenKey k;
-  k.pkey_ = std::make_shared<Pkey>();
-  k.pkey_->key = key;
-  k.private_ = true;
-  const int type = EVP_PKEY_base_id(key);
-  if (type != EVP_PKEY_RSA && type != EVP_PKEY_EC) {
-    return invalid("the private key is not RSA or EC");
-  }
-  return k;
+  return from_pkey(key, true);
 }
 
 bool TokenKey::fits(Algorithm a) const {
@@ -203,14 +221,9 @@ Algorithm TokenKey::default_algorithm() const {
 bool TokenKey::verify(Algorithm a, std::string_view input, std::string_view signature) const {
   if (!fits(a)) return false;
   if (is_hmac(a)) {
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int size = 0;
-    if (HMAC(digest_of(a), secret_.data(), static_cast<int>(secret_.size()),
-             reinterpret_cast<const unsigned char*>(input.data()), input.size(), mac,
-             &size) == nullptr) {
-      return false;
-    }
-    return signature.size() == size && CRYPTO_memcmp(mac, signature.data(), size) == 0;
+    auto mac = hmac(a, secret_, input);
+    return mac && signature.size() == mac->size() &&
+           CRYPTO_memcmp(mac->data(), signature.data(), mac->size()) == 0;
   }
   std::string der;  // ECDSA: the JWS form r||s becomes DER
   if (is_ec(a)) {
@@ -241,12 +254,7 @@ bool TokenKey::verify(Algorithm a, std::string_view input, std::string_view sign
       EVP_DigestVerifyInit(md.ctx, &pctx, digest_of(a), nullptr, pkey_->key) != 1) {
     return false;
   }
-  if (a == Algorithm::kPS256 || a == Algorithm::kPS384 || a == Algorithm::kPS512) {
-    if (EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) != 1 ||
-        EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) != 1) {
-      return false;
-    }
-  }
+  if (!set_padding(a, pctx)) return false;
   return EVP_DigestVerify(md.ctx, reinterpret_cast<const unsigned char*>(signature.data()),
                           signature.size(), reinterpret_cast<const unsigned char*>(input.data()),
                           input.size()) == 1;
@@ -257,14 +265,9 @@ Result<std::string> TokenKey::sign(Algorithm a, std::string_view input) const {
     return invalid(fmt::format("the key cannot sign {}", name_of(a)));
   }
   if (is_hmac(a)) {
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int size = 0;
-    if (HMAC(digest_of(a), secret_.data(), static_cast<int>(secret_.size()),
-             reinterpret_cast<const unsigned char*>(input.data()), input.size(), mac,
-             &size) == nullptr) {
-      return Status(Errc::kInternal, "HMAC failed");
-    }
-    return std::string(reinterpret_cast<char*>(mac), size);
+    auto mac = hmac(a, secret_, input);
+    if (!mac) return Status(Errc::kInternal, "HMAC failed");
+    return *mac;
   }
   if (!private_) return invalid("a public key cannot sign");
   MdCtx md;
@@ -273,12 +276,7 @@ Result<std::string> TokenKey::sign(Algorithm a, std::string_view input) const {
       EVP_DigestSignInit(md.ctx, &pctx, digest_of(a), nullptr, pkey_->key) != 1) {
     return Status(Errc::kInternal, "cannot start signing");
   }
-  if (a == Algorithm::kPS256 || a == Algorithm::kPS384 || a == Algorithm::kPS512) {
-    if (EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) != 1 ||
-        EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) != 1) {
-      return Status(Errc::kInternal, "cannot set PSS padding");
-    }
-  }
+  if (!set_padding(a, pctx)) return Status(Errc::kInternal, "cannot set PSS padding");
   size_t size = 0;
   const auto* data = reinterpret_cast<const unsigned char*>(input.data());
   if (EVP_DigestSign(md.ctx, nullptr, &size, data, input.size()) != 1) {

@@ -17,6 +17,8 @@
 
 #include "common/status.h"
 
+struct evp_pkey_st;  // OpenSSL's EVP_PKEY
+
 namespace magnetar::auth {
 
 // Larger tokens are refused before decoding (Pulsar has no limit of its own; its frames allow
@@ -68,6 +70,7 @@ class TokenKey {
  private:
   struct Pkey;
   TokenKey() = default;
+  static Result<TokenKey> from_pkey(evp_pkey_st* key, bool is_private);  // takes `key`
   std::string secret_;
   std::shared_ptr<Pkey> pkey_;  // RSA or EC (public, or private with its public half)
   bool private_ = false;
