@@ -9,6 +9,7 @@
 
 #include "broker/namespace/namespace_service.h"
 #include "broker/replication/replication_service.h"
+#include "broker/service/authentication.h"
 #include "broker/service/metrics.h"
 #include "broker/service/schema_registry.h"
 #include "broker/service/topic_registry.h"
@@ -65,6 +66,10 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
                   fmt::format("replicationStartAt '{}': must be latest or earliest",
                               b->config_.replication_start_at));
   }
+  // Authentication settings are checked before any port is bound, as the TLS files are.
+  auto authentication = Authentication::create(b->config_);
+  if (!authentication.ok()) return authentication.status();
+  b->authentication_ = std::move(*authentication);
   boost::system::error_code ec;
   auto address = asio::ip::make_address(b->config_.bind_address, ec);
   if (ec) {
@@ -115,7 +120,8 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   b->connection_context_ = std::make_unique<ConnectionContext>(
       ConnectionContext{b->config_, *b->topics_, *b->namespaces_, *b->schemas_, b->gate_,
                         [raw] { return raw->next_producer_name(); },
-                        [raw](Connection* cnx) { raw->forget_connection(cnx); }});
+                        [raw](Connection* cnx) { raw->forget_connection(cnx); },
+                        b->authentication_.get()});
   b->connections_gauge_ = active_connections_gauge(b->config_.cluster_name);
   asio::ip::tcp::acceptor* plain = b->acceptor_.get();
   const Executor first = b->executor();

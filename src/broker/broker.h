@@ -40,6 +40,7 @@ class TlsContext;
 
 namespace magnetar::broker {
 
+class Authentication;
 class Connection;
 struct ConnectionContext;
 class NamespaceService;
@@ -108,6 +109,7 @@ class Broker {
   std::unique_ptr<NamespaceService> namespaces_;
   std::unique_ptr<TopicRegistry> topics_;
   std::unique_ptr<ReplicationService> replication_;
+  std::unique_ptr<Authentication> authentication_;  // null: authenticationEnabled=false
   std::unique_ptr<ConnectionContext> connection_context_;
   std::shared_ptr<metrics::Gauge> connections_gauge_;
   std::unique_ptr<asio::steady_timer> gauge_timer_;  // gauge_loop()'s, on the first loop

@@ -49,6 +49,16 @@ struct BrokerConfig {
   // one replicator keeps in flight.
   std::string replication_start_at = "latest";       // replicationStartAt: latest | earliest
   int32_t replication_producer_queue_size = 1000;    // replicationProducerQueueSize
+  // Authentication (../shared/reference/pulsar-security-proxy.md §1-3).
+  bool authentication_enabled = false;                // authenticationEnabled
+  std::vector<std::string> authentication_providers;  // authenticationProviders (class names)
+  std::string anonymous_user_role;                    // anonymousUserRole
+  std::string token_secret_key;                       // tokenSecretKey
+  std::string token_public_key;                       // tokenPublicKey
+  std::string token_public_alg = "RS256";             // tokenPublicAlg
+  std::string token_auth_claim = "sub";               // tokenAuthClaim
+  std::string token_audience_claim;                   // tokenAudienceClaim
+  std::string token_audience;                         // tokenAudience
   int32_t ttl_duration_default_in_seconds = 0;       // ttlDurationDefaultInSeconds (0: none)
   double message_expiry_check_interval_minutes = 5;  // messageExpiryCheckIntervalInMinutes
   double backlog_quota_check_interval_seconds = 60;  // backlogQuotaCheckIntervalInSeconds

@@ -113,6 +113,22 @@ void Connection::close() {
   log_.debug("connection closed");
 }
 
+void Connection::close_after_flush() {
+  if (draining_ || closed_) return;
+  draining_ = true;
+  auto self = shared_from_this();
+  auto drain = [self]() -> Task<void> {
+    asio::steady_timer pause(self->executor_);
+    for (int i = 0; i < 100 && !self->closed_ && self->outbox_.queued() > 0; ++i) {
+      pause.expires_after(std::chrono::milliseconds(10));
+      boost::system::error_code ec;
+      co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    self->close();
+  };
+  spawn_in(context_.gate, executor_, drain);
+}
+
 Task<void> Connection::read_loop() {
   auto self = shared_from_this();
   while (!closed_) {
@@ -205,6 +221,7 @@ void Connection::send_success(uint64_t request_id) {
 }
 
 bool Connection::handle(protocol::Frame& frame) {
+  if (draining_) return true;  // closing after an answer: nothing more is read
   const auto& cmd = frame.command;
   if (!connected_ && cmd.type() != wire::BaseCommand::CONNECT) {
     log_.warn("closing: {} before CONNECT", wire::BaseCommand::Type_Name(cmd.type()));

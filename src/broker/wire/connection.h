@@ -34,6 +34,7 @@
 
 namespace magnetar::broker {
 
+class Authentication;
 class Consumer;
 class NamespaceService;
 class PersistentTopic;
@@ -54,6 +55,8 @@ struct ConnectionContext {
   std::function<std::string()> next_producer_name;
   // The connection closed (from its loop).
   std::function<void(class Connection*)> closed;
+  // Null: authenticationEnabled=false, every client is let in without a role.
+  const Authentication* authentication = nullptr;
 };
 
 class Connection final : public ConsumerSink,
@@ -69,6 +72,9 @@ class Connection final : public ConsumerSink,
   void write_command(const wire::BaseCommand& command);
   // Closes the socket; producers and consumers of this connection are removed.
   void close();
+  // Stops reading, writes what is queued (up to a second), then closes: an ERROR that ends
+  // the connection reaches the client first.
+  void close_after_flush();
   bool closed() const { return closed_; }
   int protocol_version() const { return protocol_version_; }
   bool wants_broker_entry_metadata() const { return broker_entry_metadata_; }
@@ -169,6 +175,8 @@ class Connection final : public ConsumerSink,
   log::Logger log_;
   protocol::FrameDecoder decoder_;
   bool connected_ = false;
+  bool draining_ = false;  // an answer is going out before the connection closes
+  std::string role_;       // who authenticated (empty: authentication is off)
   bool closed_ = false;
   int protocol_version_ = 0;
   bool broker_entry_metadata_ = false;

@@ -1,0 +1,71 @@
+#include "broker/service/authentication.h"
+
+#include <fmt/format.h>
+
+#include "auth/token_authenticator.h"
+
+namespace magnetar::broker {
+
+namespace {
+constexpr std::string_view kTokenProvider =
+    "org.apache.pulsar.broker.authentication.AuthenticationProviderToken";
+}  // namespace
+
+Authentication::~Authentication() = default;
+
+Result<std::unique_ptr<Authentication>> Authentication::create(const BrokerConfig& config) {
+  if (!config.authentication_enabled) return std::unique_ptr<Authentication>();
+  std::unique_ptr<Authentication> a(new Authentication());
+  a->anonymous_role_ = config.anonymous_user_role;
+  for (const std::string& provider : config.authentication_providers) {
+    if (provider != kTokenProvider) {
+      return Status(Errc::kInvalidArgument,
+                    fmt::format("authenticationProviders: {} is not supported (supported: {})",
+                                provider, kTokenProvider));
+    }
+    auth::TokenSettings s;
+    s.secret_key = config.token_secret_key;
+    s.public_key = config.token_public_key;
+    s.public_alg = config.token_public_alg;
+    s.auth_claim = config.token_auth_claim;
+    s.audience_claim = config.token_audience_claim;
+    s.audience = config.token_audience;
+    auto token = auth::TokenAuthenticator::create(s);
+    if (!token.ok()) return token.status();
+    a->token_ = std::make_unique<auth::TokenAuthenticator>(std::move(*token));
+  }
+  if (!a->token_ && a->anonymous_role_.empty()) {
+    return Status(Errc::kInvalidArgument,
+                  "authenticationEnabled=true needs authenticationProviders or anonymousUserRole: "
+                  "no client could connect");
+  }
+  return a;
+}
+
+Authentication::Outcome Authentication::authenticate(std::string_view method,
+                                                     std::string_view data,
+                                                     int64_t now_seconds) const {
+  Outcome out;
+  if (method == "token" && token_) {
+    out.method = "token";
+    auto r = token_->authenticate(data, now_seconds);
+    if (auto* ok = std::get_if<auth::Authenticated>(&r)) {
+      out.role = ok->role;
+      out.expires_at = ok->expires_at;
+    } else {
+      const auto& no = std::get<auth::TokenAuthenticator::Refused>(r);
+      out.reason = fmt::format("{}: {}", auth::to_string(no.failure), no.reason);
+    }
+    return out;
+  }
+  out.method = "anonymous";
+  if (!anonymous_role_.empty()) {
+    out.role = anonymous_role_;
+  } else {
+    out.reason = fmt::format("no authentication provider for method '{}'",
+                             std::string(method.substr(0, 64)));
+  }
+  return out;
+}
+
+}  // namespace magnetar::broker
