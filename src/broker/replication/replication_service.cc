@@ -12,10 +12,10 @@
 #include "broker/replication/replicator.h"
 #include "broker/service/policies.h"
 #include "broker/service/producer.h"
-#include "protocol/replication.h"
 #include "broker/service/topic.h"
 #include "broker/service/topic_registry.h"
 #include "mledger/managed_ledger.h"
+#include "protocol/replication.h"
 
 namespace magnetar::broker {
 
