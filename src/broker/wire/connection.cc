@@ -126,7 +126,7 @@ void Connection::close_after_flush() {
     }
     self->close();
   };
-  spawn_in(context_.gate, executor_, drain);
+  if (!spawn_in(context_.gate, executor_, drain)) close();  // the broker is stopping
 }
 
 Task<void> Connection::read_loop() {
