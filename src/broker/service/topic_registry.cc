@@ -19,7 +19,7 @@ namespace magnetar::broker {
 TopicRegistry::TopicRegistry(std::vector<Loop> loops, metadata::MetadataStores stores,
                              const BrokerConfig& config, NamespaceService& namespaces, Gate& gate)
     : stores_(std::move(stores)), config_(config), namespaces_(namespaces), gate_(gate) {
-  for (auto& loop : loops) loops_.push_back(std::make_unique<LoopState>(LoopState{loop, {}, {}}));
+  for (auto& loop : loops) loops_.push_back(std::make_unique<LoopState>(LoopState{loop, {}, {}, {}}));
 }
 
 TopicRegistry::~TopicRegistry() = default;
