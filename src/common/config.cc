@@ -1,13 +1,13 @@
 #include "common/config.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 extern char** environ;
 
@@ -19,11 +19,16 @@ class ConfigCategory final : public std::error_category {
   const char* name() const noexcept override { return "config"; }
   std::string message(int c) const override {
     switch (static_cast<ConfigError>(c)) {
-      case ConfigError::kOk: return "ok";
-      case ConfigError::kUnknownKey: return "unknown key";
-      case ConfigError::kBadValue: return "bad value";
-      case ConfigError::kBadSyntax: return "bad syntax";
-      case ConfigError::kFileError: return "file error";
+      case ConfigError::kOk:
+        return "ok";
+      case ConfigError::kUnknownKey:
+        return "unknown key";
+      case ConfigError::kBadValue:
+        return "bad value";
+      case ConfigError::kBadSyntax:
+        return "bad syntax";
+      case ConfigError::kFileError:
+        return "file error";
     }
     return "unknown config error";
   }
@@ -99,11 +104,13 @@ std::string join_list(const std::vector<std::string>& items) {
   return out;
 }
 
-std::string number_text(double d) { return fmt::format("{}", d); }
+std::string number_text(double d) {
+  return fmt::format("{}", d);
+}
 
 bool is_sensitive(std::string_view key) {
   std::string l = lower(key);
-  for (std::string_view word : {"token", "password", "secret", "key"}) {
+  for (std::string_view word : {"token", "password", "secret", "key", "parameters", "params"}) {
     if (l.find(word) != std::string::npos) return true;
   }
   return false;
@@ -164,8 +171,8 @@ std::function<Status(std::string_view)> numeric_assigner(T* target, Parse parse,
   return [=](std::string_view v) -> Status {
     MAGNETAR_ASSIGN_OR_RETURN(T parsed, parse(v));
     if (*has_range && (static_cast<double>(parsed) < *lo || static_cast<double>(parsed) > *hi)) {
-      return Status(ConfigError::kBadValue, fmt::format("must be between {} and {}",
-                                                        number_text(*lo), number_text(*hi)));
+      return Status(ConfigError::kBadValue,
+                    fmt::format("must be between {} and {}", number_text(*lo), number_text(*hi)));
     }
     *target = parsed;
     return Status::OK();
@@ -357,8 +364,8 @@ std::string ConfigSchema::source_of(std::string_view key) const {
 }
 
 std::string ConfigSchema::render_template() const {
-  std::string out = fmt::format("# Magnetar {} configuration. Every key is shown with its default.\n",
-                                role_);
+  std::string out =
+      fmt::format("# Magnetar {} configuration. Every key is shown with its default.\n", role_);
   for (const std::string& name : order_) {
     const Key& k = *keys_.at(name);
     out += fmt::format("\n# {} ({})\n{}={}\n", k.doc_, k.type_, k.name_, k.default_text_);

@@ -61,8 +61,8 @@ class ConfigSchema {
     friend class ConfigSchema;
     std::string name_;
     std::string doc_;
-    std::string type_;           // "bool", "int", "double", "string", "list"
-    std::string default_text_;   // the value before any layer applied, as text
+    std::string type_;          // "bool", "int", "double", "string", "list"
+    std::string default_text_;  // the value before any layer applied, as text
     std::string source_ = "default";
     std::function<Status(std::string_view)> assign_;  // parses and stores, or explains
     std::function<std::string()> current_;            // the value now, as text
@@ -108,8 +108,8 @@ class ConfigSchema {
   // A commented `key=value` template of every key with its default: the conf/ files.
   std::string render_template() const;
   // Every key with its current value and source, one per line, for the startup log.
-  // Values of keys whose names contain "token", "password", "secret" or "key" (as in
-  // tlsKeyFilePath) are masked.
+  // Values of keys whose names contain "token", "password", "secret", "key" (as in
+  // tlsKeyFilePath), "parameters" or "params" (brokerClientAuthenticationParameters) are masked.
   std::string describe_effective() const;
 
  private:

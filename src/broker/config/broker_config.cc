@@ -114,6 +114,23 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
          "Claim a token's audience is in (empty: audiences are not checked)");
   s.bind("tokenAudience", &c->token_audience,
          "This broker's audience: tokenAudienceClaim must contain it");
+  s.bind("authenticationRefreshCheckSeconds", &c->authentication_refresh_check_seconds,
+         "Period of the check that challenges connections whose credentials expired")
+      .range(1, 86400);
+  s.bind("authenticateMetricsEndpoint", &c->authenticate_metrics_endpoint,
+         "/metrics needs authentication too");
+  s.bind("authorizationEnabled", &c->authorization_enabled,
+         "Check every operation against tenant admins and granted permissions");
+  s.bind("authorizationProvider", &c->authorization_provider,
+         "org.apache.pulsar.broker.authorization.PulsarAuthorizationProvider (the one supported)");
+  s.bind("superUserRoles", &c->super_user_roles, "Roles that may do everything");
+  s.bind("authorizationAllowWildcardsMatching", &c->authorization_allow_wildcards_matching,
+         "Granted roles ending (starting) with * match by prefix (suffix)");
+  s.bind("brokerClientAuthenticationPlugin", &c->broker_client_authentication_plugin,
+         "Authentication of the broker's own clients (replicators, forwarded admin calls), e.g. "
+         "org.apache.pulsar.client.impl.auth.AuthenticationToken");
+  s.bind("brokerClientAuthenticationParameters", &c->broker_client_authentication_parameters,
+         "Parameters of brokerClientAuthenticationPlugin, e.g. token:<jwt> or file:///path");
   s.bind("ttlDurationDefaultInSeconds", &c->ttl_duration_default_in_seconds,
          "Messages older than this are expired from subscriptions (0: never)")
       .range(0, 1 << 30);

@@ -47,8 +47,8 @@ struct BrokerConfig {
   // Geo-replication (src/broker/replication): where a new replicator's cursor starts on a
   // topic that existed before replication to that cluster was enabled, and how many sends
   // one replicator keeps in flight.
-  std::string replication_start_at = "latest";       // replicationStartAt: latest | earliest
-  int32_t replication_producer_queue_size = 1000;    // replicationProducerQueueSize
+  std::string replication_start_at = "latest";     // replicationStartAt: latest | earliest
+  int32_t replication_producer_queue_size = 1000;  // replicationProducerQueueSize
   // Authentication (../shared/reference/pulsar-security-proxy.md §1-3).
   bool authentication_enabled = false;                // authenticationEnabled
   std::vector<std::string> authentication_providers;  // authenticationProviders (class names)
@@ -59,10 +59,21 @@ struct BrokerConfig {
   std::string token_auth_claim = "sub";               // tokenAuthClaim
   std::string token_audience_claim;                   // tokenAudienceClaim
   std::string token_audience;                         // tokenAudience
-  int32_t ttl_duration_default_in_seconds = 0;       // ttlDurationDefaultInSeconds (0: none)
-  double message_expiry_check_interval_minutes = 5;  // messageExpiryCheckIntervalInMinutes
-  double backlog_quota_check_interval_seconds = 60;  // backlogQuotaCheckIntervalInSeconds
-  int64_t backlog_quota_default_limit_bytes = -1;    // backlogQuotaDefaultLimitBytes (-1: none)
+  int32_t authentication_refresh_check_seconds = 60;  // authenticationRefreshCheckSeconds
+  bool authenticate_metrics_endpoint = false;         // authenticateMetricsEndpoint
+  // Authorization (§5): who may do what, from tenant adminRoles and namespace auth_policies.
+  bool authorization_enabled = false;   // authorizationEnabled
+  std::string authorization_provider =  // authorizationProvider
+      "org.apache.pulsar.broker.authorization.PulsarAuthorizationProvider";
+  std::vector<std::string> super_user_roles;            // superUserRoles
+  bool authorization_allow_wildcards_matching = false;  // authorizationAllowWildcardsMatching
+  // The broker's own clients (replicators, forwarded admin calls): their credentials.
+  std::string broker_client_authentication_plugin;      // brokerClientAuthenticationPlugin
+  std::string broker_client_authentication_parameters;  // brokerClientAuthenticationParameters
+  int32_t ttl_duration_default_in_seconds = 0;          // ttlDurationDefaultInSeconds (0: none)
+  double message_expiry_check_interval_minutes = 5;     // messageExpiryCheckIntervalInMinutes
+  double backlog_quota_check_interval_seconds = 60;     // backlogQuotaCheckIntervalInSeconds
+  int64_t backlog_quota_default_limit_bytes = -1;       // backlogQuotaDefaultLimitBytes (-1: none)
   // backlogQuotaDefaultRetentionPolicy
   std::string backlog_quota_default_retention_policy = "producer_request_hold";
   int32_t max_unacked_messages_per_consumer = 50000;  // maxUnackedMessagesPerConsumer

@@ -8,6 +8,10 @@ std::string cluster_path(std::string_view cluster) {
   return fmt::format("/admin/clusters/{}", cluster);
 }
 
+std::string tenant_path(std::string_view tenant) {
+  return fmt::format("/admin/policies/{}", tenant);
+}
+
 std::string namespace_policies_path(std::string_view ns) {
   return fmt::format("/admin/policies/{}", ns);
 }

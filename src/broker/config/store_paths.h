@@ -12,6 +12,8 @@ namespace magnetar::broker {
 
 // A cluster's ClusterData (serviceUrl, brokerServiceUrl, ...): "/admin/clusters/<cluster>".
 std::string cluster_path(std::string_view cluster);
+// A tenant's TenantInfo: "/admin/policies/<tenant>".
+std::string tenant_path(std::string_view tenant);
 // A namespace's Policies: "/admin/policies/<tenant>/<namespace>" (`ns` = "tenant/namespace").
 std::string namespace_policies_path(std::string_view ns);
 // A partitioned topic's metadata ({"partitions": N}):

@@ -66,13 +66,12 @@ TEST_F(ConfigTest, BadValuesNameKeyAndLine) {
     const char* text;
     const char* expect;
   };
-  for (const Case& c : {Case{"bookiePort=abc", "expected an integer"},
-                        Case{"bookiePort=70000", "between 1 and 65535"},
-                        Case{"bookiePort=99999999999999", "out of range"},
-                        Case{"journalSyncData=maybe", "boolean"},
-                        Case{"ratio=2", "between 0 and 1"},
-                        Case{"ratio=1x", "expected a number"},
-                        Case{"placement=zone", "one of: default,rack,region"}}) {
+  for (const Case& c :
+       {Case{"bookiePort=abc", "expected an integer"},
+        Case{"bookiePort=70000", "between 1 and 65535"},
+        Case{"bookiePort=99999999999999", "out of range"}, Case{"journalSyncData=maybe", "boolean"},
+        Case{"ratio=2", "between 0 and 1"}, Case{"ratio=1x", "expected a number"},
+        Case{"placement=zone", "one of: default,rack,region"}}) {
     Status st = schema_.load_text(std::string("\n") + c.text, "f.conf");
     ASSERT_FALSE(st.ok()) << c.text;
     EXPECT_TRUE(st.is(Errc::kInvalidArgument));
@@ -140,6 +139,12 @@ TEST_F(ConfigTest, SecretsAreMaskedInDescriptionsAndErrors) {
   std::string d = schema_.describe_effective();
   EXPECT_EQ(d.find("eyJhbGciOi"), std::string::npos);
   EXPECT_NE(d.find("authToken=*** (command line)"), std::string::npos) << d;
+  // Authentication parameters carry credentials too (token:<jwt>, tlsKeyFile:...).
+  std::string params;
+  ConfigSchema broker("broker");
+  broker.bind("brokerClientAuthenticationParameters", &params, "credentials");
+  ASSERT_TRUE(broker.apply_flag("brokerClientAuthenticationParameters", "token:eyJ.x.y").ok());
+  EXPECT_EQ(broker.describe_effective().find("eyJ"), std::string::npos);
 }
 
 TEST_F(ConfigTest, TemplateListsEveryKeyWithDefault) {
