@@ -1,4 +1,3 @@
-#include "cli/command_line.h"
 #include "cli/admin.h"
 
 #include <fmt/format.h>
@@ -6,15 +5,15 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include "cli/client_conf.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/session.h"
 #include "common/version.h"
+#include "magnetar/authentication.h"
 
 namespace magnetar::cli {
 
@@ -33,63 +32,9 @@ struct GlobalOptions {
   std::string tls_key_file;
 };
 
-std::string trim(std::string_view s) {
-  const size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return "";
-  const size_t e = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(b, e - b + 1));
-}
-
-bool is_token_plugin(std::string_view plugin) {
-  return plugin == "token" || plugin.find("AuthenticationToken") != std::string_view::npos;
-}
-
-// The token the auth settings name: "token:<jwt>", "file:<path>" (or file:///path), a JSON
-// object {"token": "..."}, or with the token plugin the bare token. Error messages never
-// include the token.
-Result<std::string> resolve_token(const std::string& plugin, const std::string& params) {
-  if (!plugin.empty() && !is_token_plugin(plugin)) {
-    return Status(Errc::kNotSupported,
-                  fmt::format("Authentication plugin {} is not supported: only token "
-                              "authentication (org.apache.pulsar.client.impl.auth."
-                              "AuthenticationToken)",
-                              plugin));
-  }
-  if (params.empty()) {
-    if (!plugin.empty()) {
-      return Status(Errc::kInvalidArgument, "Token authentication needs --auth-params");
-    }
-    return std::string();
-  }
-  if (params.starts_with("token:")) return params.substr(6);
-  if (params.starts_with("file:")) {
-    std::string path = params.substr(5);
-    if (path.starts_with("//")) path = path.substr(2);
-    std::ifstream in(path);
-    if (!in) {
-      return Status(Errc::kNotFound, fmt::format("Cannot read the token file {}", path));
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    return trim(text.str());
-  }
-  if (params.starts_with("{")) {
-    auto j = nlohmann::json::parse(params, nullptr, false);
-    if (j.is_object() && j.contains("token") && j["token"].is_string()) {
-      return j["token"].get<std::string>();
-    }
-    return Status(Errc::kInvalidArgument, "The auth params hold no \"token\" string");
-  }
-  if (is_token_plugin(plugin)) return params;
-  return Status(Errc::kInvalidArgument,
-                "Auth params must be token:<token> or file:<path> (only token authentication "
-                "is supported)");
-}
-
 Result<AdminSettings> resolve_settings(const GlobalOptions& g) {
   AdminSettings settings;
-  std::string plugin;
-  std::string params;
+  std::map<std::string, std::string> conf_props;
   const std::string conf = client_conf_path(g.conf);
   if (!conf.empty()) {
     auto props = read_properties(conf);
@@ -98,8 +43,7 @@ Result<AdminSettings> resolve_settings(const GlobalOptions& g) {
     if (auto it = props->find("webServiceUrl"); it != props->end() && !it->second.empty()) {
       settings.admin_url = it->second;
     }
-    if (auto it = props->find("authPlugin"); it != props->end()) plugin = it->second;
-    if (auto it = props->find("authParams"); it != props->end()) params = it->second;
+    conf_props = *props;
   }
   if (!g.admin_url.empty()) settings.admin_url = g.admin_url;
   if (g.tls_allow_insecure) settings.tls.allow_insecure = true;
@@ -107,11 +51,16 @@ Result<AdminSettings> resolve_settings(const GlobalOptions& g) {
   if (!g.tls_trust_cert_path.empty()) settings.tls.trust_certs_file = g.tls_trust_cert_path;
   if (!g.tls_cert_file.empty()) settings.tls.certificate_file = g.tls_cert_file;
   if (!g.tls_key_file.empty()) settings.tls.key_file = g.tls_key_file;
-  if (!g.auth_plugin.empty()) plugin = g.auth_plugin;
-  if (!g.auth_params.empty()) params = g.auth_params;
-  auto token = resolve_token(plugin, params);
-  if (!token.ok()) return token.status();
-  settings.token = std::move(token).value();
+  auto authentication = resolve_authentication(conf_props, g.auth_plugin, g.auth_params);
+  if (!authentication.ok()) return authentication.status();
+  if (*authentication) {
+    auto headers = (*authentication)->http_headers();
+    if (!headers.ok()) {
+      return Status(headers.status().code(),
+                    fmt::format("Authentication: {}", headers.status().message()));
+    }
+    settings.headers = std::move(*headers);
+  }
   if (g.request_timeout_s <= 0) {
     return Status(Errc::kInvalidArgument, "--request-timeout must be a positive number of seconds");
   }
@@ -196,7 +145,8 @@ int run_admin(std::vector<std::string> args, std::ostream& out, std::ostream& er
   add_topic_commands(app, table);
   add_broker_commands(app, table);
 
-  if (auto done = parse_command_line(app, rewrite_single_dash_options(std::move(args)), out, err)) return *done;
+  if (auto done = parse_command_line(app, rewrite_single_dash_options(std::move(args)), out, err))
+    return *done;
 
   const Action* action = table.find(selected_leaf(app));
   if (action == nullptr) {  // not reachable: every group requires a subcommand

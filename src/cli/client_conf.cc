@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string_view>
 
+#include "magnetar/authentication.h"
+
 namespace magnetar::cli {
 
 namespace {
@@ -75,6 +77,36 @@ Result<TlsSettings> resolve_tls_settings(const std::string& conf) {
   if (!props.ok()) return props.status();
   if (Status st = read_tls_settings(*props, tls); !st.ok()) return st;
   return tls;
+}
+
+Result<std::shared_ptr<client::Authentication>> resolve_authentication(
+    const std::map<std::string, std::string>& props, const std::string& flag_plugin,
+    const std::string& flag_params) {
+  std::string plugin;
+  std::string params;
+  if (auto it = props.find("authPlugin"); it != props.end()) plugin = it->second;
+  if (auto it = props.find("authParams"); it != props.end()) params = it->second;
+  if (!flag_plugin.empty()) plugin = flag_plugin;
+  if (!flag_params.empty()) params = flag_params;
+  if (plugin.empty() && params.empty()) return std::shared_ptr<client::Authentication>();
+  if (plugin.empty()) plugin = "token";
+  auto made = client::create_authentication(plugin, params);
+  if (!made.ok()) {
+    return Status(made.status().code(), fmt::format("Authentication: {}", made.status().message()));
+  }
+  return made;
+}
+
+Result<std::shared_ptr<client::Authentication>> resolve_authentication(
+    const std::string& conf, const std::string& flag_plugin, const std::string& flag_params) {
+  std::map<std::string, std::string> props;
+  const std::string path = client_conf_path(conf);
+  if (!path.empty()) {
+    auto read = read_properties(path);
+    if (!read.ok()) return read.status();
+    props = std::move(read).value();
+  }
+  return resolve_authentication(props, flag_plugin, flag_params);
 }
 
 Result<std::string> resolve_service_url(const std::string& flag_url, const std::string& conf) {

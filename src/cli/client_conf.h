@@ -4,9 +4,14 @@
 // configuration file, for magnetar-perf bookie.
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "common/status.h"
+
+namespace magnetar::client {
+class Authentication;
+}
 
 namespace magnetar::cli {
 
@@ -34,6 +39,17 @@ Status read_tls_settings(const std::map<std::string, std::string>& props, TlsSet
 // The TLS settings of the client.conf named by `conf` (or $PULSAR_CLIENT_CONF); defaults
 // without one.
 Result<TlsSettings> resolve_tls_settings(const std::string& conf);
+
+// The credentials of the tools: authPlugin and authParams of client.conf's `props`, then
+// --auth-plugin / --auth-params (non-empty flags win). Parameters without a plugin are a
+// token's (token:<jwt>, file:///path, {"token": ...}). nullptr: no authentication. Errors
+// never contain the credentials.
+Result<std::shared_ptr<client::Authentication>> resolve_authentication(
+    const std::map<std::string, std::string>& props, const std::string& flag_plugin,
+    const std::string& flag_params);
+// The same with the client.conf named by `conf` (or $PULSAR_CLIENT_CONF), if any.
+Result<std::shared_ptr<client::Authentication>> resolve_authentication(
+    const std::string& conf, const std::string& flag_plugin, const std::string& flag_params);
 
 // The broker service URL, later ones winning: pulsar://localhost:6650, brokerServiceUrl from
 // the client.conf named by `conf` (or, when empty, by $PULSAR_CLIENT_CONF), then `flag_url`.

@@ -1,4 +1,3 @@
-#include "cli/command_line.h"
 #include "cli/client_tool.h"
 
 #include <fmt/format.h>
@@ -11,6 +10,7 @@
 #include <sstream>
 
 #include "cli/client_conf.h"
+#include "cli/command_line.h"
 #include "cli/interrupt.h"
 #include "cli/message_format.h"
 #include "cli/token_bucket.h"
@@ -277,8 +277,11 @@ int run_client(std::vector<std::string> args, std::ostream& out, std::ostream& e
                  "pulsar://localhost:6650, or brokerServiceUrl from the client configuration)");
   app.add_option("--conf", g.conf,
                  "client.conf to read brokerServiceUrl from (default: $PULSAR_CLIENT_CONF)");
-  app.add_option("--auth-plugin", g.auth_plugin, "Accepted; authentication is not supported yet");
-  app.add_option("--auth-params", g.auth_params, "Accepted; authentication is not supported yet");
+  app.add_option("--auth-plugin", g.auth_plugin,
+                 "Authentication plugin: token or "
+                 "org.apache.pulsar.client.impl.auth.AuthenticationToken (authPlugin)");
+  app.add_option("--auth-params", g.auth_params,
+                 "Its parameters: token:<jwt>, file:///path or {\"token\":...} (authParams)");
 
   ProduceOptions p;
   CLI::App* produce = app.add_subcommand("produce", "Produce messages to a topic");
@@ -325,16 +328,18 @@ int run_client(std::vector<std::string> args, std::ostream& out, std::ostream& e
   read->add_flag("--hex", r.hex, "Print the content as a hex dump");
   read->add_flag("--hide-content", r.hide_content, "Do not print the content");
 
-  if (auto done = parse_command_line(app, rewrite_client_options(std::move(args)), out, err)) return *done;
+  if (auto done = parse_command_line(app, rewrite_client_options(std::move(args)), out, err))
+    return *done;
 
   auto url = resolve_service_url(g.url, g.conf);
   if (!url.ok()) {
     err << url.status().message() << "\n";
     return 1;
   }
-  if (!g.auth_params.empty() || !g.auth_plugin.empty()) {
-    err << "Warning: authentication is not supported yet; --auth-plugin and --auth-params are "
-           "ignored\n";
+  auto authentication = resolve_authentication(g.conf, g.auth_plugin, g.auth_params);
+  if (!authentication.ok()) {
+    err << authentication.status().message() << "\n";
+    return 1;
   }
   auto tls = resolve_tls_settings(g.conf);
   if (!tls.ok()) {
@@ -343,6 +348,7 @@ int run_client(std::vector<std::string> args, std::ostream& out, std::ostream& e
   }
   client::ClientOptions options;
   apply_tls_settings(*tls, options);
+  options.authentication = std::move(authentication).value();
   auto made = client::Client::create(*url, options);
   if (!made.ok()) {
     err << "Invalid service URL " << *url << ": " << made.status().to_string() << "\n";

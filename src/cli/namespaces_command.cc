@@ -34,9 +34,10 @@ struct NamespaceArgs {
   bool disable = false;
   // set-clusters
   std::string cluster_list;
-  // grant-permission, revoke-permission
+  // grant-permission, revoke-permission, grant-/revoke-subscription-permission
   std::string role;
   std::vector<std::string> actions;
+  std::vector<std::string> roles;
   // unload, split-bundle, clear-backlog
   std::string bundle;
   bool unload = false;
@@ -200,6 +201,19 @@ int revoke_permission(Session& s, const NamespaceArgs& a) {
   return s.change("DELETE", *path);
 }
 
+int grant_subscription_permission(Session& s, const NamespaceArgs& a) {
+  auto path = ns_path(s, a.name, "/permissions/subscription/" + encode_segment(a.subscription));
+  if (!path) return 1;
+  return s.change("POST", *path, Json(a.roles).dump());
+}
+
+int revoke_subscription_permission(Session& s, const NamespaceArgs& a) {
+  auto path = ns_path(
+      s, a.name, "/permissions/" + encode_segment(a.subscription) + "/" + encode_segment(a.role));
+  if (!path) return 1;
+  return s.change("DELETE", *path);
+}
+
 int unload(Session& s, const NamespaceArgs& a) {
   const std::string suffix =
       a.bundle.empty() ? "/unload" : "/" + encode_segment(a.bundle) + "/unload";
@@ -273,7 +287,11 @@ void add_namespace_commands(CLI::App& app, CommandTable& table) {
         c->add_flag("-f,--force", a.force, "Delete the namespace and all its topics");
       });
 
-  add(g, table, "permissions", "Get the permissions on a namespace", getter("/permissions"));
+  add(g, table, "permissions", "Get the permissions on a namespace",
+      [](Session& s, const NamespaceArgs& a) {
+        auto path = ns_path(s, a.name, "/permissions");
+        return path ? s.print_map(*path) : 1;
+      });
   add(g, table, "grant-permission", "Grant permissions on a namespace", grant_permission,
       [](CLI::App* c, NamespaceArgs& a) {
         c->add_option("--role", a.role, "Client role to grant permissions to")->required();
@@ -285,6 +303,20 @@ void add_namespace_commands(CLI::App& app, CommandTable& table) {
   add(g, table, "revoke-permission", "Revoke permissions on a namespace", revoke_permission,
       [](CLI::App* c, NamespaceArgs& a) {
         c->add_option("--role", a.role, "Client role to revoke permissions from")->required();
+      });
+  add(g, table, "grant-subscription-permission",
+      "Grant permissions to access a subscription's admin api", grant_subscription_permission,
+      [](CLI::App* c, NamespaceArgs& a) {
+        c->add_option("--subscription", a.subscription, "Subscription name")->required();
+        c->add_option("--roles", a.roles, "Client roles to grant (comma separated)")
+            ->required()
+            ->delimiter(',');
+      });
+  add(g, table, "revoke-subscription-permission",
+      "Revoke permissions to access a subscription's admin api", revoke_subscription_permission,
+      [](CLI::App* c, NamespaceArgs& a) {
+        c->add_option("--subscription", a.subscription, "Subscription name")->required();
+        c->add_option("--role", a.role, "Client role to revoke")->required();
       });
 
   add(g, table, "set-clusters", "Set the replication clusters of a namespace", set_clusters,

@@ -54,9 +54,10 @@ bool PerfRun::connect() {
     err_ << url.status().message() << "\n";
     return false;
   }
-  if (!o_.auth_params.empty() || !o_.auth_plugin.empty()) {
-    err_ << "Warning: authentication is not supported yet; --auth-plugin and --auth-params "
-            "are ignored\n";
+  auto authentication = resolve_authentication(o_.conf, o_.auth_plugin, o_.auth_params);
+  if (!authentication.ok()) {
+    err_ << authentication.status().message() << "\n";
+    return false;
   }
   auto tls = resolve_tls_settings(o_.conf);
   if (!tls.ok()) {
@@ -68,6 +69,7 @@ bool PerfRun::connect() {
   if (o_.tls_enable_hostname_verification) tls->validate_hostname = true;
   client::ClientOptions options;
   apply_tls_settings(*tls, options);
+  options.authentication = std::move(authentication).value();
   auto made = client::Client::create(*url, options);
   if (!made.ok()) {
     err_ << "Invalid service URL " << *url << ": " << made.status().to_string() << "\n";

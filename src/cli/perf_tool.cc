@@ -1,4 +1,3 @@
-#include "cli/command_line.h"
 #include "cli/perf_tool.h"
 
 #include <CLI/CLI.hpp>
@@ -6,6 +5,7 @@
 #include <map>
 #include <ostream>
 
+#include "cli/command_line.h"
 #include "cli/interrupt.h"
 #include "cli/perf_run.h"
 #include "common/version.h"
@@ -31,8 +31,11 @@ void add_common_options(CLI::App* cmd, CommonOptions& o) {
   cmd->add_option("--conf-file,--conf", o.conf,
                   "client.conf to read brokerServiceUrl from (-cf; default: "
                   "$PULSAR_CLIENT_CONF)");
-  cmd->add_option("--auth-plugin", o.auth_plugin, "Accepted; authentication is not supported yet");
-  cmd->add_option("--auth-params", o.auth_params, "Accepted; authentication is not supported yet");
+  cmd->add_option("--auth-plugin", o.auth_plugin,
+                  "Authentication plugin: token or "
+                  "org.apache.pulsar.client.impl.auth.AuthenticationToken (authPlugin)");
+  cmd->add_option("--auth-params", o.auth_params,
+                  "Its parameters: token:<jwt>, file:///path or {\"token\":...} (authParams)");
   cmd->add_option("--trust-cert-file", o.trust_cert_file,
                   "CAs (PEM) the broker's certificate must chain to (tlsTrustCertsFilePath)");
   cmd->add_flag("--tls-allow-insecure", o.tls_allow_insecure,
@@ -48,15 +51,21 @@ void add_common_options(CLI::App* cmd, CommonOptions& o) {
 
 std::vector<std::string> rewrite_perf_options(std::vector<std::string> args) {
   static const std::map<std::string, std::string> kLongNames = {
-      {"-time", "--test-duration"},   {"-bm", "--batch-max-messages"},
-      {"-bb", "--batch-max-bytes"},   {"-db", "--disable-batching"},
-      {"-ss", "--subscription-type"}, {"-sp", "--subscription-position"},
+      {"-time", "--test-duration"},
+      {"-bm", "--batch-max-messages"},
+      {"-bb", "--batch-max-bytes"},
+      {"-db", "--disable-batching"},
+      {"-ss", "--subscription-type"},
+      {"-sp", "--subscription-position"},
       {"-cf", "--conf-file"},
       // bookie: -mu, and BookKeeper's `bookkeeper-benchmark writes` flags (its -zookeeper
       // takes host:port[/chroot], a metadata store URL of ours too).
-      {"-mu", "--metadata-store-url"},        {"-zookeeper", "--metadata-store-url"},
-      {"-ensemble", "--ensemble-size"},       {"-quorum", "--write-quorum"},
-      {"-ackQuorum", "--ack-quorum"},         {"-entrysize", "--size"},
+      {"-mu", "--metadata-store-url"},
+      {"-zookeeper", "--metadata-store-url"},
+      {"-ensemble", "--ensemble-size"},
+      {"-quorum", "--write-quorum"},
+      {"-ackQuorum", "--ack-quorum"},
+      {"-entrysize", "--size"},
       {"-throttle", "--max-outstanding"},
   };
   for (std::string& arg : args) {
@@ -150,7 +159,8 @@ int run_perf(std::vector<std::string> args, std::ostream& out, std::ostream& err
                      "Seconds allowed for connecting and creating the ledgers, and again for "
                      "finishing the adds in flight and closing and deleting them (30)");
 
-  if (auto done = parse_command_line(app, rewrite_perf_options(std::move(args)), out, err)) return *done;
+  if (auto done = parse_command_line(app, rewrite_perf_options(std::move(args)), out, err))
+    return *done;
   if (produce->parsed()) return run_perf_produce(pc, p, out, err);
   if (consume->parsed()) return run_perf_consume(cc, c, out, err);
   if (read->parsed()) return run_perf_read(rc, r, out, err);

@@ -112,9 +112,7 @@ Session::Session(const AdminSettings& settings, std::ostream& out, std::ostream&
         options.tls_validate_hostname = settings.tls.validate_hostname;
         options.tls_certificate_file_path = settings.tls.certificate_file;
         options.tls_private_key_file_path = settings.tls.key_file;
-        if (!settings.token.empty()) {
-          options.default_headers["Authorization"] = "Bearer " + settings.token;
-        }
+        for (const auto& [name, value] : settings.headers) options.default_headers[name] = value;
         return options;
       }()),
       out_(out),
@@ -178,6 +176,31 @@ int Session::print_value(const std::string& path) {
   auto response = call("GET", path);
   if (!response) return 1;
   print(parse(*response));
+  return 0;
+}
+
+int Session::print_map(const std::string& path) {
+  auto response = call("GET", path);
+  if (!response) return 1;
+  const Json map = parse(*response);
+  if (!map.is_object()) {
+    print(map);
+    return 0;
+  }
+  for (const auto& [key, value] : map.items()) {
+    std::string text;
+    if (value.is_array()) {
+      text = "[";
+      for (const Json& item : value) {
+        if (text.size() > 1) text += ", ";
+        text += item.is_string() ? item.get<std::string>() : item.dump();
+      }
+      text += "]";
+    } else {
+      text = value.is_string() ? value.get<std::string>() : value.dump();
+    }
+    out_ << key << "    " << text << "\n";
+  }
   return 0;
 }
 

@@ -27,7 +27,8 @@ using Json = nlohmann::ordered_json;
 
 struct AdminSettings {
   std::string admin_url = "http://localhost:8080";  // without a trailing '/'
-  std::string token;                                // empty: no Authorization header
+  // The credentials' headers (Authorization: Bearer ...); empty: none.
+  std::map<std::string, std::string> headers;
   std::chrono::seconds timeout{30};
   TlsSettings tls;  // for https:// admin URLs
 };
@@ -57,6 +58,10 @@ class Session {
   int print_list(const std::string& path);
   // GET, then the value answered (an empty answer prints "null").
   int print_value(const std::string& path);
+
+  // GET of a JSON object, printed as pulsar-admin prints a Java map: a line per key, the key,
+  // four spaces and the value (lists as Java prints a collection: "[a, b]").
+  int print_map(const std::string& path);
 
   // Prints one value as pulsar-admin prints an object: strings as they are, the rest as JSON.
   void print(const Json& value);

@@ -32,6 +32,9 @@ struct TopicArgs {
   bool applied = false;
   bool global = false;
   std::string domain;
+  // grant-permission, revoke-permission
+  std::string role;
+  std::vector<std::string> actions;
 };
 
 // The topic's REST path plus `suffix`, or nullopt after printing why the name is bad.
@@ -328,8 +331,9 @@ void add_topic_commands(CLI::App& app, CommandTable& table) {
   add(
       g, table, "get-replication-clusters", "Get the replication clusters of a topic",
       [](Session& s, const TopicArgs& a) {
-        auto path = topic_url(s, a.name, fmt::format("/replication?applied={}&isGlobal={}",
-                                                     flag(a.applied), flag(a.global)));
+        auto path = topic_url(
+            s, a.name,
+            fmt::format("/replication?applied={}&isGlobal={}", flag(a.applied), flag(a.global)));
         return path ? s.print_value(*path) : 1;
       },
       [](CLI::App* c, TopicArgs& a) {
@@ -343,8 +347,33 @@ void add_topic_commands(CLI::App& app, CommandTable& table) {
         auto path = topic_url(s, a.name, fmt::format("/replication?isGlobal={}", flag(a.global)));
         return path ? s.change("DELETE", *path) : 1;
       },
+      [](CLI::App* c, TopicArgs& a) { c->add_flag("-g,--global", a.global, "The global policy"); });
+
+  add(g, table, "permissions", "Get the permissions on a topic",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(s, a.name, "/permissions");
+        return path ? s.print_map(*path) : 1;
+      });
+  add(
+      g, table, "grant-permission", "Grant a new permission to a client role on a single topic",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(s, a.name, "/permissions/" + encode_segment(a.role));
+        return path ? s.change("POST", *path, Json(a.actions).dump()) : 1;
+      },
       [](CLI::App* c, TopicArgs& a) {
-        c->add_flag("-g,--global", a.global, "The global policy");
+        c->add_option("-r,--role", a.role, "Client role to which grant permissions")->required();
+        c->add_option("-a,--actions", a.actions, "Actions to be granted (produce,consume)")
+            ->required()
+            ->delimiter(',');
+      });
+  add(
+      g, table, "revoke-permission", "Revoke permissions on a topic",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(s, a.name, "/permissions/" + encode_segment(a.role));
+        return path ? s.change("DELETE", *path) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        c->add_option("-r,--role", a.role, "Client role to which revoke permissions")->required();
       });
 
   add(g, table, "stats", "Get the stats of a topic", getter("/stats"));

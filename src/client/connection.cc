@@ -187,6 +187,15 @@ Task<Status> ClientConnection::do_connect(Deadline deadline) {
     stream_->close();
     co_return connect_status_;
   }
+  Result<std::string> credentials = std::string();
+  if (options_.authentication) credentials = options_.authentication->credentials();
+  if (!credentials.ok()) {
+    guard->cancel();
+    stream_->close();
+    co_return Status(
+        ClientError::kAuthenticationError,
+        fmt::format("credentials for {}: {}", physical_, credentials.status().message()));
+  }
   auto self = shared_from_this();
   asio::co_spawn(
       ex, [self]() { return self->read_loop(); }, asio::detached);
@@ -203,7 +212,14 @@ Task<Status> ClientConnection::do_connect(Deadline deadline) {
   auto* c = connect.mutable_connect();
   c->set_client_version(fmt::format("magnetar-cpp-{}", kVersion));
   c->set_protocol_version(kProtocolVersion);
-  c->mutable_feature_flags()->set_supports_auth_refresh(false);
+  if (options_.authentication) {
+    c->set_auth_method_name(options_.authentication->method());
+    c->set_auth_data(*credentials);
+  } else {
+    c->set_auth_method_name("none");
+  }
+  // A broker may challenge expired credentials later: answered with fresh ones.
+  c->mutable_feature_flags()->set_supports_auth_refresh(options_.authentication != nullptr);
   handshake_ = std::make_shared<Pending>(ex);
   auto handshake = handshake_;
   send_command(connect);
@@ -222,6 +238,26 @@ Task<Status> ClientConnection::do_connect(Deadline deadline) {
   asio::co_spawn(
       ex, [self]() { return self->keep_alive_loop(); }, asio::detached);
   co_return Status::OK();
+}
+
+void ClientConnection::answer_challenge() {
+  auto response = make_command(wire::BaseCommand::AUTH_RESPONSE);
+  auto* r = response.mutable_authresponse();
+  r->set_client_version(fmt::format("magnetar-cpp-{}", kVersion));
+  r->set_protocol_version(kProtocolVersion);
+  if (!options_.authentication) {
+    close(Status(ClientError::kProtocolError, "an AUTH_CHALLENGE without credentials to give"));
+    return;
+  }
+  auto data = options_.authentication->credentials();
+  if (!data.ok()) {
+    log_.warn("cannot answer the broker's authentication challenge: {}", data.status().message());
+    close(Status(ClientError::kAuthenticationError, data.status().message()));
+    return;
+  }
+  r->mutable_response()->set_auth_method_name(options_.authentication->method());
+  r->mutable_response()->set_auth_data(*data);
+  send_command(response);
 }
 
 void ClientConnection::close(const Status& reason) {
@@ -417,6 +453,9 @@ void ClientConnection::handle(protocol::Frame& frame) {
       return;
     }
     case wire::BaseCommand::PONG:
+      return;
+    case wire::BaseCommand::AUTH_CHALLENGE:
+      answer_challenge();
       return;
     case wire::BaseCommand::ERROR: {
       Status st = server_error_status(cmd.error().error(), cmd.error().message());

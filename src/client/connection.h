@@ -105,6 +105,8 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   Executor executor() { return executor_; }
 
  private:
+  // AUTH_CHALLENGE (a refresh of expired credentials): AUTH_RESPONSE with fresh ones.
+  void answer_challenge();
   enum class State { kIdle, kConnecting, kReady, kClosed };
   struct Pending {
     explicit Pending(const Executor& ex) : timer(ex) {}

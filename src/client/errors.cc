@@ -36,6 +36,8 @@ class ClientCategory final : public std::error_category {
         return "topic terminated";
       case ClientError::kCumulativeAckNotAllowed:
         return "cumulative ack not allowed";
+      case ClientError::kAuthenticationError:
+        return "authentication error";
     }
     return "unknown client error";
   }
@@ -63,11 +65,12 @@ class ClientCategory final : public std::error_category {
         return make_error_condition(Errc::kInternal);
       case ClientError::kTopicTerminated:
         return make_error_condition(Errc::kFenced);
+      case ClientError::kAuthenticationError:
+        return make_error_condition(Errc::kUnauthenticated);
     }
     return make_error_condition(Errc::kInternal);
   }
 };
-
 
 }  // namespace
 

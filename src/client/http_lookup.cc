@@ -89,6 +89,7 @@ class HttpLookup final : public LookupService {
       : bases_(std::move(bases)),
         operation_timeout_(options.operation_timeout),
         tls_(tls),
+        authentication_(options.authentication),
         http_([&options] {
           http::ClientOptions o;
           o.timeout = options.operation_timeout;
@@ -115,6 +116,7 @@ class HttpLookup final : public LookupService {
   const std::vector<std::string> bases_;  // "http[s]://host:port", one per service host
   const std::chrono::milliseconds operation_timeout_;
   const bool tls_;  // https:// service URL: connect to brokerUrlTls (pulsar+ssl://)
+  const std::shared_ptr<Authentication> authentication_;  // null: no credentials
   const http::HttpClient http_;
   std::atomic<uint64_t> next_{0};
 };
@@ -128,6 +130,12 @@ Task<Result<Json>> HttpLookup::get_json(std::string target, Deadline deadline) {
   request.method = "GET";
   request.url = bases_[next_.fetch_add(1) % bases_.size()] + target;
   request.timeout = std::min(left, operation_timeout_);
+  if (authentication_) {
+    auto headers = authentication_->http_headers();
+    if (!headers.ok())
+      co_return Status(ClientError::kAuthenticationError, headers.status().message());
+    request.headers = std::move(*headers);
+  }
   auto response = co_await http_.send(std::move(request));
   if (!response.ok()) co_return transport_failure(response.status());
   if (response->status != 200) co_return answer_failure(*response);

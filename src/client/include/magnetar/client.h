@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "magnetar/authentication.h"
 #include "magnetar/consumer.h"
 #include "magnetar/errors.h"
 #include "magnetar/message.h"
@@ -51,6 +52,8 @@ struct ClientOptions {
   // A client certificate and its key, for brokers that require one (mutual TLS).
   std::string tls_certificate_file_path;
   std::string tls_private_key_file_path;
+  // Credentials for the brokers (magnetar/authentication.h); null: none ("none" in CONNECT).
+  std::shared_ptr<Authentication> authentication;
 };
 
 class ClientImpl;  // internal

@@ -30,6 +30,7 @@ enum class ClientError {
   kProtocolError,            // the broker sent something out of sequence
   kTopicTerminated,          // the topic was terminated (REACHED_END_OF_TOPIC)
   kCumulativeAckNotAllowed,  // cumulative ack on a Shared / Key_Shared subscription
+  kAuthenticationError,      // the client's own credentials could not be had (a token file)
 };
 
 // Pulsar's ServerError values (pulsar_api.proto), mirrored so users need no protobuf.
