@@ -10,6 +10,7 @@
 #include "broker/namespace/namespace_service.h"
 #include "broker/replication/replication_service.h"
 #include "broker/service/authentication.h"
+#include "broker/service/authorization.h"
 #include "broker/service/metrics.h"
 #include "broker/service/schema_registry.h"
 #include "broker/service/topic_registry.h"
@@ -70,6 +71,10 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   auto authentication = Authentication::create(b->config_);
   if (!authentication.ok()) return authentication.status();
   b->authentication_ = std::move(*authentication);
+  auto authorization =
+      Authorization::create(b->config_, b->stores_.configuration.get(), b->executor());
+  if (!authorization.ok()) return authorization.status();
+  b->authorization_ = std::move(*authorization);
   boost::system::error_code ec;
   auto address = asio::ip::make_address(b->config_.bind_address, ec);
   if (ec) {
@@ -121,7 +126,7 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
       ConnectionContext{b->config_, *b->topics_, *b->namespaces_, *b->schemas_, b->gate_,
                         [raw] { return raw->next_producer_name(); },
                         [raw](Connection* cnx) { raw->forget_connection(cnx); },
-                        b->authentication_.get()});
+                        b->authentication_.get(), b->authorization_.get()});
   b->connections_gauge_ = active_connections_gauge(b->config_.cluster_name);
   asio::ip::tcp::acceptor* plain = b->acceptor_.get();
   const Executor first = b->executor();
@@ -291,7 +296,14 @@ int64_t Broker::connection_count() const {
 }
 
 BrokerServices Broker::services() {
-  return BrokerServices{config_, stores_, *topics_, *namespaces_, *schemas_, gate_};
+  return BrokerServices{config_,
+                        stores_,
+                        *topics_,
+                        *namespaces_,
+                        *schemas_,
+                        gate_,
+                        authentication_.get(),
+                        authorization_.get()};
 }
 
 std::string Broker::next_producer_name() {

@@ -41,6 +41,7 @@ class TlsContext;
 namespace magnetar::broker {
 
 class Authentication;
+class Authorization;
 class Connection;
 struct ConnectionContext;
 class NamespaceService;
@@ -110,6 +111,7 @@ class Broker {
   std::unique_ptr<TopicRegistry> topics_;
   std::unique_ptr<ReplicationService> replication_;
   std::unique_ptr<Authentication> authentication_;  // null: authenticationEnabled=false
+  std::unique_ptr<Authorization> authorization_;    // null: authorizationEnabled=false
   std::unique_ptr<ConnectionContext> connection_context_;
   std::shared_ptr<metrics::Gauge> connections_gauge_;
   std::unique_ptr<asio::steady_timer> gauge_timer_;  // gauge_loop()'s, on the first loop

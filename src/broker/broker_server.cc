@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <future>
+#include <optional>
+#include <variant>
 
+#include "broker/admin/access_guard.h"
 #include "broker/admin/admin_resources.h"
 #include "broker/broker.h"
 #include "broker/namespace/load_manager.h"
@@ -77,10 +80,21 @@ Result<std::unique_ptr<BrokerServer>> BrokerServer::start(BrokerConfig config,
     o.split.max_bandwidth_mbytes = config.load_balancer_namespace_bundle_max_bandwidth_mbytes;
     s->load_ = std::make_unique<LoadManager>(b->namespaces(), o);
   }
-  http::add_metrics_route(*s->web_);
+  // /metrics is open unless authenticateMetricsEndpoint (then any authenticated role).
+  http::MetricsGate metrics_gate;
+  if (config.authenticate_metrics_endpoint && b->services().authentication != nullptr) {
+    const Authentication* authentication = b->services().authentication;
+    metrics_gate = [authentication](const http::Request& req) -> std::optional<http::Response> {
+      auto caller = admin::authenticate_request(req, authentication);
+      if (auto* refused = std::get_if<http::Response>(&caller)) return std::move(*refused);
+      return std::nullopt;
+    };
+  }
+  http::add_metrics_route(*s->web_, std::move(metrics_gate));
   AdminResourcesOptions admin;
   admin.cluster_name = config.cluster_name;
   admin.default_number_of_namespace_bundles = config.default_number_of_namespace_bundles;
+  admin.authorization_enabled = config.authorization_enabled;
   add_admin_routes(*s->web_, stores, admin, b->services(), s->load_.get());
   if (s->load_) {
     LoadManager* load = s->load_.get();

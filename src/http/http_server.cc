@@ -1,20 +1,19 @@
 #include "http/http_server.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
-#include <mutex>
-#include <variant>
-
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
-#include <fmt/format.h>
-
 #include <cctype>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <variant>
 
 #include "common/metrics.h"
 #include "net/stream.h"
@@ -102,9 +101,8 @@ class HttpServer::Impl {
     std::lock_guard<std::mutex> lock(mu_);
     if (prefix) {
       prefixes_.push_back({std::move(method), std::move(path), std::move(h)});
-      std::sort(prefixes_.begin(), prefixes_.end(), [](const Route& a, const Route& b) {
-        return a.path.size() > b.path.size();
-      });
+      std::sort(prefixes_.begin(), prefixes_.end(),
+                [](const Route& a, const Route& b) { return a.path.size() > b.path.size(); });
     } else {
       exact_[{std::move(method), std::move(path)}] = std::move(h);
     }
@@ -268,8 +266,7 @@ class HttpServer::Impl {
           }
         }
       }
-      bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(response.status),
-                                               version};
+      bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(response.status), version};
       res.set(bhttp::field::server, "Magnetar");
       res.set(bhttp::field::content_type, response.content_type);
       for (const auto& [k, v] : response.headers) res.set(k, v);
@@ -300,7 +297,9 @@ HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
   tls_port_ = impl_->tls_port();
 }
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+  stop();
+}
 
 Result<std::unique_ptr<HttpServer>> HttpServer::start(ServerOptions options, log::Logger log) {
   auto impl = std::make_unique<Impl>(std::move(options), std::move(log));
@@ -320,8 +319,11 @@ void HttpServer::stop() {
   if (impl_) impl_->stop();
 }
 
-void add_metrics_route(HttpServer& server) {
-  server.route("GET", "/metrics", [](const Request&) -> Task<Response> {
+void add_metrics_route(HttpServer& server, MetricsGate gate) {
+  server.route("GET", "/metrics", [gate = std::move(gate)](const Request& req) -> Task<Response> {
+    if (gate) {
+      if (auto refused = gate(req)) co_return std::move(*refused);
+    }
     Response r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
     r.body = metrics::default_registry().expose();

@@ -11,8 +11,8 @@
 
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,10 +28,10 @@ class TlsContext;
 namespace magnetar::http {
 
 struct Request {
-  std::string method;  // "GET", "PUT", ...
-  std::string target;  // path and query, as received
-  std::string path;    // target without the query
-  std::map<std::string, std::string> query;  // decoded query parameters
+  std::string method;                          // "GET", "PUT", ...
+  std::string target;                          // path and query, as received
+  std::string path;                            // target without the query
+  std::map<std::string, std::string> query;    // decoded query parameters
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
 };
@@ -85,7 +85,9 @@ class HttpServer {
 };
 
 // Serves GET /metrics from the process-wide metrics registry (Prometheus text format 0.0.4).
-void add_metrics_route(HttpServer& server);
+// Answers instead of the metrics (e.g. 401), or nullopt to serve them.
+using MetricsGate = std::function<std::optional<Response>(const Request&)>;
+void add_metrics_route(HttpServer& server, MetricsGate gate = {});
 
 // Percent-decoding of a URL component ('+' stays '+'); nullopt on a malformed escape.
 std::optional<std::string> url_decode(std::string_view s);

@@ -27,7 +27,6 @@ constexpr size_t kMaxIov = 64;
 // What the broker accepts at most (uncompressed_size is untrusted input).
 constexpr uint32_t kMaxUncompressedSize = 64 * 1024 * 1024;
 
-
 std::string type_name(Type type) {
   return wire::BaseCommand::Type_IsValid(type) ? wire::BaseCommand::Type_Name(type)
                                                : fmt::format("type {}", static_cast<int>(type));
@@ -212,6 +211,7 @@ wire::BaseCommand PulsarTestClient::connect_command() const {
   }
   connect->mutable_feature_flags()->set_supports_broker_entry_metadata(
       options_.supports_broker_entry_metadata);
+  connect->mutable_feature_flags()->set_supports_auth_refresh(options_.supports_auth_refresh);
   return c;
 }
 

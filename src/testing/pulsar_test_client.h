@@ -89,6 +89,7 @@ class PulsarTestClient {
     std::optional<std::string> auth_method;       // CONNECT.auth_method_name, e.g. "token"
     std::string auth_data;                        // CONNECT.auth_data (sent with auth_method only)
     bool supports_broker_entry_metadata = false;  // FeatureFlags of CONNECT
+    bool supports_auth_refresh = false;           // FeatureFlags of CONNECT
     bool auto_pong = true;  // answer broker PINGs with PONG (false: PINGs are kept as frames)
     uint32_t max_frame_size = protocol::kDefaultMaxFrameSize;  // larger received frames fail
   };

@@ -53,10 +53,6 @@ bool valid_role(std::string_view s) {
   return true;
 }
 
-std::string tenant_path(std::string_view tenant) {
-  return fmt::format("/admin/policies/{}", tenant);
-}
-
 bool NamespaceName::valid() const {
   return valid_name(tenant) && valid_name(local);
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "broker/admin/admin_support.h"
+#include "broker/config/store_paths.h"
 #include "metadata/metadata_store.h"
 
 namespace magnetar::broker::admin {
@@ -35,8 +36,6 @@ constexpr int kMaxCasAttempts = 16;
 bool valid_name(std::string_view s);
 // Well-formed UTF-8 without control characters (role names come URL-decoded from the path).
 bool valid_role(std::string_view s);
-
-std::string tenant_path(std::string_view tenant);
 
 struct NamespaceName {
   std::string tenant;

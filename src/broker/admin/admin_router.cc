@@ -1,5 +1,5 @@
-// Authorization goes in one place: make_router() below, which should call router->set_guard()
-// (the authenticated principal against each route's http::Permission) after the resources
+// Authentication and authorization go in one place: make_router() below sets the router's
+// guard (access_guard.h: the caller against each route's http::Permission) once the resources
 // added their routes and before serve_router() mounts it.
 //
 // Builds the admin API's one http::Router from every resource's routes and serves it under
@@ -10,6 +10,7 @@
 #include <optional>
 #include <utility>
 
+#include "broker/admin/access_guard.h"
 #include "broker/admin/admin_resources.h"
 #include "broker/admin/admin_routes.h"
 #include "broker/admin/admin_support.h"
@@ -31,8 +32,11 @@ std::shared_ptr<http::Router> make_router(metadata::MetadataStores stores,
   admin::add_tenants(*router, resources);
   admin::add_namespaces(*router, resources);
   admin::add_namespace_policies(*router, resources);
-  if (broker) {
+  if (!broker) {
+    admin::add_permissions(*router, resources, nullptr);
+  } else {
     auto own = std::make_shared<const BrokerContext>(*broker);
+    admin::add_permissions(*router, resources, own);
     admin::add_namespace_bundles(*router, own);
     admin::add_lookup(*router, own);
     admin::add_topics(*router, own);
@@ -40,6 +44,10 @@ std::shared_ptr<http::Router> make_router(metadata::MetadataStores stores,
     admin::add_partitioned_topics(*router, own);
     admin::add_topic_policies(*router, own);
     admin::add_brokers(*router, own);
+    const BrokerServices& services = broker->services;
+    if (services.authentication != nullptr || services.authorization != nullptr) {
+      router->set_guard(admin::make_access_guard(services.authentication, services.authorization));
+    }
   }
   return router;
 }

@@ -47,6 +47,9 @@ void add_topics(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_subscriptions(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_partitioned_topics(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_topic_policies(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
+// The namespace grants; with `broker` (may be null) the topic grants too.
+void add_permissions(http::Router& router, std::shared_ptr<const AdminContext> ctx,
+                     std::shared_ptr<const BrokerContext> broker);
 void add_brokers(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 
 // The prefixes, with the methods each serves and its answers before the router.

@@ -86,7 +86,8 @@ Response redirect_to(const LookupAnswer& owner, const Request& req) {
 }
 
 Task<Result<http::HttpResponse>> forward(const BrokerUrls& owner, const std::string& method,
-                                         const std::string& target, const std::string& body) {
+                                         const std::string& target, const std::string& body,
+                                         const http::Request& origin) {
   static const http::HttpClient client([] {
     http::ClientOptions o;
     o.max_redirects = 5;
@@ -97,6 +98,11 @@ Task<Result<http::HttpResponse>> forward(const BrokerUrls& owner, const std::str
   request.method = method;
   request.url = owner.http_url + target;
   request.body = body;
+  for (const char* name : {"authorization", "x-pulsar-auth-method-name"}) {
+    if (auto it = origin.headers.find(name); it != origin.headers.end()) {
+      request.headers[name] = it->second;
+    }
+  }
   auto response = co_await client.send(std::move(request));
   co_return response;
 }

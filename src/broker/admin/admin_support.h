@@ -59,8 +59,11 @@ http::Response redirect_to(const LookupAnswer& owner, const http::Request& req);
 
 // One request to another broker's web service (`target`: path and query), following up to 5
 // redirects. Every argument must outlive the call (pass the caller's named locals).
+// The caller's credentials (Authorization, X-Pulsar-Auth-Method-Name of `origin`) go along:
+// the other broker authenticates and authorizes the caller itself.
 Task<Result<http::HttpResponse>> forward(const BrokerUrls& owner, const std::string& method,
-                                         const std::string& target, const std::string& body);
+                                         const std::string& target, const std::string& body,
+                                         const http::Request& origin);
 // A forwarded call that failed or was not a success, as this broker's answer: 503 when the
 // broker did not answer, its own status and body otherwise.
 http::Response forwarded_failure(const BrokerUrls& owner, const Result<http::HttpResponse>& r);

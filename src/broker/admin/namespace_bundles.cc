@@ -133,7 +133,7 @@ Task<Response> BundleRoutes::every_bundle(NamespaceName name, bool unload, std::
                                 : fmt::format("/admin/v2/namespaces/{}/{}/clearBacklog{}", ns,
                                               range.name(), sub.empty() ? "" : "/" + sub);
     const std::string no_body;
-    auto remote = co_await forward(o.target, req.method, target, no_body);
+    auto remote = co_await forward(o.target, req.method, target, no_body, req);
     if (!remote.ok() || remote->status >= 300) co_return forwarded_failure(o.target, remote);
   }
   co_return no_content();

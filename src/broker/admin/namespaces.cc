@@ -1,8 +1,8 @@
 // /admin/v2/namespaces/{tenant}[/{namespace}]: a tenant's namespaces, a namespace's Policies
-// node (/admin/policies/{tenant}/{namespace}) as a whole, its topics and its permission
-// grants. Every route needs an admin of the tenant, but the topic list, which a
-// namespace-level consume grant allows (GET_TOPICS), as in Pulsar. The per-policy routes are
-// in namespace_policies.cc, the bundle operations in namespace_bundles.cc.
+// node (/admin/policies/{tenant}/{namespace}) as a whole and its topics. Every route needs an
+// admin of the tenant, but the topic list, which a namespace-level consume grant allows
+// (GET_TOPICS), as in Pulsar. The per-policy routes are in namespace_policies.cc, the
+// permission grants in permissions.cc, the bundle operations in namespace_bundles.cc.
 
 #include <fmt/format.h>
 
@@ -34,9 +34,6 @@ class Namespaces {
   Task<Response> create_namespace(NamespaceName ns, const Request& req);
   Task<Response> delete_namespace(NamespaceName ns, const Request& req);
   Task<Response> list_topics(NamespaceName ns, const Request& req);
-  Task<Response> get_permissions(NamespaceName ns);
-  Task<Response> grant_permission(NamespaceName ns, std::string role, const Request& req);
-  Task<Response> revoke_permission(NamespaceName ns, std::string role);
 
  private:
   metadata::MetadataStore& configuration() const { return ctx_->configuration(); }
@@ -66,39 +63,6 @@ Task<Response> Namespaces::get_policies(NamespaceName ns) {
   if (!node) co_return error(404, kNoNamespace);
   co_return ok_json(
       policies_view(std::move(node->value), ctx_->options.default_number_of_namespace_bundles));
-}
-
-Task<Response> Namespaces::grant_permission(NamespaceName ns, std::string role,
-                                            const Request& req) {
-  if (!ns.valid()) co_return invalid_namespace_name();
-  if (!valid_role(role)) co_return error(412, "Invalid role name");
-  auto body = parse_body(req);
-  if (auto* r = std::get_if<Response>(&body)) co_return std::move(*r);
-  auto parsed = parse_auth_actions(std::get<0>(body));
-  if (auto* r = std::get_if<Response>(&parsed)) co_return std::move(*r);
-  const Json actions = std::get<0>(parsed);
-  const Mutation grant = [&role, &actions](Json& p) -> std::optional<Response> {
-    Json& auth = p["auth_policies"];
-    if (!auth.is_object()) auth = default_policies()["auth_policies"];
-    Json& grants = auth["namespace_auth"];
-    if (!grants.is_object()) grants = Json::object();
-    grants[role] = actions;
-    return std::nullopt;
-  };
-  co_return co_await update_node(configuration(), ns.policies_path(), grant, kNoNamespace);
-}
-
-Task<Response> Namespaces::revoke_permission(NamespaceName ns, std::string role) {
-  if (!ns.valid()) co_return invalid_namespace_name();
-  if (!valid_role(role)) co_return error(412, "Invalid role name");
-  const Mutation revoke = [&role](Json& p) -> std::optional<Response> {
-    auto auth = p.find("auth_policies");
-    if (auth == p.end() || !auth->is_object()) return std::nullopt;
-    auto grants = auth->find("namespace_auth");
-    if (grants != auth->end() && grants->is_object()) grants->erase(role);
-    return std::nullopt;
-  };
-  co_return co_await update_node(configuration(), ns.policies_path(), revoke, kNoNamespace);
 }
 
 Task<Response> Namespaces::list_topics(NamespaceName ns, const Request& req) {
@@ -195,17 +159,6 @@ Task<Response> Namespaces::delete_namespace(NamespaceName ns, const Request& req
   co_return no_content();
 }
 
-// GET .../permissions: the namespace-wide grants, role -> actions.
-Task<Response> Namespaces::get_permissions(NamespaceName ns) {
-  if (!ns.valid()) co_return invalid_namespace_name();
-  auto loaded = co_await load(configuration(), ns.policies_path());
-  if (auto* r = std::get_if<Response>(&loaded)) co_return std::move(*r);
-  auto& node = std::get<0>(loaded);
-  if (!node) co_return error(404, kNoNamespace);
-  const Json& grants = member(member(node->value, "auth_policies"), "namespace_auth");
-  co_return ok_json(grants.is_object() ? grants : Json::object());
-}
-
 }  // namespace
 
 void add_namespaces(http::Router& router, std::shared_ptr<const AdminContext> ctx) {
@@ -229,17 +182,6 @@ void add_namespaces(http::Router& router, std::shared_ptr<const AdminContext> ct
   router.add("GET", ns + "/topics", Permission::namespace_op(Action::kConsume, "GET_TOPICS"),
              [self](const Request& req, const PathParams& p) {
                return self->list_topics(namespace_of(p), req);
-             });
-  router.add("GET", ns + "/permissions", admin, [self](const Request&, const PathParams& p) {
-    return self->get_permissions(namespace_of(p));
-  });
-  router.add("POST", ns + "/permissions/{role}", admin,
-             [self](const Request& req, const PathParams& p) {
-               return self->grant_permission(namespace_of(p), p.at("role"), req);
-             });
-  router.add("DELETE", ns + "/permissions/{role}", admin,
-             [self](const Request&, const PathParams& p) {
-               return self->revoke_permission(namespace_of(p), p.at("role"));
              });
 }
 

@@ -75,7 +75,8 @@ class PartitionedTopics {
  private:
   // The stats of one partition from its owner: here, or its answer over HTTP (503 when it
   // does not answer).
-  Task<Response> partition_stats(protocol::TopicName partition, LookupAnswer owner);
+  Task<Response> partition_stats(protocol::TopicName partition, LookupAnswer owner,
+                                 const Request& req);
   const BrokerServices& broker() const { return ctx_->services; }
   metadata::MetadataStore& configuration() const { return *ctx_->services.stores.configuration; }
 
@@ -184,7 +185,7 @@ Task<Response> PartitionedTopics::remove(const Request& req, const PathParams& p
           fmt::format("/admin/v2/{}?force={}&authoritative={}", partition.rest_path(),
                       force ? "true" : "false", owner->authoritative ? "true" : "false");
       const std::string del = "DELETE", no_body;
-      auto remote = co_await forward(owner->target, del, target, no_body);
+      auto remote = co_await forward(owner->target, del, target, no_body, req);
       if (!remote.ok() || (remote->status >= 300 && remote->status != 404)) {
         co_return forwarded_failure(owner->target, remote);
       }
@@ -199,8 +200,8 @@ Task<Response> PartitionedTopics::remove(const Request& req, const PathParams& p
   co_return no_content();
 }
 
-Task<Response> PartitionedTopics::partition_stats(protocol::TopicName partition,
-                                                  LookupAnswer owner) {
+Task<Response> PartitionedTopics::partition_stats(protocol::TopicName partition, LookupAnswer owner,
+                                                  const Request& req) {
   if (owner.self) {
     TopicFn stats = [](std::shared_ptr<PersistentTopic> t) -> Task<Response> {
       co_return ok_json(t->stats());
@@ -211,7 +212,7 @@ Task<Response> PartitionedTopics::partition_stats(protocol::TopicName partition,
   std::string target = fmt::format("/admin/v2/{}/stats?authoritative={}", partition.rest_path(),
                                    owner.authoritative ? "true" : "false");
   const std::string get = "GET", no_body;
-  auto remote = co_await forward(owner.target, get, target, no_body);
+  auto remote = co_await forward(owner.target, get, target, no_body, req);
   if (!remote.ok()) co_return forwarded_failure(owner.target, remote);
   Response r;
   r.status = remote->status;
@@ -232,7 +233,7 @@ Task<Response> PartitionedTopics::stats(const Request& req, const PathParams& p)
     const protocol::TopicName partition = name.partition(i);
     auto owner = co_await broker().namespaces.lookup(partition, false);
     if (!owner.ok()) co_return broker_error(owner.status());
-    Response r = co_await partition_stats(partition, *owner);
+    Response r = co_await partition_stats(partition, *owner, req);
     if (r.status == 404) continue;  // a partition not created yet
     if (r.status != 200) co_return r;
     auto j = Json::parse(r.body, nullptr, false);
@@ -267,7 +268,7 @@ Task<Response> fan_out(BrokerServices broker, protocol::TopicName name, int part
     const protocol::TopicName partition = name.partition(i);
     const std::string target =
         fmt::format("/admin/v2/{}{}{}", partition.rest_path(), suffix, query);
-    auto r = co_await forward(self, req.method, target, req.body);
+    auto r = co_await forward(self, req.method, target, req.body, req);
     const bool skippable = r.ok() && r->status == 404 && (list || rest[0] == "unload");
     if (skippable) continue;  // a partition not created yet
     if (!r.ok() || r->status >= 300) co_return forwarded_failure(self, r);

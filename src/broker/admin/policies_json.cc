@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "auth/authorization.h"
 #include "broker/namespace/bundles.h"
 
 namespace magnetar::broker::admin {
@@ -68,8 +69,6 @@ constexpr UrlRule kClusterUrlRules[] = {
      "Illegal broker service tls url, example: pulsar+ssl://pulsar.example.com:6651"},
 };
 
-constexpr const char* kAuthActions[] = {"produce", "consume", "functions",
-                                        "sources", "sinks",   "packages"};
 constexpr const char* kQuotaPolicies[] = {"producer_request_hold", "producer_exception",
                                           "consumer_backlog_eviction"};
 constexpr const char* kQuotaTypes[] = {"destination_storage", "message_age"};
@@ -391,10 +390,9 @@ OrResponse<std::vector<std::string>> parse_auth_actions(const Json& j) {
   if (auto* r = std::get_if<Response>(&list)) return std::move(*r);
   std::vector<std::string> actions = std::move(std::get<0>(list));
   for (const std::string& a : actions) {
-    if (!one_of(kAuthActions, a)) {
-      return error(400,
-                   "Invalid auth action: expected produce, consume, functions, sources, sinks "
-                   "or packages");
+    if (!auth::parse_auth_action(a)) {
+      return error(400, fmt::format("Illegal auth action '{}'. Possible values: {}",
+                                    a.substr(0, 64), auth::auth_action_names()));
     }
   }
   std::sort(actions.begin(), actions.end());

@@ -4,6 +4,7 @@
 
 #include "broker/namespace/namespace_service.h"
 #include "broker/service/topic_registry.h"
+#include "mledger/managed_ledger.h"
 
 namespace magnetar::broker::admin {
 
@@ -33,6 +34,16 @@ Task<OrResponse<protocol::TopicName>> checked_topic(BrokerServices broker, const
   if (!exists.ok()) co_return broker_error(exists.status());
   if (!*exists) co_return error(404, "Namespace does not exist");
   co_return std::move(*name);
+}
+
+Task<OrResponse<bool>> topic_exists(BrokerServices broker, protocol::TopicName name) {
+  auto partitions = co_await broker.topics.partitions(name, false);
+  if (!partitions.ok()) co_return broker_error(partitions.status());
+  if (*partitions > 0) co_return true;
+  auto exists =
+      co_await broker.stores.cluster->exists(mledger::managed_ledger_path(name.persistence_name()));
+  if (!exists.ok()) co_return broker_error(exists.status());
+  co_return *exists;
 }
 
 Task<OrResponse<protocol::TopicName>> owned_topic(BrokerServices broker, const Request& req,

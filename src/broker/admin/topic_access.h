@@ -33,6 +33,10 @@ constexpr std::string_view kTopicTemplate = "/admin/v2/persistent/{tenant}/{name
 Task<OrResponse<protocol::TopicName>> checked_topic(BrokerServices broker,
                                                     const http::PathParams& p);
 
+// Whether `name` exists: a partitioned topic's metadata, or a topic's managed ledger (a
+// partition's own). Store failures are the answer.
+Task<OrResponse<bool>> topic_exists(BrokerServices broker, protocol::TopicName name);
+
 // Steps 1 to 3: the topic, when this broker owns it; otherwise the answer (an error, a 307, or
 // the partitions' combined answer). `req` and `p` outlive the call.
 Task<OrResponse<protocol::TopicName>> owned_topic(BrokerServices broker, const http::Request& req,

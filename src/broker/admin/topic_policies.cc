@@ -33,7 +33,6 @@
 #include "broker/service/replication_hooks.h"
 #include "broker/service/topic_registry.h"
 #include "metadata/metadata_store.h"
-#include "mledger/managed_ledger.h"
 
 namespace magnetar::broker::admin {
 
@@ -79,13 +78,9 @@ Task<OrResponse<protocol::TopicName>> TopicPolicies::existing_topic(const PathPa
                                      "the partitioned topic {}",
                                      name.partitioned_topic_name().to_string()));
   }
-  auto partitions = co_await broker().topics.partitions(name, false);
-  if (!partitions.ok()) co_return broker_error(partitions.status());
-  if (*partitions > 0) co_return name;
-  auto exists = co_await (*broker().stores.cluster)
-                    .exists(mledger::managed_ledger_path(name.persistence_name()));
-  if (!exists.ok()) co_return broker_error(exists.status());
-  if (!*exists) co_return error(404, "Topic not found");
+  auto exists = co_await topic_exists(broker(), name);
+  if (auto* answer = std::get_if<Response>(&exists)) co_return std::move(*answer);
+  if (!std::get<bool>(exists)) co_return error(404, "Topic not found");
   co_return name;
 }
 
@@ -143,8 +138,8 @@ Task<Response> TopicPolicies::get_replication(const Request& req, const PathPara
     if (!std::get<0>(value).is_null()) co_return ok_json(Json(stored_strings(std::get<0>(value))));
   }
   if (!applied) co_return no_content();
-  auto ns = co_await load(*broker().stores.configuration,
-                          namespace_policies_path(name.namespace_name()));
+  auto ns =
+      co_await load(*broker().stores.configuration, namespace_policies_path(name.namespace_name()));
   if (auto* r = std::get_if<Response>(&ns)) co_return std::move(*r);
   const auto& node = std::get<0>(ns);
   if (!node) co_return error(404, kNoNamespace);
@@ -161,9 +156,8 @@ Task<Response> TopicPolicies::set_replication(const Request& req, const PathPara
   if (auto* r = std::get_if<Response>(&parsed)) co_return std::move(*r);
   const std::vector<std::string> clusters = std::get<0>(std::move(parsed));
   if (clusters.empty()) co_return error(412, "ClusterIds should not be null or empty");
-  if (auto refused =
-          co_await check_replication_clusters(*broker().stores.configuration, name.tenant(),
-                                              clusters)) {
+  if (auto refused = co_await check_replication_clusters(*broker().stores.configuration,
+                                                         name.tenant(), clusters)) {
     co_return std::move(*refused);
   }
   auto partitions = co_await broker().topics.partitions(name, false);

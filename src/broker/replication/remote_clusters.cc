@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "broker/config/store_paths.h"
+#include "magnetar/authentication.h"
 
 namespace magnetar::broker {
 
@@ -20,9 +21,33 @@ bool bool_field(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_boolean() && it->get<bool>();
 }
 
+// The endpoint's credentials: ClusterData's own, else the broker's.
+Status add_credentials(const std::string& cluster, const nlohmann::json& j,
+                       const BrokerClientAuth& defaults, RemoteEndpoint& out) {
+  out.auth = defaults;
+  if (const std::string plugin = string_field(j, "authenticationPlugin"); !plugin.empty()) {
+    out.auth = BrokerClientAuth{plugin, string_field(j, "authenticationParameters")};
+  }
+  auto made = client::create_authentication(out.auth.plugin, out.auth.params);
+  if (!made.ok()) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("cluster {}: credentials: {}", cluster, made.status().message()));
+  }
+  out.options.authentication = *made;
+  if (!*made) return Status::OK();
+  auto headers = (*made)->http_headers();
+  if (!headers.ok()) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("cluster {}: credentials: {}", cluster, headers.status().message()));
+  }
+  for (auto& [name, value] : *headers) out.web_options.default_headers[name] = value;
+  return Status::OK();
+}
+
 }  // namespace
 
-Result<RemoteEndpoint> remote_endpoint(const std::string& cluster, std::string_view json) {
+Result<RemoteEndpoint> remote_endpoint(const std::string& cluster, std::string_view json,
+                                       const BrokerClientAuth& defaults) {
   auto j = nlohmann::json::parse(json, nullptr, false);
   if (!j.is_object()) {
     return Status(Errc::kInvalidArgument, fmt::format("cluster {}: ClusterData is not a JSON "
@@ -30,6 +55,7 @@ Result<RemoteEndpoint> remote_endpoint(const std::string& cluster, std::string_v
                                                       cluster));
   }
   RemoteEndpoint out;
+  MAGNETAR_TRY(add_credentials(cluster, j, defaults, out));
   out.web_service_url = string_field(j, "serviceUrl");
   if (bool_field(j, "brokerClientTlsEnabled")) {
     if (const std::string tls = string_field(j, "serviceUrlTls"); !tls.empty()) {
@@ -57,9 +83,9 @@ Result<RemoteEndpoint> remote_endpoint(const std::string& cluster, std::string_v
   return out;
 }
 
-RemoteClusters::RemoteClusters(metadata::MetadataStore& configuration,
+RemoteClusters::RemoteClusters(metadata::MetadataStore& configuration, BrokerClientAuth auth,
                                std::chrono::milliseconds refresh)
-    : configuration_(configuration), refresh_(refresh) {}
+    : configuration_(configuration), auth_(std::move(auth)), refresh_(refresh) {}
 
 RemoteClusters::~RemoteClusters() {
   close();
@@ -71,7 +97,7 @@ Task<Result<RemoteEndpoint>> RemoteClusters::endpoint(std::string cluster) {
   if (!node->has_value()) {
     co_return Status(Errc::kNotFound, fmt::format("cluster {} does not exist", cluster));
   }
-  co_return remote_endpoint(cluster, (*node)->value);
+  co_return remote_endpoint(cluster, (*node)->value, auth_);
 }
 
 Task<Result<std::shared_ptr<client::Client>>> RemoteClusters::client_for(std::string cluster) {

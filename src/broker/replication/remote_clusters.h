@@ -28,25 +28,38 @@
 namespace magnetar::broker {
 
 // How a broker reaches a cluster: what ClusterData says, reduced to what a client needs.
+// The credentials of the broker's own clients: brokerClientAuthenticationPlugin and
+// brokerClientAuthenticationParameters, which a cluster's ClusterData authenticationPlugin
+// and authenticationParameters override (Pulsar's rule for replication).
+struct BrokerClientAuth {
+  std::string plugin;
+  std::string params;
+  bool operator==(const BrokerClientAuth&) const = default;
+};
+
 struct RemoteEndpoint {
-  std::string service_url;  // pulsar://..., pulsar+ssl://... or http://...
-  client::ClientOptions options;
+  std::string service_url;        // pulsar://..., pulsar+ssl://... or http://...
+  client::ClientOptions options;  // with the credentials (options.authentication)
+  BrokerClientAuth auth;          // what options.authentication was made from
   // The admin REST API: serviceUrl, or serviceUrlTls when brokerClientTlsEnabled (with the
   // same trust settings); empty when ClusterData names neither.
   std::string web_service_url;
   http::ClientOptions web_options;
   bool operator==(const RemoteEndpoint& o) const {
-    return service_url == o.service_url &&
+    return service_url == o.service_url && auth == o.auth &&
            options.tls_trust_certs_file_path == o.options.tls_trust_certs_file_path &&
            options.tls_allow_insecure_connection == o.options.tls_allow_insecure_connection;
   }
 };
-// From ClusterData JSON; kInvalidArgument (naming the cluster) when it has no usable URL.
-Result<RemoteEndpoint> remote_endpoint(const std::string& cluster, std::string_view json);
+// From ClusterData JSON; kInvalidArgument (naming the cluster) when it has no usable URL, or
+// credentials that cannot be used (an unknown plugin, an unreadable token file). The web
+// options carry the credentials' HTTP headers, read now.
+Result<RemoteEndpoint> remote_endpoint(const std::string& cluster, std::string_view json,
+                                       const BrokerClientAuth& defaults = {});
 
 class RemoteClusters {
  public:
-  RemoteClusters(metadata::MetadataStore& configuration,
+  RemoteClusters(metadata::MetadataStore& configuration, BrokerClientAuth auth = {},
                  std::chrono::milliseconds refresh = std::chrono::seconds(5));
   ~RemoteClusters();
 
@@ -65,6 +78,7 @@ class RemoteClusters {
     std::chrono::steady_clock::time_point checked;
   };
   metadata::MetadataStore& configuration_;
+  const BrokerClientAuth auth_;
   const std::chrono::milliseconds refresh_;
   log::Logger log_{"replication"};
   std::mutex mu_;

@@ -33,7 +33,7 @@ class ReplicationService::TopicSet final : public TopicReplicators {
   };
   std::map<std::string, std::shared_ptr<Replicator>> by_remote;
   std::map<std::string, Inbound> inbound;  // by source cluster
-  bool busy = false;  // a reconcile or close is changing by_remote
+  bool busy = false;                       // a reconcile or close is changing by_remote
 
   // As Pulsar, the inbound half shows only beside a replicator towards the same cluster.
   nlohmann::json stats() const override {
@@ -68,12 +68,10 @@ class ReplicationService::TopicSet final : public TopicReplicators {
     for (auto& [source, in] : now) {
       auto before = inbound.find(source);
       // A producer that reconnected counts from 0 again: its first second counts from there.
-      const int64_t msgs0 = before != inbound.end() && before->second.msgs <= in.msgs
-                                ? before->second.msgs
-                                : 0;
-      const int64_t bytes0 = before != inbound.end() && before->second.bytes <= in.bytes
-                                 ? before->second.bytes
-                                 : 0;
+      const int64_t msgs0 =
+          before != inbound.end() && before->second.msgs <= in.msgs ? before->second.msgs : 0;
+      const int64_t bytes0 =
+          before != inbound.end() && before->second.bytes <= in.bytes ? before->second.bytes : 0;
       if (seconds > 0) {
         in.rate = static_cast<double>(in.msgs - msgs0) / seconds;
         in.throughput = static_cast<double>(in.bytes - bytes0) / seconds;
@@ -85,9 +83,9 @@ class ReplicationService::TopicSet final : public TopicReplicators {
 
 namespace {
 
-constexpr int kSweepTicks = 60;      // every topic reconciled once a minute
-constexpr int kResumeFirstTick = 5;  // unloaded topics with a replication cursor: first look
-constexpr int kResumeTicks = 300;    // and then every 5 minutes
+constexpr int kSweepTicks = 60;           // every topic reconciled once a minute
+constexpr int kResumeFirstTick = 5;       // unloaded topics with a replication cursor: first look
+constexpr int kResumeTicks = 300;         // and then every 5 minutes
 constexpr const char* kEverything = "*";  // a `changed` mark: every namespace
 
 // "/admin/policies/<t>/<ns>", "/admin/topic-policies/<t>/<ns>/...",
@@ -132,7 +130,9 @@ ReplicationService::ReplicationService(const BrokerConfig& config, metadata::Met
       stores_(stores),
       topics_(topics),
       gate_(gate),
-      remotes_(*stores.configuration),
+      remotes_(*stores.configuration,
+               BrokerClientAuth{config.broker_client_authentication_plugin,
+                                config.broker_client_authentication_parameters}),
       remote_topics_(remotes_, topics),
       loops_(topics.loop_count()),
       log_(log::Logger("replication").with("cluster", config.cluster_name)) {
@@ -359,7 +359,8 @@ Task<void> ReplicationService::resume_unloaded() {
         if (stopped_) break;
         auto name = protocol::TopicName::parse(full);
         if (!name.ok()) continue;
-        auto cursors = co_await store.children(mledger::managed_ledger_path(name->persistence_name()));
+        auto cursors =
+            co_await store.children(mledger::managed_ledger_path(name->persistence_name()));
         if (!cursors.ok()) continue;
         const bool replicating = std::any_of(cursors->begin(), cursors->end(), [](const auto& c) {
           return c.starts_with(protocol::kReplicatorPrefix);

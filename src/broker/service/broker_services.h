@@ -8,6 +8,8 @@
 
 namespace magnetar::broker {
 
+class Authentication;
+class Authorization;
 class NamespaceService;
 class SchemaRegistry;
 class TopicRegistry;
@@ -20,6 +22,9 @@ struct BrokerServices {
   SchemaRegistry& schemas;
   // The broker's task group: work on the broker's loops joins it (Broker::stop waits for it).
   Gate& gate;
+  // Null when authenticationEnabled (authorizationEnabled) is false.
+  const Authentication* authentication = nullptr;
+  Authorization* authorization = nullptr;
 };
 
 }  // namespace magnetar::broker

@@ -11,8 +11,6 @@
 #include <chrono>
 #include <thread>
 
-#include "auth/base64.h"
-#include "auth/jwt.h"
 #include "common/metrics.h"
 #include "ledger/tests/ledger_test_support.h"
 #include "protocol/replication.h"
@@ -899,100 +897,6 @@ TEST_F(BrokerTest, ProducerLeavingWithSendsInFlightLeavesTheBrokerServing) {
   std::this_thread::sleep_for(500ms);
   auto c = client();
   EXPECT_TRUE(c->create_producer("persistent://public/default/after", 1, "p").ok());
-}
-
-// --- Authentication (authenticationEnabled with Pulsar's token provider) -------------------
-
-struct TokenBroker {
-  std::string secret = auth::generate_secret(auth::Algorithm::kHS256);
-  std::string token(const nlohmann::ordered_json& claims) const {
-    return *auth::encode_jwt(claims, *auth::TokenKey::secret(secret), auth::Algorithm::kHS256);
-  }
-  void configure(BrokerConfig& c) const {
-    c.authentication_enabled = true;
-    c.authentication_providers = {
-        "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"};
-    c.token_secret_key = "data:;base64," + auth::base64_encode(secret);
-  }
-};
-
-Result<std::unique_ptr<PulsarTestClient>> connect_as(int port, std::optional<std::string> method,
-                                                     std::string data) {
-  PulsarTestClient::Options o;
-  o.port = port;
-  o.auth_method = std::move(method);
-  o.auth_data = std::move(data);
-  return PulsarTestClient::connect(o);
-}
-
-TEST_F(BrokerTest, WithTokenAuthenticationOnlyValidTokensConnect) {
-  TokenBroker keys;
-  broker_->stop();
-  start_broker([&](BrokerConfig& c) { keys.configure(c); });
-  const int port = broker_->port();
-  auto good = connect_as(port, "token", keys.token({{"sub", "app1"}}));
-  ASSERT_TRUE(good.ok()) << good.status().to_string();
-  ASSERT_TRUE((*good)->create_producer("persistent://public/default/authed", 1).ok());
-  EXPECT_TRUE((*good)->send_message(1, 0, "hello").ok());
-
-  TokenBroker other;
-  const std::vector<std::pair<std::string, std::optional<std::string>>> refused = {
-      {"no credentials", std::nullopt},
-      {"another key's token", other.token({{"sub", "app1"}})},
-      {"expired", keys.token({{"sub", "app1"}, {"exp", 1000}})},
-      {"no sub", keys.token({{"iss", "x"}})},
-      {"garbage", std::string("\x00\xff garbage", 10)},
-      {"1 MiB", keys.token({{"sub", std::string(1 << 20, 'x')}})},
-  };
-  for (const auto& [what, data] : refused) {
-    auto c = connect_as(port, data ? std::optional<std::string>("token") : std::nullopt,
-                        data.value_or(""));
-    ASSERT_FALSE(c.ok()) << what;
-    EXPECT_TRUE(c.status().is(Errc::kUnauthenticated)) << what << ": " << c.status().to_string();
-    EXPECT_NE(c.status().message().find("Failed to authenticate"), std::string::npos) << what;
-  }
-  // The broker kept serving the good client and takes new ones.
-  EXPECT_TRUE((*good)->send_message(1, 1, "still here").ok());
-  EXPECT_TRUE(connect_as(port, "token", keys.token({{"sub", "app2"}})).ok());
-}
-
-TEST_F(BrokerTest, AnonymousRoleAdmitsClientsWithoutCredentialsButNotBadTokens) {
-  TokenBroker keys;
-  broker_->stop();
-  start_broker([&](BrokerConfig& c) {
-    keys.configure(c);
-    c.anonymous_user_role = "anonymous";
-  });
-  EXPECT_TRUE(connect_as(broker_->port(), std::nullopt, "").ok());
-  EXPECT_TRUE(connect_as(broker_->port(), "none", "").ok());
-  auto bad = connect_as(broker_->port(), "token", "not-a-token");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_TRUE(bad.status().is(Errc::kUnauthenticated));
-}
-
-TEST_F(BrokerTest, AuthenticationSettingsThatCannotWorkStopTheStart) {
-  broker_->stop();
-  broker_.reset();
-  BrokerConfig c;
-  c.broker_service_port = 0;
-  c.bind_address = "127.0.0.1";
-  c.authentication_enabled = true;
-  c.authentication_providers = {
-      "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"};
-  auto b = Broker::start(c, metadata::MetadataStores{store_, store_});
-  ASSERT_FALSE(b.ok());
-  EXPECT_NE(b.status().message().find("No secret key was provided for token authentication"),
-            std::string::npos)
-      << b.status().to_string();
-  c.authentication_providers = {"org.apache.pulsar.broker.authentication.AuthenticationProviderKerberos"};
-  b = Broker::start(c, metadata::MetadataStores{store_, store_});
-  ASSERT_FALSE(b.ok());
-  EXPECT_NE(b.status().message().find("AuthenticationProviderKerberos is not supported"),
-            std::string::npos)
-      << b.status().to_string();
-  c.authentication_providers.clear();
-  b = Broker::start(c, metadata::MetadataStores{store_, store_});
-  EXPECT_FALSE(b.ok()) << "authentication on with no way in";
 }
 
 }  // namespace

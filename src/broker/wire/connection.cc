@@ -51,6 +51,7 @@ Connection::Connection(ConnectionContext& context, std::unique_ptr<net::Stream> 
           static_cast<uint32_t>(context.config.max_message_size) + 10 * 1024, true}),
       outbox_(executor_, net::OutboxOptions{512, 4 << 20}),
       read_wakeup_(executor_),
+      auth_refresh_(executor_),
       keep_alive_(executor_) {
   log_ = log_.with("remote", remote_);
   if (stream_->tls()) log_ = log_.with("tls", "true");
@@ -95,6 +96,7 @@ void Connection::close() {
   outbox_.close();
   read_wakeup_.cancel();
   keep_alive_.cancel();
+  auth_refresh_.cancel();
   // Producers and consumers of this connection go away with it, on their topics' loops.
   auto self = shared_from_this();
   for (auto* map : {&producers_, &waiting_producers_}) {
@@ -243,6 +245,8 @@ bool Connection::handle(protocol::Frame& frame) {
     }
     case wire::BaseCommand::PONG:
       return true;
+    case wire::BaseCommand::AUTH_RESPONSE:
+      return handle_auth_response(cmd.authresponse());
     case wire::BaseCommand::LOOKUP:
       handle_lookup(cmd.lookuptopic());
       return true;

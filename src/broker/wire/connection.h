@@ -17,9 +17,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "auth/authorization.h"
 #include "broker/config/broker_config.h"
 #include "broker/service/consumer_sink.h"
 #include "broker/wire/server_error.h"
@@ -35,6 +37,7 @@
 namespace magnetar::broker {
 
 class Authentication;
+class Authorization;
 class Consumer;
 class NamespaceService;
 class PersistentTopic;
@@ -57,6 +60,8 @@ struct ConnectionContext {
   std::function<void(class Connection*)> closed;
   // Null: authenticationEnabled=false, every client is let in without a role.
   const Authentication* authentication = nullptr;
+  // Null: authorizationEnabled=false, every connection may do everything.
+  Authorization* authorization = nullptr;
 };
 
 class Connection final : public ConsumerSink,
@@ -107,6 +112,21 @@ class Connection final : public ConsumerSink,
   bool handle(protocol::Frame& frame);
   // handlers/connect.cc
   void handle_connect(const wire::CommandConnect& connect);
+  // AUTH_RESPONSE: the answer to a refresh challenge (§1.4 of pulsar-security-proxy.md).
+  bool handle_auth_response(const wire::CommandAuthResponse& response);
+  // Every authenticationRefreshCheckSeconds while the credentials expire: once expired, an
+  // AUTH_CHALLENGE to clients that support refresh; the connection closes when the client
+  // cannot refresh or left the previous challenge unanswered.
+  Task<void> auth_refresh_loop();
+  // handlers/access.cc: nullopt when the role may (or authorization is off), else the
+  // failure to answer (`denied` is the text of a refusal).
+  Task<std::optional<ServerFailure>> authorize_topic(protocol::TopicName topic,
+                                                     auth::ActionSet actions, std::string denied);
+  Task<std::optional<ServerFailure>> authorize_subscription(protocol::TopicName topic,
+                                                            std::string subscription,
+                                                            std::string denied);
+  Task<std::optional<ServerFailure>> authorize_namespace(std::string ns, auth::ActionSet actions,
+                                                         std::string denied);
   // handlers/lookup.cc
   void handle_lookup(const wire::CommandLookupTopic& lookup);
   void handle_partitioned_metadata(const wire::CommandPartitionedTopicMetadata& request);
@@ -175,14 +195,19 @@ class Connection final : public ConsumerSink,
   log::Logger log_;
   protocol::FrameDecoder decoder_;
   bool connected_ = false;
-  bool draining_ = false;  // an answer is going out before the connection closes
-  std::string role_;       // who authenticated (empty: authentication is off)
+  bool draining_ = false;                   // an answer is going out before the connection closes
+  std::string role_;                        // who authenticated (empty: authentication is off)
+  std::string auth_method_;                 // the provider that authenticated role_
+  std::optional<int64_t> auth_expires_at_;  // seconds since the epoch; nullopt: never
+  bool supports_auth_refresh_ = false;      // CONNECT's feature flag
+  bool auth_challenge_pending_ = false;     // a refresh AUTH_CHALLENGE waits for its answer
   bool closed_ = false;
   int protocol_version_ = 0;
   bool broker_entry_metadata_ = false;
 
   net::Outbox outbox_;              // frames queued for the client, written in gathered writes
   asio::steady_timer read_wakeup_;  // back-pressure: reads wait here
+  asio::steady_timer auth_refresh_;
   asio::steady_timer keep_alive_;
   int64_t last_received_ms_ = 0;
   bool ping_outstanding_ = false;

@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/asio/redirect_error.hpp>
 #include <cctype>
+#include <chrono>
 #include <string>
 
 #include "broker/service/authentication.h"
@@ -48,7 +50,15 @@ void Connection::handle_connect(const wire::CommandConnect& connect) {
       return;
     }
     role_ = *outcome.role;
+    auth_method_ = method;
+    auth_expires_at_ = outcome.expires_at;
+    supports_auth_refresh_ =
+        connect.has_feature_flags() && connect.feature_flags().supports_auth_refresh();
     log_ = log_.with("role", role_);
+    if (auth_expires_at_) {
+      auto self = shared_from_this();
+      spawn([self]() { return self->auth_refresh_loop(); });
+    }
   }
   broker_entry_metadata_ =
       connect.has_feature_flags() && connect.feature_flags().supports_broker_entry_metadata();
@@ -61,6 +71,65 @@ void Connection::handle_connect(const wire::CommandConnect& connect) {
   write_command(cmd);
   log_ = log_.with("client", connect.client_version());
   log_.debug("connected, protocol version {}", protocol_version_);
+}
+
+Task<void> Connection::auth_refresh_loop() {
+  auto self = shared_from_this();
+  const auto interval = std::chrono::seconds(config_.authentication_refresh_check_seconds);
+  while (!closed_ && !draining_) {
+    auth_refresh_.expires_after(interval);
+    boost::system::error_code ec;
+    co_await auth_refresh_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (closed_ || draining_) co_return;
+    if (!auth_expires_at_ || wall_clock_ms() / 1000 < *auth_expires_at_) continue;
+    if (!supports_auth_refresh_) {
+      log_.info("closing: the credentials expired and the client cannot refresh them");
+      close();
+      co_return;
+    }
+    if (auth_challenge_pending_) {
+      log_.info("closing: the credentials expired and the refresh challenge went unanswered");
+      close();
+      co_return;
+    }
+    auth_challenge_pending_ = true;
+    auto cmd = make_command(wire::BaseCommand::AUTH_CHALLENGE);
+    auto* challenge = cmd.mutable_authchallenge();
+    challenge->set_server_version(fmt::format("Pulsar Server (Magnetar {})", kVersion));
+    challenge->set_protocol_version(protocol_version_);
+    challenge->mutable_challenge()->set_auth_method_name(auth_method_);
+    challenge->mutable_challenge()->set_auth_data("PulsarAuthRefresh");
+    write_command(cmd);
+    log_.debug("credentials expired: refresh challenge sent");
+  }
+}
+
+bool Connection::handle_auth_response(const wire::CommandAuthResponse& response) {
+  if (context_.authentication == nullptr || role_.empty()) {
+    log_.warn("closing: AUTH_RESPONSE without authentication");
+    return false;
+  }
+  const std::string method = response.response().has_auth_method_name()
+                                 ? response.response().auth_method_name()
+                                 : auth_method_;
+  const auto outcome = context_.authentication->authenticate(
+      method, response.response().auth_data(), wall_clock_ms() / 1000);
+  if (!outcome.role || outcome.method != auth_method_) {
+    log_.with("method", method.substr(0, 64))
+        .warn("refreshed authentication failed: {}",
+              outcome.role ? "another authentication method" : outcome.reason);
+    send_error(kNoRequest, wire::AuthenticationError, kAuthenticationFailed);
+    close_after_flush();
+    return true;
+  }
+  if (*outcome.role != role_) {
+    log_.warn("closing: principal cannot change during a refresh (new role {})", *outcome.role);
+    return false;
+  }
+  auth_expires_at_ = outcome.expires_at;
+  auth_challenge_pending_ = false;
+  log_.debug("credentials refreshed");
+  return true;
 }
 
 }  // namespace magnetar::broker

@@ -44,6 +44,12 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
       self->send_error(req.request_id(), wire::InvalidTopicName, "empty subscription name");
       co_return;
     }
+    auto denied = co_await self->authorize_subscription(*name, req.subscription(),
+                                                        "Client is not authorized to subscribe");
+    if (denied) {
+      self->send_error(req.request_id(), *denied);
+      co_return;
+    }
     if (req.has_schema() && SchemaRegistry::is_storable(req.schema())) {
       auto version = co_await self->register_schema(*name, req.schema());
       if (!version.ok()) {

@@ -23,6 +23,16 @@ void Connection::handle_lookup(const wire::CommandLookupTopic& lookup) {
       self->write_command(cmd);
       co_return;
     }
+    auth::ActionSet lookup_actions = {auth::AuthAction::kProduce, auth::AuthAction::kConsume};
+    auto denied = co_await self->authorize_topic(*name, std::move(lookup_actions),
+                                                 "Client is not authorized to Lookup");
+    if (denied) {
+      r->set_response(wire::CommandLookupTopicResponse::Failed);
+      r->set_error(denied->error);
+      r->set_message(denied->message);
+      self->write_command(cmd);
+      co_return;
+    }
     auto answer = co_await self->context_.namespaces.lookup(*name, lookup.authoritative());
     if (!answer.ok()) {
       r->set_response(wire::CommandLookupTopicResponse::Failed);
@@ -55,6 +65,16 @@ void Connection::handle_partitioned_metadata(const wire::CommandPartitionedTopic
       self->write_command(cmd);
       co_return;
     }
+    auth::ActionSet lookup_actions = {auth::AuthAction::kProduce, auth::AuthAction::kConsume};
+    auto denied = co_await self->authorize_topic(
+        *name, std::move(lookup_actions), "Client is not authorized to Get Partition Metadata");
+    if (denied) {
+      r->set_response(wire::CommandPartitionedTopicMetadataResponse::Failed);
+      r->set_error(denied->error);
+      r->set_message(denied->message);
+      self->write_command(cmd);
+      co_return;
+    }
     const bool auto_create =
         !req.has_metadata_auto_creation_enabled() || req.metadata_auto_creation_enabled();
     auto partitions = co_await self->context_.topics.partitions(*name, auto_create);
@@ -73,6 +93,13 @@ void Connection::handle_partitioned_metadata(const wire::CommandPartitionedTopic
 void Connection::handle_get_topics_of_namespace(const wire::CommandGetTopicsOfNamespace& req) {
   auto self = shared_from_this();
   spawn([self, req]() -> Task<void> {
+    auth::ActionSet consume = {auth::AuthAction::kConsume};
+    auto denied = co_await self->authorize_namespace(
+        req.namespace_(), std::move(consume), "Client is not authorized to GetTopicsOfNamespace");
+    if (denied) {
+      self->send_error(req.request_id(), *denied);
+      co_return;
+    }
     auto topics = co_await self->context_.topics.topics_of_namespace(req.namespace_());
     if (!topics.ok()) {
       self->send_error(req.request_id(), to_server_failure(topics.status(), wire::MetadataError));

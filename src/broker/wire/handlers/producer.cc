@@ -44,6 +44,17 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
       self->send_error(req.request_id(), wire::InvalidTopicName, name.status().message());
       co_return;
     }
+    auth::ActionSet produce = {auth::AuthAction::kProduce};
+    auto denied = co_await self->authorize_topic(*name, std::move(produce),
+                                                 "Client is not authorized to Produce");
+    if (!denied && req.has_initial_subscription_name()) {
+      denied = co_await self->authorize_subscription(*name, req.initial_subscription_name(),
+                                                     "Client is not authorized to Produce");
+    }
+    if (denied) {
+      self->send_error(req.request_id(), *denied);
+      co_return;
+    }
     std::shared_ptr<PersistentTopic> t = co_await self->topic_for(req.request_id(), *name, true);
     if (!t) co_return;
     std::string schema_version;
