@@ -128,6 +128,7 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
                         [raw](Connection* cnx) { raw->forget_connection(cnx); },
                         b->authentication_.get(), b->authorization_.get()});
   b->connections_gauge_ = active_connections_gauge(b->config_.cluster_name);
+  b->connection_counters_ = connection_counters(b->config_.cluster_name);
   asio::ip::tcp::acceptor* plain = b->acceptor_.get();
   const Executor first = b->executor();
   spawn_in(b->gate_, first, [raw, plain]() { return raw->accept_loop(plain, false); });
@@ -270,6 +271,7 @@ void Broker::serve(std::shared_ptr<Connection> cnx) {
     if (stopped_) return;
     connections_[cnx.get()] = cnx;
   }
+  connection_counters_.created->inc();
   cnx->start();
 }
 
@@ -286,6 +288,7 @@ Task<void> Broker::handshake_then_serve(asio::ip::tcp::socket socket) {
 }
 
 void Broker::forget_connection(Connection* cnx) {
+  connection_counters_.closed->inc();
   std::lock_guard lock(connections_mu_);
   connections_.erase(cnx);
 }

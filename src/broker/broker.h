@@ -21,6 +21,7 @@
 
 #include "broker/config/broker_config.h"
 #include "broker/service/broker_services.h"
+#include "broker/service/metrics.h"
 #include "common/asio.h"
 #include "common/gate.h"
 #include "common/logging.h"
@@ -114,6 +115,7 @@ class Broker {
   std::unique_ptr<Authorization> authorization_;    // null: authorizationEnabled=false
   std::unique_ptr<ConnectionContext> connection_context_;
   std::shared_ptr<metrics::Gauge> connections_gauge_;
+  ConnectionCounters connection_counters_;  // pulsar_connection_{created,closed}_total_count
   std::unique_ptr<asio::steady_timer> gauge_timer_;  // gauge_loop()'s, on the first loop
   int port_ = 0;
   int tls_port_ = 0;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "auth/token_authenticator.h"
+#include "broker/service/metrics.h"
 
 namespace magnetar::broker {
 
@@ -33,6 +34,8 @@ Result<std::unique_ptr<Authentication>> Authentication::create(const BrokerConfi
     auto token = auth::TokenAuthenticator::create(s);
     if (!token.ok()) return token.status();
     a->token_ = std::make_unique<auth::TokenAuthenticator>(std::move(*token));
+    a->token_metrics_ = std::make_unique<AuthenticationMetrics>(
+        authentication_metrics("AuthenticationProviderToken", "token"));
   }
   if (!a->token_ && a->anonymous_role_.empty()) {
     return Status(Errc::kInvalidArgument,
@@ -42,8 +45,7 @@ Result<std::unique_ptr<Authentication>> Authentication::create(const BrokerConfi
   return a;
 }
 
-Authentication::Outcome Authentication::authenticate(std::string_view method,
-                                                     std::string_view data,
+Authentication::Outcome Authentication::authenticate(std::string_view method, std::string_view data,
                                                      int64_t now_seconds) const {
   Outcome out;
   if (method == "token" && token_) {
@@ -52,9 +54,15 @@ Authentication::Outcome Authentication::authenticate(std::string_view method,
     if (auto* ok = std::get_if<auth::Authenticated>(&r)) {
       out.role = ok->role;
       out.expires_at = ok->expires_at;
+      token_metrics_->success->inc();
     } else {
       const auto& no = std::get<auth::TokenAuthenticator::Refused>(r);
-      out.reason = fmt::format("{}: {}", auth::to_string(no.failure), no.reason);
+      const std::string_view reason = auth::to_string(no.failure);
+      out.reason = fmt::format("{}: {}", reason, no.reason);
+      if (auto it = token_metrics_->failures.find(reason); it != token_metrics_->failures.end()) {
+        it->second->inc();
+      }
+      if (no.failure == auth::TokenFailure::kExpired) token_metrics_->expired->inc();
     }
     return out;
   }

@@ -13,6 +13,9 @@
 // ignored. Refusals carry a reason for the broker's log (never the credentials); clients get
 // Pulsar's fixed text.
 //
+// Metrics: pulsar_authentication_success_total, pulsar_authentication_failures_total (by
+// Pulsar's reason) and pulsar_expired_token_total, counted per authenticate().
+//
 // Threading: immutable after create(); authenticate() may run on any thread.
 
 #include <cstdint>
@@ -30,6 +33,8 @@ class TokenAuthenticator;
 
 namespace magnetar::broker {
 
+struct AuthenticationMetrics;
+
 // What a client is told when its credentials are refused (Pulsar 3.x).
 constexpr const char* kAuthenticationFailed = "Failed to authenticate";
 
@@ -41,8 +46,8 @@ class Authentication {
   ~Authentication();
 
   struct Outcome {
-    std::optional<std::string> role;  // nullopt: refused
-    std::string method;               // the provider's name, or "anonymous"
+    std::optional<std::string> role;    // nullopt: refused
+    std::string method;                 // the provider's name, or "anonymous"
     std::optional<int64_t> expires_at;  // seconds since the epoch, for credentials that expire
     std::string reason;                 // why refused (for the log only)
   };
@@ -53,6 +58,7 @@ class Authentication {
   Authentication() = default;
   std::unique_ptr<auth::TokenAuthenticator> token_;
   std::string anonymous_role_;
+  std::unique_ptr<AuthenticationMetrics> token_metrics_;  // with token_
 };
 
 }  // namespace magnetar::broker

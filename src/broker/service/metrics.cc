@@ -21,6 +21,11 @@ struct Families {
   metrics::Family<metrics::Gauge>* sub_unacked;
   metrics::Family<metrics::Gauge>* sub_consumers;
   metrics::Family<metrics::Gauge>* connections;
+  metrics::Family<metrics::Counter>* connections_created;
+  metrics::Family<metrics::Counter>* connections_closed;
+  metrics::Family<metrics::Counter>* auth_success;
+  metrics::Family<metrics::Counter>* auth_failures;
+  metrics::Family<metrics::Counter>* expired_tokens;
 };
 
 Families& families() {
@@ -54,6 +59,20 @@ Families& families() {
             .value();
     out.connections =
         r.gauge("pulsar_active_connections", "Open client connections", {"cluster"}).value();
+    out.connections_created = r.counter("pulsar_connection_created_total_count",
+                                        "Client connections accepted", {"cluster"})
+                                  .value();
+    out.connections_closed =
+        r.counter("pulsar_connection_closed_total_count", "Client connections closed", {"cluster"})
+            .value();
+    out.auth_success = r.counter("pulsar_authentication_success_total", "Credentials accepted",
+                                 {"provider_name", "auth_method"})
+                           .value();
+    out.auth_failures = r.counter("pulsar_authentication_failures_total", "Credentials refused",
+                                  {"provider_name", "auth_method", "reason"})
+                            .value();
+    out.expired_tokens =
+        r.counter("pulsar_expired_token_total", "Tokens refused because they expired").value();
     return out;
   }();
   return f;
@@ -100,6 +119,24 @@ void remove_subscription_metrics(const std::string& c, const std::string& ns, co
 
 std::shared_ptr<metrics::Gauge> active_connections_gauge(const std::string& cluster) {
   return families().connections->get(cluster);
+}
+
+ConnectionCounters connection_counters(const std::string& cluster) {
+  return ConnectionCounters{families().connections_created->get(cluster),
+                            families().connections_closed->get(cluster)};
+}
+
+AuthenticationMetrics authentication_metrics(const std::string& provider,
+                                             const std::string& method) {
+  auto& f = families();
+  AuthenticationMetrics out;
+  out.success = f.auth_success->get(provider, method);
+  for (const char* reason :
+       {"INVALID_AUTH_DATA", "INVALID_TOKEN", "INVALID_AUDIENCES", "EXPIRED_TOKEN"}) {
+    out.failures.emplace(reason, f.auth_failures->get(provider, method, reason));
+  }
+  out.expired = f.expired_tokens->get();
+  return out;
 }
 
 }  // namespace magnetar::broker

@@ -2,6 +2,7 @@
 // The broker's Prometheus metrics, with Pulsar's names and labels (cluster, namespace, topic
 // [, subscription]), in the process's default registry (served at /metrics).
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -29,5 +30,23 @@ SubscriptionMetrics subscription_metrics(const std::string& cluster, const std::
 void remove_subscription_metrics(const std::string& cluster, const std::string& ns,
                                  const std::string& topic, const std::string& sub);
 std::shared_ptr<metrics::Gauge> active_connections_gauge(const std::string& cluster);
+
+// pulsar_connection_created_total_count / pulsar_connection_closed_total_count.
+struct ConnectionCounters {
+  std::shared_ptr<metrics::Counter> created;
+  std::shared_ptr<metrics::Counter> closed;
+};
+ConnectionCounters connection_counters(const std::string& cluster);
+
+// pulsar_authentication_success_total{provider_name, auth_method},
+// pulsar_authentication_failures_total{..., reason} (Pulsar's token reasons) and
+// pulsar_expired_token_total. Never a credential in a label.
+struct AuthenticationMetrics {
+  std::shared_ptr<metrics::Counter> success;
+  std::map<std::string, std::shared_ptr<metrics::Counter>, std::less<>> failures;  // by reason
+  std::shared_ptr<metrics::Counter> expired;
+};
+AuthenticationMetrics authentication_metrics(const std::string& provider,
+                                             const std::string& method);
 
 }  // namespace magnetar::broker

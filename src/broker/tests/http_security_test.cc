@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -15,6 +17,7 @@
 #include "auth/base64.h"
 #include "auth/jwt.h"
 #include "broker/broker_server.h"
+#include "common/logging.h"
 #include "http/http_client.h"
 #include "ledger/tests/ledger_test_support.h"
 #include "testing/pulsar_test_client.h"
@@ -271,6 +274,60 @@ TEST_F(HttpSecurityTest, MetricsCanRequireAuthenticationAndAnonymousTakesFailedT
   }
   EXPECT_EQ(call("t-admin", "POST", kNs + "/permissions/guest", R"(["consume"])").status, 204);
   EXPECT_EQ(call("", "GET", kNs + "/topics").status, 200);
+}
+
+// Tokens, the key and the broker's own credentials appear in no log line (at debug level), no
+// metric and no error body, while the authentication metrics count what happened.
+TEST_F(HttpSecurityTest, SecretsStayOutOfLogsMetricsAndErrors) {
+  const auto log_file =
+      std::filesystem::temp_directory_path() / fmt::format("magnetar-secrets-{}.log", ::getpid());
+  log::init(log::Options{log::Level::kDebug, false, log_file.string()});
+  const std::string broker_token = token("broker-internal");
+  start([&](BrokerConfig& c) {
+    c.broker_client_authentication_plugin = "token";
+    c.broker_client_authentication_parameters = "token:" + broker_token;
+  });
+  make_resources();
+  const std::string forged = *auth::encode_jwt(
+      {{"sub", "root"}}, *auth::TokenKey::secret(std::string(32, 'f')), auth::Algorithm::kHS256);
+  const std::string expired = *auth::encode_jwt(
+      {{"sub", "root"}, {"exp", 1000}}, *auth::TokenKey::secret(secret_), auth::Algorithm::kHS256);
+  std::vector<std::string> bodies;
+  for (const std::string& bad : {forged, expired}) {
+    bodies.push_back(call("raw:Bearer " + bad, "GET", "/admin/v2/tenants").body);
+    testing::PulsarTestClient::Options o;
+    o.port = server_->port();
+    o.auth_method = "token";
+    o.auth_data = bad;
+    auto refused = testing::PulsarTestClient::connect(o);
+    ASSERT_FALSE(refused.ok());
+    bodies.push_back(refused.status().message());
+  }
+  const std::string app = token("app1");
+  bodies.push_back(call("app1", "GET", kTopic + "/stats").body);  // refused: no grant
+  Reply metrics = call("root", "GET", "/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("pulsar_authentication_success_total{provider_name="
+                              "\"AuthenticationProviderToken\",auth_method=\"token\"}"),
+            std::string::npos);
+  EXPECT_NE(metrics.body.find("reason=\"INVALID_TOKEN\""), std::string::npos);
+  EXPECT_NE(metrics.body.find("reason=\"EXPIRED_TOKEN\""), std::string::npos);
+  EXPECT_NE(metrics.body.find("pulsar_expired_token_total"), std::string::npos);
+  server_->stop();
+  log::init(log::Options{});
+  std::ifstream in(log_file);
+  const std::string logged{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::filesystem::remove(log_file);
+  EXPECT_NE(logged.find("authentication failed"), std::string::npos) << "the log was written";
+  const std::string secret_b64 = auth::base64_encode(secret_);
+  for (const std::string& secret :
+       {forged, expired, app, token("root"), broker_token, secret_b64}) {
+    // The signature part is what makes a token a credential.
+    const std::string part = secret.substr(secret.rfind('.') + 1);
+    EXPECT_EQ(logged.find(part), std::string::npos) << "in the log";
+    EXPECT_EQ(metrics.body.find(part), std::string::npos) << "in /metrics";
+    for (const std::string& body : bodies) EXPECT_EQ(body.find(part), std::string::npos) << body;
+  }
 }
 
 }  // namespace
