@@ -118,6 +118,41 @@ Result<std::string> AuthToken::credentials() const {
   return source_();
 }
 
+std::shared_ptr<Authentication> AuthTls::create(std::string certificate_file,
+                                                std::string private_key_file) {
+  return std::shared_ptr<Authentication>(
+      new AuthTls(TlsFiles{std::move(certificate_file), std::move(private_key_file)}));
+}
+
+Result<std::shared_ptr<Authentication>> AuthTls::from_params(std::string_view params) {
+  const std::string p = trimmed(std::string(params));
+  std::map<std::string, std::string> kv;
+  if (!p.empty() && p.front() == '{') {
+    auto j = nlohmann::json::parse(p, nullptr, false);
+    if (!j.is_object()) {
+      return Status(Errc::kInvalidArgument, "TLS authentication parameters: invalid JSON");
+    }
+    for (const auto& [k, v] : j.items()) {
+      if (v.is_string()) kv[k] = v.get<std::string>();
+    }
+  } else {
+    std::stringstream in(p);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      const size_t colon = item.find(':');
+      if (colon == std::string::npos) continue;
+      kv[trimmed(item.substr(0, colon))] = trimmed(item.substr(colon + 1));
+    }
+  }
+  const std::string cert = kv["tlsCertFile"];
+  const std::string key = kv["tlsKeyFile"];
+  if (cert.empty() || key.empty()) {
+    return Status(Errc::kInvalidArgument,
+                  "TLS authentication needs tlsCertFile:<cert.pem>,tlsKeyFile:<key.pem>");
+  }
+  return create(cert, key);
+}
+
 Result<std::shared_ptr<Authentication>> create_authentication(std::string_view plugin,
                                                               std::string_view params) {
   const std::string name = lower(trimmed(std::string(plugin)));
@@ -125,8 +160,12 @@ Result<std::shared_ptr<Authentication>> create_authentication(std::string_view p
   if (name == "token" || name == "org.apache.pulsar.client.impl.auth.authenticationtoken") {
     return AuthToken::from_params(params);
   }
-  return Status(Errc::kNotSupported,
-                fmt::format("authentication plugin {} is not supported (token is)", plugin));
+  if (name == "tls" || name == "org.apache.pulsar.client.impl.auth.authenticationtls") {
+    return AuthTls::from_params(params);
+  }
+  return Status(
+      Errc::kNotSupported,
+      fmt::format("authentication plugin {} is not supported (token and tls are)", plugin));
 }
 
 }  // namespace magnetar::client

@@ -56,6 +56,12 @@ Result<std::shared_ptr<net::TlsContext>> make_tls_context(const ClientOptions& o
   t.validate_hostname = options.tls_validate_hostname;
   t.certificate_file = options.tls_certificate_file_path;
   t.private_key_file = options.tls_private_key_file_path;
+  if (options.authentication) {
+    if (auto files = options.authentication->tls_files()) {
+      t.certificate_file = files->certificate_file;
+      t.private_key_file = files->private_key_file;
+    }
+  }
   auto made = net::TlsContext::create(net::TlsRole::kClient, t);
   if (!made.ok()) {
     return Status(ClientError::kInvalidConfiguration,

@@ -100,6 +100,12 @@ class HttpLookup final : public LookupService {
           o.tls_validate_hostname = options.tls_validate_hostname;
           o.tls_certificate_file_path = options.tls_certificate_file_path;
           o.tls_private_key_file_path = options.tls_private_key_file_path;
+          if (options.authentication) {
+            if (auto files = options.authentication->tls_files()) {
+              o.tls_certificate_file_path = files->certificate_file;
+              o.tls_private_key_file_path = files->private_key_file;
+            }
+          }
           return o;
         }()) {}
 

@@ -89,7 +89,8 @@ class MetadataCache {
   MetadataCache& operator=(const MetadataCache&) = delete;
 
   // The decoded value, or nullopt when the node does not exist. Served from memory when
-  // cached. A value that is not valid JSON for T fails with Errc::kCorruption naming the path.
+  // cached. An empty value (a parent node put_recursive made) decodes as {}; a value that is
+  // not valid JSON for T fails with Errc::kCorruption naming the path.
   Task<Result<std::optional<T>>> get(std::string path);
   Task<Result<std::optional<Versioned<T>>>> get_with_stat(std::string path);
 
@@ -354,7 +355,8 @@ template <typename T>
 Result<T> MetadataCache<T>::decode(const std::string& path, const std::string& bytes) {
   // nlohmann::json and user from_json functions report errors by throwing; nothing escapes.
   try {
-    nlohmann::json j = nlohmann::json::parse(bytes);
+    // A node made as a parent by put_recursive holds nothing: an empty object.
+    nlohmann::json j = bytes.empty() ? nlohmann::json::object() : nlohmann::json::parse(bytes);
     return j.get<T>();
   } catch (const std::exception& e) {
     return internal::json_decode_error(path, e.what());

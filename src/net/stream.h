@@ -49,6 +49,12 @@ class Stream {
   // operation_aborted. Idempotent.
   virtual void close() = 0;
 
+  // TLS, after the handshake: the peer certificate's role for certificate authentication
+  // (Pulsar's AuthenticationProviderTls): the first CN of its subject in RFC 2253 order (the
+  // most specific RDN first), when the certificate was presented and verified against the
+  // trusted CAs (never with allow_insecure's accept-anything); "" otherwise, and for plain TCP.
+  virtual std::string verified_peer_common_name() const { return ""; }
+
   bool tls() const { return tls_; }
   // The peer as "address:port", or "unknown".
   const std::string& remote() const { return remote_; }

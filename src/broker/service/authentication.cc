@@ -10,6 +10,8 @@ namespace magnetar::broker {
 namespace {
 constexpr std::string_view kTokenProvider =
     "org.apache.pulsar.broker.authentication.AuthenticationProviderToken";
+constexpr std::string_view kTlsProvider =
+    "org.apache.pulsar.broker.authentication.AuthenticationProviderTls";
 }  // namespace
 
 Authentication::~Authentication() = default;
@@ -19,10 +21,16 @@ Result<std::unique_ptr<Authentication>> Authentication::create(const BrokerConfi
   std::unique_ptr<Authentication> a(new Authentication());
   a->anonymous_role_ = config.anonymous_user_role;
   for (const std::string& provider : config.authentication_providers) {
+    if (provider == kTlsProvider) {
+      a->tls_ = true;
+      a->tls_metrics_ = std::make_unique<AuthenticationMetrics>(
+          authentication_metrics("AuthenticationProviderTls", "tls"));
+      continue;
+    }
     if (provider != kTokenProvider) {
       return Status(Errc::kInvalidArgument,
-                    fmt::format("authenticationProviders: {} is not supported (supported: {})",
-                                provider, kTokenProvider));
+                    fmt::format("authenticationProviders: {} is not supported (supported: {}, {})",
+                                provider, kTokenProvider, kTlsProvider));
     }
     auth::TokenSettings s;
     s.secret_key = config.token_secret_key;
@@ -37,7 +45,7 @@ Result<std::unique_ptr<Authentication>> Authentication::create(const BrokerConfi
     a->token_metrics_ = std::make_unique<AuthenticationMetrics>(
         authentication_metrics("AuthenticationProviderToken", "token"));
   }
-  if (!a->token_ && a->anonymous_role_.empty()) {
+  if (!a->token_ && !a->tls_ && a->anonymous_role_.empty()) {
     return Status(Errc::kInvalidArgument,
                   "authenticationEnabled=true needs authenticationProviders or anonymousUserRole: "
                   "no client could connect");
@@ -46,8 +54,20 @@ Result<std::unique_ptr<Authentication>> Authentication::create(const BrokerConfi
 }
 
 Authentication::Outcome Authentication::authenticate(std::string_view method, std::string_view data,
-                                                     int64_t now_seconds) const {
+                                                     int64_t now_seconds,
+                                                     std::string_view tls_common_name) const {
   Outcome out;
+  if (method == "tls" && tls_) {
+    out.method = "tls";
+    if (tls_common_name.empty()) {
+      out.reason = "Client unable to authenticate with TLS certificate";
+      tls_metrics_->failures.find("INVALID_AUTH_DATA")->second->inc();
+    } else {
+      out.role = std::string(tls_common_name);
+      tls_metrics_->success->inc();
+    }
+    return out;
+  }
   if (method == "token" && token_) {
     out.method = "token";
     auto r = token_->authenticate(data, now_seconds);

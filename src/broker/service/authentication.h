@@ -8,7 +8,8 @@
 //   - a method without one ("none", or anything not configured): anonymousUserRole when set,
 //     else refused.
 //
-// Providers so far: Pulsar's AuthenticationProviderToken ("token", src/auth). Others named in
+// Providers: Pulsar's AuthenticationProviderToken ("token", src/auth) and
+// AuthenticationProviderTls ("tls": the role is the client certificate's CN). Others named in
 // authenticationProviders fail the broker's start with a clear message instead of being
 // ignored. Refusals carry a reason for the broker's log (never the credentials); clients get
 // Pulsar's fixed text.
@@ -51,14 +52,19 @@ class Authentication {
     std::optional<int64_t> expires_at;  // seconds since the epoch, for credentials that expire
     std::string reason;                 // why refused (for the log only)
   };
-  // `method`: CONNECT's auth_method_name ("none" when absent); `data`: its auth_data.
-  Outcome authenticate(std::string_view method, std::string_view data, int64_t now_seconds) const;
+  // `method`: CONNECT's auth_method_name ("none" when absent); `data`: its auth_data;
+  // `tls_common_name`: the connection's verified client certificate's CN ("" without one),
+  // the role of the "tls" method.
+  Outcome authenticate(std::string_view method, std::string_view data, int64_t now_seconds,
+                       std::string_view tls_common_name = {}) const;
 
  private:
   Authentication() = default;
   std::unique_ptr<auth::TokenAuthenticator> token_;
   std::string anonymous_role_;
   std::unique_ptr<AuthenticationMetrics> token_metrics_;  // with token_
+  bool tls_ = false;                                      // AuthenticationProviderTls
+  std::unique_ptr<AuthenticationMetrics> tls_metrics_;    // with tls_
 };
 
 }  // namespace magnetar::broker

@@ -16,12 +16,8 @@ namespace {
 
 class TlsClientTest : public ClientTest, protected testing::TlsSuiteCerts {
  protected:
-  static void SetUpTestSuite() {
-    make_suite_certs("client-tls");
-  }
-  static void TearDownTestSuite() {
-    remove_suite_certs();
-  }
+  static void SetUpTestSuite() { make_suite_certs("client-tls"); }
+  static void TearDownTestSuite() { remove_suite_certs(); }
 
   // The fixture's broker again, with a TLS port as well.
   void SetUp() override { restart_with_tls(); }
@@ -68,9 +64,7 @@ class TlsClientTest : public ClientTest, protected testing::TlsSuiteCerts {
     auto id = p->send(Message("one"));
     return id.ok() ? Status::OK() : id.status();
   }
-
 };
-
 
 bool contains(const Status& st, std::string_view part) {
   return st.message().find(part) != std::string::npos;
@@ -211,6 +205,52 @@ TEST_F(TlsClientTest, MutualTlsRefusesClientsWithoutATrustedCertificate) {
   auto consumer = trusted.subscribe(topic(), "s");
   ASSERT_TRUE(consumer.ok()) << consumer.status().to_string();
   (void)trusted.close();
+}
+
+// Certificate authentication (AuthenticationProviderTls / AuthTls): the role is the client
+// certificate's CN, authorized like any other role.
+TEST_F(TlsClientTest, TheClientCertificatesCommonNameIsTheRole) {
+  restart_with_tls([](broker::BrokerConfig& c) {
+    c.tls_trust_certs_file_path = certs_->ca_cert;
+    c.authentication_enabled = true;
+    c.authentication_providers = {
+        "org.apache.pulsar.broker.authentication.AuthenticationProviderTls"};
+    c.authorization_enabled = true;
+  });
+  // The test client's certificate says CN=magnetar-test-client: grant that role produce.
+  auto granted = cluster_.await(
+      store_->put("/admin/policies/public/default",
+                  R"({"auth_policies":{"namespace_auth":{"magnetar-test-client":["produce"]}}})"));
+  ASSERT_TRUE(granted.ok()) << granted.status().to_string();
+  auto params = create_authentication(
+      "org.apache.pulsar.client.impl.auth.AuthenticationTls",
+      fmt::format("tlsCertFile:{},tlsKeyFile:{}", certs_->client_cert, certs_->client_key));
+  ASSERT_TRUE(params.ok()) << params.status().to_string();
+  ClientOptions o = tls_options();
+  o.authentication = *params;
+  Client trusted = make_client(tls_url(), o);
+  EXPECT_TRUE(produce_one(trusted, topic()).ok());
+  // Produce only: subscribing is refused by authorization, not authentication.
+  auto refused = trusted.subscribe(topic(), "s");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(contains(refused.status(), "Client is not authorized to subscribe"))
+      << refused.status().to_string();
+  (void)trusted.close();
+
+  // "tls" without a certificate, or over the plain port: refused at CONNECT.
+  ClientOptions none = failing(tls_options());
+  none.authentication = AuthTls::create("", "");
+  EXPECT_FALSE(make_client(tls_url(), none).create_producer(topic()).ok());
+  ClientOptions plain = failing(fast_options());
+  plain.authentication = *params;
+  EXPECT_FALSE(make_client(url(), plain).create_producer(topic()).ok());
+  // A certificate of another CA does not even get through the handshake.
+  ClientOptions other = failing(tls_options());
+  other.authentication =
+      AuthTls::create(certs_->untrusted_client_cert, certs_->untrusted_client_key);
+  EXPECT_FALSE(make_client(tls_url(), other).create_producer(topic()).ok());
+  EXPECT_FALSE(AuthTls::from_params("tlsCertFile:/c.pem").ok());
+  EXPECT_TRUE(AuthTls::from_params(R"({"tlsCertFile":"/c.pem","tlsKeyFile":"/k.pem"})").ok());
 }
 
 TEST_F(TlsClientTest, BadTlsOptionsFailClientCreation) {

@@ -38,8 +38,9 @@ void Connection::handle_connect(const wire::CommandConnect& connect) {
   protocol_version_ = std::min(kMaxProtocolVersion, connect.protocol_version());
   if (context_.authentication != nullptr) {
     const std::string method = method_of(connect);
-    const auto outcome =
-        context_.authentication->authenticate(method, connect.auth_data(), wall_clock_ms() / 1000);
+    const std::string tls_role = method == "tls" ? stream_->verified_peer_common_name() : "";
+    const auto outcome = context_.authentication->authenticate(method, connect.auth_data(),
+                                                               wall_clock_ms() / 1000, tls_role);
     if (!outcome.role) {
       // The reason goes to the log (never the credentials); the client gets Pulsar's text.
       log_.with("client", connect.client_version().substr(0, 64))

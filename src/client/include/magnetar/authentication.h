@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,32 @@ class Authentication {
   virtual Result<std::string> credentials() const = 0;
   // Headers for HTTP requests ({"Authorization": "Bearer ..."} for tokens).
   virtual Result<std::map<std::string, std::string>> http_headers() const;
+  // A client certificate and key (PEM files) the TLS connections present (AuthTls); they
+  // stand in for ClientOptions' tls_certificate_file_path / tls_private_key_file_path.
+  struct TlsFiles {
+    std::string certificate_file;
+    std::string private_key_file;
+  };
+  virtual std::optional<TlsFiles> tls_files() const { return std::nullopt; }
+};
+
+// Pulsar's AuthenticationTls: the role is the client certificate's CN, checked by the broker
+// on a pulsar+ssl:// connection ("tls" in CONNECT, no data).
+class AuthTls final : public Authentication {
+ public:
+  static std::shared_ptr<Authentication> create(std::string certificate_file,
+                                                std::string private_key_file);
+  // Pulsar's forms: "tlsCertFile:/c.pem,tlsKeyFile:/k.pem" or {"tlsCertFile": ..., "tlsKeyFile":
+  // ...}. kInvalidArgument when either is missing.
+  static Result<std::shared_ptr<Authentication>> from_params(std::string_view params);
+
+  std::string method() const override { return "tls"; }
+  Result<std::string> credentials() const override { return std::string(); }
+  std::optional<TlsFiles> tls_files() const override { return files_; }
+
+ private:
+  explicit AuthTls(TlsFiles files) : files_(std::move(files)) {}
+  TlsFiles files_;
 };
 
 // Pulsar's AuthenticationToken: a JWT given as a string, read from a file on every use
@@ -53,7 +80,8 @@ class AuthToken final : public Authentication {
 };
 
 // A plugin by Pulsar's names (AuthFactory::create): "token" or
-// "org.apache.pulsar.client.impl.auth.AuthenticationToken" (any case); an empty name (no
+// "org.apache.pulsar.client.impl.auth.AuthenticationToken", "tls" or
+// "org.apache.pulsar.client.impl.auth.AuthenticationTls" (any case); an empty name (no
 // authentication) gives nullptr. Other plugins: kNotSupported naming them.
 Result<std::shared_ptr<Authentication>> create_authentication(std::string_view plugin,
                                                               std::string_view params);
