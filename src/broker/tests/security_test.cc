@@ -412,6 +412,18 @@ TEST_F(AuthorizationTest, SubscriptionRolesAndPrefixModeGuardConsumers) {
   EXPECT_TRUE(app1->subscribe(topic, "app1-sub", wire::CommandSubscribe::Shared, id++).ok());
 }
 
+TEST_F(AuthorizationTest, ReplicatorProducerNamesAreForSuperUsersOnly) {
+  policies(R"({"auth_policies": {"namespace_auth": {"app1": ["produce"]}}})");
+  auto app1 = client_as("app1");
+  auto root = client_as("root");
+  ASSERT_TRUE(app1 && root);
+  const std::string topic = "persistent://public/default/replicated";
+  auto forged = app1->create_producer(topic, 1, std::string("pulsar.repl.west-->standalone"));
+  EXPECT_EQ(failure(forged).first, wire::AuthorizationError);
+  EXPECT_TRUE(app1->create_producer(topic, 2, std::string("app1-producer")).ok());
+  EXPECT_TRUE(root->create_producer(topic, 1, std::string("pulsar.repl.west-->standalone")).ok());
+}
+
 TEST_F(AuthorizationTest, AnUnknownAuthorizationProviderStopsTheStart) {
   BrokerConfig c;
   c.broker_service_port = 0;

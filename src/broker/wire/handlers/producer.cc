@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "broker/service/authorization.h"
 #include "broker/service/schema_registry.h"
 #include "broker/service/topic.h"
 #include "broker/service/topic_registry.h"
@@ -50,6 +51,15 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
     if (!denied && req.has_initial_subscription_name()) {
       denied = co_await self->authorize_subscription(*name, req.initial_subscription_name(),
                                                      "Client is not authorized to Produce");
+    }
+    // A replicator's name makes its messages count as replicated (deduplicated by source
+    // position, never replicated on): with authorization on, only super users (the clusters'
+    // broker roles) may take it. Pulsar lets any producer of the topic do so.
+    if (!denied && self->context_.authorization != nullptr &&
+        req.producer_name().rfind(protocol::kReplicatorPrefix, 0) == 0 &&
+        !self->context_.authorization->is_super_user(self->role_)) {
+      denied = ServerFailure{wire::AuthorizationError,
+                             "Only super users may create replicator producers (pulsar.repl.*)"};
     }
     if (denied) {
       self->send_error(req.request_id(), *denied);
