@@ -13,9 +13,12 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include "auth/base64.h"
 #include "broker_fixture.h"
@@ -263,6 +266,90 @@ TEST_F(SecurityStandaloneTest, ToolsAndClientsWithTokensAgainstAnAuthorizingStan
                   MAGNETAR_CLIENT_BINARY, url, root, topic));
   EXPECT_EQ(code, 0) << out;
   (void)app_client->close();
+}
+
+// Replicators authenticate to the remote cluster: east's with the ClusterData of west
+// (authenticationPlugin / authenticationParameters), west's with its
+// brokerClientAuthentication* settings; both clusters authorize, the broker role is a super
+// user of each. Messages go both ways; a producer's role at one end consumes at the other.
+TEST_F(SecurityStandaloneTest, ReplicatorsAuthenticateToAnAuthorizingRemoteCluster) {
+  Keys keys(dir_);  // one key: each cluster accepts the other's broker role
+  const std::string root = keys.token("root");
+  std::map<std::string, std::unique_ptr<Standalone>> clusters;
+  for (const std::string name : {"east", "west"}) {
+    std::vector<std::string> settings = {"clusterName=" + name};
+    for (const auto& [k, v] : keys.settings()) settings.push_back(k + "=" + v);
+    if (name == "west") {
+      settings.push_back("brokerClientAuthenticationPlugin=token");
+      settings.push_back("brokerClientAuthenticationParameters=token:" + root);
+    }
+    std::filesystem::create_directories(dir_ / name);
+    clusters[name] = std::make_unique<Standalone>(dir_ / name, settings);
+    ASSERT_TRUE(clusters[name]->start()) << name;
+  }
+  Standalone& east = *clusters["east"];
+  Standalone& west = *clusters["west"];
+  auto cluster_data = [](Standalone& s, bool with_credentials, const std::string& token) {
+    nlohmann::json j = {{"serviceUrl", fmt::format("http://127.0.0.1:{}", s.web_port())},
+                        {"brokerServiceUrl", fmt::format("pulsar://127.0.0.1:{}", s.port())}};
+    if (with_credentials) {
+      j["authenticationPlugin"] = "org.apache.pulsar.client.impl.auth.AuthenticationToken";
+      j["authenticationParameters"] = "token:" + token;
+    }
+    return j.dump();
+  };
+  for (auto [at, name, other, creds] :
+       {std::tuple{&east, "west", &west, true}, std::tuple{&west, "east", &east, false}}) {
+    auto [code, body] = call(at->web_port(), root, "PUT", std::string("/admin/v2/clusters/") + name,
+                             cluster_data(*other, creds, root));
+    ASSERT_EQ(code, 204) << body;
+  }
+  for (Standalone* s : {&east, &west}) {
+    auto [t, tb] = call(s->web_port(), root, "POST", "/admin/v2/tenants/public",
+                        R"({"adminRoles":[],"allowedClusters":["east","west"]})");
+    ASSERT_EQ(t, 204) << tb;
+    auto [n, nb] = call(s->web_port(), root, "PUT", "/admin/v2/namespaces/public/geo");
+    ASSERT_EQ(n, 204) << nb;
+    auto [r, rb] = call(s->web_port(), root, "POST", "/admin/v2/namespaces/public/geo/replication",
+                        R"(["east","west"])");
+    ASSERT_EQ(r, 204) << rb;
+    auto [g, gb] =
+        call(s->web_port(), root, "POST", "/admin/v2/namespaces/public/geo/permissions/app",
+             R"(["produce","consume"])");
+    ASSERT_EQ(g, 204) << gb;
+  }
+  const std::string topic = "persistent://public/geo/both-ways";
+  auto at = [&](Standalone& s) {
+    auto c = client_as(fmt::format("pulsar://127.0.0.1:{}", s.port()),
+                       client::AuthToken::create(keys.token("app")));
+    EXPECT_TRUE(c.ok());
+    return std::move(c).value();
+  };
+  client::Client east_client = at(east);
+  client::Client west_client = at(west);
+  client::ConsumerOptions earliest;
+  earliest.initial_position = client::InitialPosition::kEarliest;
+  auto west_consumer = west_client.subscribe(topic, "app-check", earliest);
+  auto east_consumer = east_client.subscribe(topic, "app-check", earliest);
+  ASSERT_TRUE(west_consumer.ok() && east_consumer.ok());
+  auto from_east = east_client.create_producer(topic);
+  auto from_west = west_client.create_producer(topic);
+  ASSERT_TRUE(from_east.ok() && from_west.ok());
+  ASSERT_TRUE(from_east->send(client::Message("from-east")).ok());
+  ASSERT_TRUE(from_west->send(client::Message("from-west")).ok());
+  auto expect_both = [](client::Consumer& c, const char* where) {
+    std::set<std::string> seen;
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (seen.size() < 2 && std::chrono::steady_clock::now() < until) {
+      auto m = c.receive(500ms);
+      if (m.ok()) seen.insert(m->payload());
+    }
+    EXPECT_EQ(seen, (std::set<std::string>{"from-east", "from-west"})) << where;
+  };
+  expect_both(*west_consumer, "west");
+  expect_both(*east_consumer, "east");
+  (void)east_client.close();
+  (void)west_client.close();
 }
 
 }  // namespace
