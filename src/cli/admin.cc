@@ -60,6 +60,12 @@ Result<AdminSettings> resolve_settings(const GlobalOptions& g) {
                     fmt::format("Authentication: {}", headers.status().message()));
     }
     settings.headers = std::move(*headers);
+    // Certificate authentication: the plugin's certificate is the HTTPS client certificate.
+    if (auto files = (*authentication)->tls_files();
+        files && settings.tls.certificate_file.empty()) {
+      settings.tls.certificate_file = files->certificate_file;
+      settings.tls.key_file = files->private_key_file;
+    }
   }
   if (g.request_timeout_s <= 0) {
     return Status(Errc::kInvalidArgument, "--request-timeout must be a positive number of seconds");

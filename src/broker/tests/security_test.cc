@@ -124,9 +124,18 @@ TEST_F(SecurityTest, WithTokenAuthenticationOnlyValidTokensConnect) {
   EXPECT_TRUE((*good)->send_message(1, 0, "hello").ok());
 
   TokenKeys other;
+  // Another algorithm: signed with an RSA key, and the unsigned "alg: none" form.
+  auto pair = auth::generate_key_pair(auth::Algorithm::kRS256);
+  ASSERT_TRUE(pair.ok());
+  const std::string rs256 = *auth::encode_jwt(
+      {{"sub", "app1"}}, *auth::TokenKey::private_key(pair->private_der), auth::Algorithm::kRS256);
+  const std::string unsigned_token = auth::base64url_encode(R"({"alg":"none"})") + "." +
+                                     auth::base64url_encode(R"({"sub":"app1"})") + ".";
   const std::vector<std::pair<std::string, std::optional<std::string>>> refused = {
       {"no credentials", std::nullopt},
       {"another key's token", other.token_for("app1")},
+      {"RS256 against an HMAC key", rs256},
+      {"alg none", unsigned_token},
       {"expired", keys_.token({{"sub", "app1"}, {"exp", 1000}})},
       {"no sub", keys_.token({{"iss", "x"}})},
       {"garbage", std::string("\x00\xff garbage", 10)},
@@ -342,6 +351,17 @@ TEST_F(AuthorizationTest, ARoleWithoutGrantsIsRefusedAtTheFirstCommandWithPulsar
   auto topics = nobody->request(list, list.gettopicsofnamespace().request_id());
   EXPECT_EQ(failure(topics).first, wire::AuthorizationError);
   EXPECT_EQ(failure(topics).second, "Client is not authorized to GetTopicsOfNamespace");
+
+  // Schemas are not for strangers either (Pulsar does not check them).
+  wire::BaseCommand schema;
+  schema.set_type(wire::BaseCommand::GET_SCHEMA);
+  schema.mutable_getschema()->set_request_id(nobody->next_request_id());
+  schema.mutable_getschema()->set_topic(topic);
+  auto got = nobody->request(schema, schema.getschema().request_id());
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(got->command.getschemaresponse().error_code(), wire::AuthorizationError);
+  EXPECT_EQ(got->command.getschemaresponse().error_message(),
+            "Client is not authorized to Get Schema");
 
   // A namespace that does not exist.
   auto missing = nobody->partitioned_metadata("persistent://public/nope/x");

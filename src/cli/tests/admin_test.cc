@@ -690,10 +690,15 @@ TEST(AdminToolFakeServerTest, SendsTheTokenAsBearerAndNeverPrintsIt) {
   EXPECT_EQ(fake.requests()[0].authorization, "Bearer s3cr3t-t0ken");
 
   Outcome unsupported =
-      fake.admin({"--auth-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationTls",
-                  "--auth-params", "tlsCertFile:/x", "tenants", "list"});
+      fake.admin({"--auth-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationSasl",
+                  "--auth-params", "x", "tenants", "list"});
   EXPECT_EQ(unsupported.code, 1);
   EXPECT_NE(unsupported.err.find("not supported"), std::string::npos);
+  Outcome half_tls =
+      fake.admin({"--auth-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationTls",
+                  "--auth-params", "tlsCertFile:/x", "tenants", "list"});
+  EXPECT_EQ(half_tls.code, 1);
+  EXPECT_NE(half_tls.err.find("tlsKeyFile"), std::string::npos) << half_tls.err;
 }
 
 TEST(AdminToolFakeServerTest, ReadsUrlAndTokenFromClientConf) {

@@ -45,6 +45,15 @@ void Connection::handle_get_schema(const wire::CommandGetSchema& req) {
     r->set_request_id(req.request_id());
     auto name = topic_or_answer(*self, cmd, r, req.topic());
     if (!name) co_return;
+    // A topic's schema is for those who may produce or consume there (Pulsar does not check).
+    auth::ActionSet lookup_actions = {auth::AuthAction::kProduce, auth::AuthAction::kConsume};
+    auto denied = co_await self->authorize_topic(*name, std::move(lookup_actions),
+                                                 "Client is not authorized to Get Schema");
+    if (denied) {
+      set_failure(r, *denied);
+      self->write_command(cmd);
+      co_return;
+    }
     std::optional<int64_t> version;
     if (req.has_schema_version()) version = SchemaRegistry::decode_version(req.schema_version());
     auto found = co_await self->context_.schemas.get(*name, version);
@@ -69,6 +78,15 @@ void Connection::handle_get_or_create_schema(const wire::CommandGetOrCreateSchem
     r->set_request_id(req.request_id());
     auto name = topic_or_answer(*self, cmd, r, req.topic());
     if (!name) co_return;
+    // Registering a schema is a producer's business (Pulsar does not check).
+    auth::ActionSet produce = {auth::AuthAction::kProduce};
+    auto denied = co_await self->authorize_topic(
+        *name, std::move(produce), "Client is not authorized to Get Or Create Schema");
+    if (denied) {
+      set_failure(r, *denied);
+      self->write_command(cmd);
+      co_return;
+    }
     auto version = co_await self->register_schema(*name, req.schema());
     if (!version.ok()) {
       set_failure(r, to_server_failure(version.status(), wire::MetadataError));
