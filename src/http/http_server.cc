@@ -198,7 +198,7 @@ class HttpServer::Impl {
 
   Task<void> session(tcp::socket socket) {
     beast::tcp_stream stream(std::move(socket));
-    co_await serve(stream);
+    co_await serve(stream, "");
     boost::system::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
   }
@@ -218,7 +218,7 @@ class HttpServer::Impl {
                 ec == beast::error::timeout ? std::string("timed out") : net::describe_error(ec));
       co_return;
     }
-    co_await serve(stream);
+    co_await serve(stream, net::verified_peer_common_name(stream.native_handle()));
     // close_notify, briefly: the client may be gone already.
     lowest.expires_after(std::chrono::seconds(1));
     co_await stream.async_shutdown(asio::redirect_error(asio::use_awaitable, ec));
@@ -228,7 +228,7 @@ class HttpServer::Impl {
 
   // Requests of one connection until it closes, idles out or fails (plain or TLS).
   template <typename Stream>
-  Task<void> serve(Stream& stream) {
+  Task<void> serve(Stream& stream, std::string tls_common_name) {
     beast::flat_buffer buffer;
     while (true) {
       boost::system::error_code ec;
@@ -253,6 +253,7 @@ class HttpServer::Impl {
         keep_alive = req.keep_alive();
         version = req.version();
         Request request = convert(req);
+        request.tls_common_name = tls_common_name;
         auto found = find(request);
         if (std::holds_alternative<Response>(found)) {
           response = std::get<Response>(std::move(found));

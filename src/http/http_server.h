@@ -34,6 +34,8 @@ struct Request {
   std::map<std::string, std::string> query;    // decoded query parameters
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
+  // HTTPS: the verified client certificate's CN (net::verified_peer_common_name); "" else.
+  std::string tls_common_name;
 };
 
 struct Response {

@@ -111,23 +111,8 @@ class TlsStream final : public Stream {
   void close() override { close_socket(stream_.next_layer()); }
 
   std::string verified_peer_common_name() const override {
-    SSL* ssl = const_cast<asio::ssl::stream<tcp::socket>&>(stream_).native_handle();
-    X509* peer = SSL_get0_peer_certificate(ssl);
-    if (peer == nullptr || SSL_get_verify_result(ssl) != X509_V_OK) return "";
-    const X509_NAME* subject = X509_get_subject_name(peer);
-    // RFC 2253 order lists the last RDN first: the first CN there is the last one here.
-    int last = -1;
-    for (int at = -1; (at = X509_NAME_get_index_by_NID(subject, NID_commonName, at)) >= 0;) {
-      last = at;
-    }
-    if (last < 0) return "";
-    const ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, last));
-    unsigned char* utf8 = nullptr;
-    const int n = ASN1_STRING_to_UTF8(&utf8, data);
-    if (n <= 0) return "";
-    std::string cn(reinterpret_cast<char*>(utf8), static_cast<size_t>(n));
-    OPENSSL_free(utf8);
-    return cn;
+    return net::verified_peer_common_name(
+        const_cast<asio::ssl::stream<tcp::socket>&>(stream_).native_handle());
   }
 
  private:

@@ -209,4 +209,24 @@ Status TlsContext::load() {
   return Status::OK();
 }
 
+std::string verified_peer_common_name(void* handle) {
+  SSL* ssl = static_cast<SSL*>(handle);
+  X509* peer = ssl != nullptr ? SSL_get0_peer_certificate(ssl) : nullptr;
+  if (peer == nullptr || SSL_get_verify_result(ssl) != X509_V_OK) return "";
+  const X509_NAME* subject = X509_get_subject_name(peer);
+  // RFC 2253 order lists the last RDN first: the first CN there is the last one here.
+  int last = -1;
+  for (int at = -1; (at = X509_NAME_get_index_by_NID(subject, NID_commonName, at)) >= 0;) {
+    last = at;
+  }
+  if (last < 0) return "";
+  const ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, last));
+  unsigned char* utf8 = nullptr;
+  const int n = ASN1_STRING_to_UTF8(&utf8, data);
+  if (n <= 0) return "";
+  std::string cn(reinterpret_cast<char*>(utf8), static_cast<size_t>(n));
+  OPENSSL_free(utf8);
+  return cn;
+}
+
 }  // namespace magnetar::net

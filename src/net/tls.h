@@ -67,4 +67,11 @@ class TlsContext {
   std::unique_ptr<boost::asio::ssl::context> ctx_;
 };
 
+// The verified peer certificate's role for certificate authentication (Pulsar's
+// AuthenticationProviderTls): the first CN of its subject in RFC 2253 order (the most
+// specific RDN first); "" without a certificate, or when it did not verify against the
+// trusted CAs (allow_insecure's accept-anything included). `ssl` is a connection after its
+// handshake (SSL* of OpenSSL).
+std::string verified_peer_common_name(void* ssl);
+
 }  // namespace magnetar::net

@@ -158,10 +158,13 @@ std::variant<Caller, Response> authenticate_request(const Request& request,
       credentials = value->substr(kBearer.size());
     }
   }
+  // Without a header, an HTTPS client certificate names the role (AuthenticationProviderTls).
+  if (method == "none" && !request.tls_common_name.empty()) method = "tls";
   if (const std::string* chosen = header(request, "x-pulsar-auth-method-name")) {
     method = *chosen;
   }
-  auto outcome = authentication->authenticate(method, credentials, now_seconds());
+  auto outcome =
+      authentication->authenticate(method, credentials, now_seconds(), request.tls_common_name);
   if (!outcome.role && method != "none") {
     // A failed credential still gets the anonymous role when there is one (Pulsar's filter).
     log::Logger("broker.http")

@@ -3,7 +3,8 @@
 // before every handler (../shared/reference/pulsar-security-proxy.md §4).
 //
 // Authentication (authenticationEnabled): an "Authorization: Bearer <token>" header
-// (case-sensitive prefix), the provider chosen by X-Pulsar-Auth-Method-Name when sent. When
+// (case-sensitive prefix), else over HTTPS a verified client certificate (its CN, with
+// AuthenticationProviderTls); the provider chosen by X-Pulsar-Auth-Method-Name when sent. When
 // it fails and anonymousUserRole is set, the request runs as the anonymous role (as Pulsar's
 // HTTP filter does, even for a bad token); otherwise 401 with no JSON body, which pulsar-admin
 // prints as "HTTP 401 Unauthorized".

@@ -386,5 +386,37 @@ TEST_F(BrokerTlsTest, HttpsServesTheWebRoutes) {
   EXPECT_TRUE(get("/metrics").bytes.rfind("HTTP/1.1 200", 0) == 0);
 }
 
+// Certificate authentication on both listeners (AuthenticationProviderTls): the client
+// certificate's CN is the role over CONNECT's "tls" method and over HTTPS without a header.
+TEST_F(BrokerTlsTest, ClientCertificatesAuthenticateTheProtocolAndTheAdminApi) {
+  start([](BrokerConfig& c) {
+    c.tls_trust_certs_file_path = certs_->ca_cert;
+    c.authentication_enabled = true;
+    c.authentication_providers = {
+        "org.apache.pulsar.broker.authentication.AuthenticationProviderTls"};
+    c.authorization_enabled = true;
+    c.super_user_roles = {"magnetar-test-client"};  // the test client certificate's CN
+  });
+  auto with_cert = client_context(certs_->client_cert, certs_->client_key);
+  // CONNECT with "tls": CONNECTED; without a certificate: the AuthenticationError.
+  wire::BaseCommand connect = connect_command();
+  connect.mutable_connect()->set_auth_method_name("tls");
+  auto ok = tls_exchange(server_->tls_port(), with_cert, frame_bytes(connect), 1);
+  ASSERT_EQ(ok.frames.size(), 1u) << ok.status.to_string();
+  EXPECT_EQ(ok.frames[0].type(), wire::BaseCommand::CONNECTED);
+  auto refused = tls_exchange(server_->tls_port(), client_context(), frame_bytes(connect), 1);
+  ASSERT_EQ(refused.frames.size(), 1u) << refused.status.to_string();
+  EXPECT_EQ(refused.frames[0].type(), wire::BaseCommand::ERROR);
+  EXPECT_EQ(refused.frames[0].error().error(), wire::AuthenticationError);
+  // HTTPS: the certificate is a super user's; without one, 401.
+  auto get = [&](std::shared_ptr<net::TlsContext> ctx, const std::string& target) {
+    const std::string request =
+        "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    return tls_exchange(server_->web_tls_port(), ctx, request, 0).bytes;
+  };
+  EXPECT_EQ(get(with_cert, "/admin/v2/clusters").rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(get(client_context(), "/admin/v2/clusters").rfind("HTTP/1.1 401", 0), 0u);
+}
+
 }  // namespace
 }  // namespace magnetar::broker
