@@ -95,41 +95,53 @@ Task<Result<Verdict>> Authorization::tenant_admin(std::string role, std::string 
   co_return authorizer_.is_tenant_admin(role, *f->admins) ? Verdict::kAllowed : Verdict::kDenied;
 }
 
-Task<Result<Verdict>> Authorization::namespace_action(std::string role, std::string ns,
-                                                      auth::ActionSet actions) {
-  if (is_super_user(role)) co_return Verdict::kAllowed;
-  std::string tenant = ns.substr(0, ns.find('/'));
+Task<Result<Authorization::Grants>> Authorization::grants(std::string role, std::string tenant,
+                                                          std::string ns) {
+  Grants out;
+  if (is_super_user(role)) {
+    out.decided = Verdict::kAllowed;
+    co_return out;
+  }
   auto f = co_await facts(std::move(tenant), std::move(ns));
   if (!f.ok()) co_return f.status();
-  if (!f->admins) co_return Verdict::kNoTenant;
-  if (authorizer_.is_tenant_admin(role, *f->admins)) co_return Verdict::kAllowed;
-  if (!f->policies) co_return Verdict::kNoNamespace;
-  co_return authorizer_.namespace_allows(*f->policies, role, actions) ? Verdict::kAllowed
+  if (!f->admins) {
+    out.decided = Verdict::kNoTenant;
+  } else if (authorizer_.is_tenant_admin(role, *f->admins)) {
+    out.decided = Verdict::kAllowed;
+  } else if (!f->policies) {
+    out.decided = Verdict::kNoNamespace;
+  } else {
+    out.policies = std::move(f->policies);
+  }
+  co_return out;
+}
+
+Task<Result<Verdict>> Authorization::namespace_action(std::string role, std::string ns,
+                                                      auth::ActionSet actions) {
+  std::string tenant = ns.substr(0, ns.find('/'));
+  auto g = co_await grants(role, std::move(tenant), std::move(ns));
+  if (!g.ok()) co_return g.status();
+  if (g->decided) co_return *g->decided;
+  co_return authorizer_.namespace_allows(*g->policies, role, actions) ? Verdict::kAllowed
                                                                       : Verdict::kDenied;
 }
 
 Task<Result<Verdict>> Authorization::topic_action(std::string role, protocol::TopicName topic,
                                                   auth::ActionSet actions) {
-  if (is_super_user(role)) co_return Verdict::kAllowed;
-  auto f = co_await facts(topic.tenant(), topic.namespace_name());
-  if (!f.ok()) co_return f.status();
-  if (!f->admins) co_return Verdict::kNoTenant;
-  if (authorizer_.is_tenant_admin(role, *f->admins)) co_return Verdict::kAllowed;
-  if (!f->policies) co_return Verdict::kNoNamespace;
-  co_return authorizer_.topic_allows(*f->policies, role, topic.to_string(), actions)
+  auto g = co_await grants(role, topic.tenant(), topic.namespace_name());
+  if (!g.ok()) co_return g.status();
+  if (g->decided) co_return *g->decided;
+  co_return authorizer_.topic_allows(*g->policies, role, topic.to_string(), actions)
       ? Verdict::kAllowed
       : Verdict::kDenied;
 }
 
 Task<Result<Verdict>> Authorization::subscribe(std::string role, protocol::TopicName topic,
                                                std::string subscription) {
-  if (is_super_user(role)) co_return Verdict::kAllowed;
-  auto f = co_await facts(topic.tenant(), topic.namespace_name());
-  if (!f.ok()) co_return f.status();
-  if (!f->admins) co_return Verdict::kNoTenant;
-  if (authorizer_.is_tenant_admin(role, *f->admins)) co_return Verdict::kAllowed;
-  if (!f->policies) co_return Verdict::kNoNamespace;
-  switch (authorizer_.subscription_allows(*f->policies, role, subscription)) {
+  auto g = co_await grants(role, topic.tenant(), topic.namespace_name());
+  if (!g.ok()) co_return g.status();
+  if (g->decided) co_return *g->decided;
+  switch (authorizer_.subscription_allows(*g->policies, role, subscription)) {
     case auth::SubscriptionVerdict::kPrefixRequired:
       co_return Verdict::kPrefixRequired;
     case auth::SubscriptionVerdict::kRoleNotAllowed:
@@ -138,7 +150,7 @@ Task<Result<Verdict>> Authorization::subscribe(std::string role, protocol::Topic
       break;
   }
   const auth::ActionSet consume = {auth::AuthAction::kConsume};
-  co_return authorizer_.topic_allows(*f->policies, role, topic.to_string(), consume)
+  co_return authorizer_.topic_allows(*g->policies, role, topic.to_string(), consume)
       ? Verdict::kAllowed
       : Verdict::kDenied;
 }

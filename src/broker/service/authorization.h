@@ -15,6 +15,7 @@
 // Lifetime: outlives every check in flight (the broker stops its loops first).
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -67,6 +68,13 @@ class Authorization {
                 Executor executor);
   // The tenant's admins and (with a namespace) its policies, read on executor_.
   Task<Result<Facts>> facts(std::string tenant, std::string ns);
+  // What every check of a namespace or topic decides before its grants: a super user or an
+  // admin of the tenant (kAllowed), no tenant, no namespace; else the namespace's grants.
+  struct Grants {
+    std::optional<Verdict> decided;
+    std::shared_ptr<const auth::AuthPolicies> policies;  // when not decided
+  };
+  Task<Result<Grants>> grants(std::string role, std::string tenant, std::string ns);
 
   auth::Authorizer authorizer_;
   Executor executor_;
