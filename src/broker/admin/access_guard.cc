@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <utility>
 #include <variant>
 
 #include "broker/service/authentication.h"
 #include "broker/service/authorization.h"
+#include "broker/service/producer.h"
 #include "common/logging.h"
 #include "protocol/topic_name.h"
 
@@ -23,9 +23,7 @@ using http::Scope;
 constexpr std::string_view kBearer = "Bearer ";
 
 int64_t now_seconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return wall_clock_ms() / 1000;
 }
 
 const std::string* header(const Request& request, const char* name) {

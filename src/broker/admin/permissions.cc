@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "auth/authorization.h"
 #include "broker/admin/admin_nodes.h"
 #include "broker/admin/admin_routes.h"
 #include "broker/admin/policies_json.h"
@@ -172,19 +173,20 @@ class TopicPermissions {
     if (auto* r = std::get_if<Response>(&loaded)) co_return std::move(*r);
     const auto& node = std::get<0>(loaded);
     if (!node) co_return error(404, kNoNamespace);
+    // The stored grants as the brokers read them (auth::AuthPolicies), names sorted as stored.
+    const auth::AuthPolicies policies = auth::AuthPolicies::from_policies(node->value);
     std::map<std::string, std::set<std::string>> merged;
-    auto add = [&merged](const Json& by_role) {
-      if (!by_role.is_object()) return;
-      for (const auto& [role, actions] : by_role.items()) {
-        auto& set = merged[role];
-        if (!actions.is_array()) continue;
-        for (const Json& a : actions) {
-          if (a.is_string()) set.insert(a.get<std::string>());
-        }
+    auto add = [&merged](const std::map<std::string, auth::ActionSet>& by_role) {
+      for (const auto& [role, actions] : by_role) {
+        auto& names = merged[role];
+        for (auth::AuthAction a : actions) names.emplace(auth::to_string(a));
       }
     };
-    add(stored_grants(node->value, "namespace_auth"));
-    add(member(stored_grants(node->value, "destination_auth"), name.to_string().c_str()));
+    add(policies.namespace_auth);
+    if (auto it = policies.destination_auth.find(name.to_string());
+        it != policies.destination_auth.end()) {
+      add(it->second);
+    }
     Json out = Json::object();
     for (const auto& [role, actions] : merged) out[role] = Json(actions);
     co_return ok_json(out);
