@@ -66,7 +66,10 @@ Result<std::string> namespace_path(std::string_view name) {
 Result<std::string> topic_path(std::string_view name) {
   auto topic = protocol::TopicName::parse(name);
   if (!topic.ok()) {
-    return Status(Errc::kInvalidArgument, fmt::format("Invalid topic name '{}'", name));
+    // The parser's message says why ("invalid topic name '...': the tenant ... contains ' '").
+    std::string why = topic.status().message();
+    if (!why.empty()) why[0] = 'I';
+    return Status(Errc::kInvalidArgument, std::move(why));
   }
   // Legacy names (with a cluster) live under Pulsar's v1 paths.
   return (topic->is_legacy() ? "/admin/" : "/admin/v2/") + topic->rest_path();

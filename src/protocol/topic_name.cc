@@ -205,6 +205,13 @@ Result<TopicName> TopicName::parse(std::string_view name) {
   if (!problem.empty()) return invalid(name, problem);
   if (local.empty()) return invalid(name, "the topic part is empty");
   if (!is_valid_utf8(local)) return invalid(name, "the topic part is not valid UTF-8");
+  // Pulsar stores such names but its admin paths and tools cannot round-trip them (its REST
+  // decoding reads '+' as a space): refused here, on every path, with a reason.
+  for (unsigned char c : local) {
+    if (c <= 0x20 || c == 0x7f) {
+      return invalid(name, "the topic part contains a space or a control character");
+    }
+  }
   if (partition_index_of(local) >= 0 && local.rfind(kPartitionSuffix) == 0) {
     return invalid(name, "it names a partition of a topic whose name is empty");
   }

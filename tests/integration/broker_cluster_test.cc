@@ -64,17 +64,21 @@ TEST_F(BrokerClusterTest, EitherBrokerReachesEveryTopicAndBundlesSpreadOverBoth)
   auto wrong = connect(other);
   auto refused = wrong->create_producer(topic, 1);
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(server_error_of(refused.status()), wire::ServiceNotReady) << refused.status().to_string();
+  EXPECT_EQ(server_error_of(refused.status()), wire::ServiceNotReady)
+      << refused.status().to_string();
   // HTTP lookup through the non-owner: 307 to the owner.
-  auto [lcode, lbody] = http(other.web_port, "GET", "/lookup/v2/topic/persistent/public/default/spread-7");
+  auto [lcode, lbody] =
+      http(other.web_port, "GET", "/lookup/v2/topic/persistent/public/default/spread-7");
   EXPECT_TRUE(lcode == 200 || lcode == 307) << lcode << " " << lbody;
   if (lcode == 200) {
     EXPECT_EQ(nlohmann::json::parse(lbody).value("brokerUrl", ""), owner->url()) << lbody;
   }
   // Topic stats through the non-owner: redirected.
-  auto [scode, sbody] = http(other.web_port, "GET", "/admin/v2/persistent/public/default/spread-7/stats");
+  auto [scode, sbody] =
+      http(other.web_port, "GET", "/admin/v2/persistent/public/default/spread-7/stats");
   EXPECT_EQ(scode, 307) << sbody;
-  auto [ocode, obody] = http(owner->web_port, "GET", "/admin/v2/persistent/public/default/spread-7/stats");
+  auto [ocode, obody] =
+      http(owner->web_port, "GET", "/admin/v2/persistent/public/default/spread-7/stats");
   ASSERT_EQ(ocode, 200) << obody;
   EXPECT_EQ(nlohmann::json::parse(obody).value("msgInCounter", 0), 1) << obody;
 }
@@ -128,7 +132,8 @@ TEST_F(BrokerClusterTest, KilledOwnerIsReplacedAfterTheSessionTimeoutWithoutLosi
   ASSERT_FALSE(HasFailure());
   const std::string topic = "persistent://public/default/failover";
   int redirects = 0;
-  BrokerChild* owner = const_cast<BrokerChild*>(broker_by_url(resolve(brokers_[0], topic, &redirects)));
+  BrokerChild* owner =
+      const_cast<BrokerChild*>(broker_by_url(resolve(brokers_[0], topic, &redirects)));
   ASSERT_NE(owner, nullptr);
   auto c = connect(*owner);
   ASSERT_TRUE(c->subscribe(topic, "durable", wire::CommandSubscribe::Exclusive, 7,
@@ -191,8 +196,8 @@ TEST_F(BrokerClusterTest, NamespaceWideOperationsReachEveryOwner) {
   start_broker();
   ASSERT_FALSE(HasFailure());
   // A partitioned topic whose 6 partitions spread over both brokers, one message each.
-  auto [pcode, pbody] = http(brokers_[0].web_port, "PUT",
-                             "/admin/v2/persistent/public/default/wide/partitions", "6");
+  auto [pcode, pbody] =
+      http(brokers_[0].web_port, "PUT", "/admin/v2/persistent/public/default/wide/partitions", "6");
   ASSERT_EQ(pcode, 204) << pbody;
   std::set<std::string> owners;
   int redirects = 0;
@@ -210,14 +215,14 @@ TEST_F(BrokerClusterTest, NamespaceWideOperationsReachEveryOwner) {
   }
   // Stats of all partitions through either broker, wherever each partition lives.
   for (const auto& b : brokers_) {
-    auto [scode, sbody] = http(b.web_port, "GET",
-                               "/admin/v2/persistent/public/default/wide/partitioned-stats");
+    auto [scode, sbody] =
+        http(b.web_port, "GET", "/admin/v2/persistent/public/default/wide/partitioned-stats");
     ASSERT_EQ(scode, 200) << sbody;
     EXPECT_EQ(nlohmann::json::parse(sbody).value("msgInCounter", 0), 6) << sbody;
   }
   // Peek the message of partition 0 through its owner.
-  const BrokerChild* owner0 =
-      broker_by_url(resolve(brokers_[0], "persistent://public/default/wide-partition-0", &redirects));
+  const BrokerChild* owner0 = broker_by_url(
+      resolve(brokers_[0], "persistent://public/default/wide-partition-0", &redirects));
   ASSERT_NE(owner0, nullptr);
   auto [kcode, kbody] = http(owner0->web_port, "GET",
                              "/admin/v2/persistent/public/default/wide-partition-0/subscription/"
@@ -233,7 +238,8 @@ TEST_F(BrokerClusterTest, NamespaceWideOperationsReachEveryOwner) {
                                "subscription/sub/position/1");
   EXPECT_EQ(kcode2, 404) << kbody2;
   // Unload the whole namespace through one broker: no bundle stays owned anywhere.
-  auto [ucode, ubody] = http(brokers_[0].web_port, "PUT", "/admin/v2/namespaces/public/default/unload");
+  auto [ucode, ubody] =
+      http(brokers_[0].web_port, "PUT", "/admin/v2/namespaces/public/default/unload");
   ASSERT_EQ(ucode, 204) << ubody;
   auto left = await(store_->children("/namespace/public/default"));
   ASSERT_TRUE(left.ok());
@@ -245,6 +251,85 @@ TEST_F(BrokerClusterTest, NamespaceWideOperationsReachEveryOwner) {
   auto [lcode, lbody] = http(brokers_[0].web_port, "GET", "/admin/v2/persistent/public/default");
   ASSERT_EQ(lcode, 200) << lbody;
   EXPECT_EQ(lbody, "[]");
+}
+
+// Namespace policies changed through one broker reach a topic loaded on its owner, whichever
+// broker that is, without an unload: deduplication (on, then off), TTL and a backlog quota.
+TEST_F(BrokerClusterTest, PolicyChangesReachLoadedTopicsOnEveryBrokerWithoutAnUnload) {
+  const Settings fast_checks = {{"messageExpiryCheckIntervalInMinutes", "0.005"},
+                                {"backlogQuotaCheckIntervalInSeconds", "0.3"}};
+  start_broker(fast_checks);
+  start_broker(fast_checks);
+  ASSERT_FALSE(HasFailure());
+  const std::string topic = "persistent://public/default/policies-live";
+  int redirects = 0;
+  const BrokerChild* owner = broker_by_url(resolve(brokers_[0], topic, &redirects));
+  ASSERT_NE(owner, nullptr);
+  const BrokerChild& other = owner == &brokers_[0] ? brokers_[1] : brokers_[0];
+  auto c = connect(*owner);
+  ASSERT_TRUE(c->subscribe(topic, "sub", wire::CommandSubscribe::Exclusive, 1,
+                           wire::CommandSubscribe::Earliest)
+                  .ok());
+  ASSERT_TRUE(c->create_producer(topic, 1, std::string("p1")).ok());
+  auto stats = [&]() {
+    auto [code, body] =
+        http(owner->web_port, "GET", "/admin/v2/persistent/public/default/policies-live/stats");
+    EXPECT_EQ(code, 200) << body;
+    return nlohmann::json::parse(body, nullptr, false);
+  };
+  auto backlog = [&]() {
+    auto j = stats();
+    return j.is_object() ? j["subscriptions"]["sub"].value("msgBacklog", int64_t{-1}) : -1;
+  };
+  auto wait_for = [&](const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (done()) return true;
+      std::this_thread::sleep_for(100ms);
+    }
+    return false;
+  };
+  // Deduplication off: the same sequence id twice is stored twice.
+  ASSERT_TRUE(c->send_message(1, 0, "a").ok());
+  ASSERT_TRUE(c->send_message(1, 0, "a again").ok());
+  EXPECT_EQ(stats().value("deduplicationStatus", ""), "Disabled");
+  EXPECT_EQ(backlog(), 2);
+
+  // On, through the other broker: the loaded topic deduplicates from the next send.
+  auto [dcode, dbody] =
+      http(other.web_port, "POST", "/admin/v2/namespaces/public/default/deduplication", "true");
+  ASSERT_EQ(dcode, 204) << dbody;
+  ASSERT_TRUE(wait_for([&] { return stats().value("deduplicationStatus", "") == "Enabled"; }))
+      << stats().dump();
+  auto dup = c->send_message(1, 0, "a third time");
+  ASSERT_TRUE(dup.ok()) << dup.status().to_string();
+  ASSERT_TRUE(c->send_message(1, 1, "b").ok());
+  EXPECT_EQ(backlog(), 3);
+
+  // Off again: sequence ids are not checked any more.
+  auto [ocode, obody] =
+      http(other.web_port, "POST", "/admin/v2/namespaces/public/default/deduplication", "false");
+  ASSERT_EQ(ocode, 204) << obody;
+  ASSERT_TRUE(wait_for([&] { return stats().value("deduplicationStatus", "") == "Disabled"; }));
+  ASSERT_TRUE(c->send_message(1, 1, "b again").ok());
+  EXPECT_EQ(backlog(), 4);
+
+  // A TTL of 1 s: the loaded topic's subscription expires its backlog.
+  auto [tcode, tbody] =
+      http(other.web_port, "POST", "/admin/v2/namespaces/public/default/messageTTL", "1");
+  ASSERT_EQ(tcode, 204) << tbody;
+  EXPECT_TRUE(wait_for([&] { return backlog() == 0; })) << stats().dump();
+
+  // A backlog quota of 1 byte with producer_exception: the connected producer is cut off.
+  auto [qcode, qbody] =
+      http(other.web_port, "POST", "/admin/v2/namespaces/public/default/messageTTL", "0");
+  ASSERT_EQ(qcode, 204) << qbody;
+  ASSERT_TRUE(c->send_message(1, 2, "c").ok());
+  auto [bcode, bbody] =
+      http(other.web_port, "POST", "/admin/v2/namespaces/public/default/backlogQuota",
+           R"({"limitSize":1,"limitTime":-1,"policy":"producer_exception"})");
+  ASSERT_EQ(bcode, 204) << bbody;
+  EXPECT_TRUE(wait_for([&] { return stats()["publishers"].empty(); })) << stats().dump();
 }
 
 TEST_F(BrokerClusterTest, ABundleWithTooManyTopicsIsSplitAndItsTopicsStayReachable) {
@@ -269,7 +354,8 @@ TEST_F(BrokerClusterTest, ABundleWithTooManyTopicsIsSplitAndItsTopicsStayReachab
   const auto deadline = std::chrono::steady_clock::now() + 20s;
   int bundles = 1;
   while (std::chrono::steady_clock::now() < deadline) {
-    auto [code, body] = http(brokers_[1].web_port, "GET", "/admin/v2/namespaces/public/default/bundles");
+    auto [code, body] =
+        http(brokers_[1].web_port, "GET", "/admin/v2/namespaces/public/default/bundles");
     if (code == 200) bundles = nlohmann::json::parse(body).value("numBundles", 1);
     if (bundles >= 2) break;
     run_for(200ms);
@@ -351,9 +437,9 @@ TEST_F(BrokerClusterOnEnsembleTest, AZooKeeperServerKilledUnderLoadChangesNothin
   const BrokerChild* owner = broker_by_url(resolve(brokers_[1], topic, &redirects));
   ASSERT_NE(owner, nullptr);
   auto c = connect(*owner);
-  ASSERT_TRUE(c->subscribe(topic, "s", wire::CommandSubscribe::Shared, 1,
-                           wire::CommandSubscribe::Earliest)
-                  .ok());
+  ASSERT_TRUE(
+      c->subscribe(topic, "s", wire::CommandSubscribe::Shared, 1, wire::CommandSubscribe::Earliest)
+          .ok());
   ASSERT_TRUE(c->create_producer(topic, 1).ok());
   // Kill the ZooKeeper leader a third of the way through 600 messages; ledgers roll over
   // meanwhile (new ledger ids and metadata come from ZooKeeper).

@@ -45,6 +45,14 @@ class Deduplication {
 
   bool producers_enabled() const { return producers_; }
   void enable_producers() { producers_ = true; }
+  // Producer deduplication off (the namespace policy changed): what it knew of producers is
+  // forgotten, so that a later enable starts afresh, as Pulsar's does after it drops its
+  // cursor. Replicated sends stay deduplicated.
+  void disable_producers() {
+    producers_ = false;
+    pushed_.producers.clear();
+    persisted_.producers.clear();
+  }
 
   // Classifies a producer's send; kNew also records it as pushed.
   Verdict check(const std::string& producer, int64_t sequence_id, int64_t highest);

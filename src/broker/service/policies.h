@@ -3,7 +3,7 @@
 // stores it at /admin/policies/<tenant>/<ns>), with the broker's configured defaults, and
 // the two that run periodically: message expiry (TTL) and backlog quotas.
 //
-// A policy change applies to topics loaded after it (topics keep what they were loaded with).
+// A policy change reaches loaded topics through the registry's watch (topic_registry.h).
 
 #include <cstdint>
 #include <string>

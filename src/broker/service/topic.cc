@@ -145,6 +145,22 @@ Task<Status> PersistentTopic::enable_deduplication() {
   co_return Status::OK();
 }
 
+Task<void> PersistentTopic::apply_policies(TopicPolicies policies) {
+  auto self = shared_from_this();
+  const bool dedup_before = deduplication_enabled();
+  const bool dedup_after = policies.deduplication;
+  ml_->set_retention(policies.ledger.retention_time_minutes, policies.ledger.retention_size_mb);
+  policies_ = std::move(policies);
+  if (dedup_after && !dedup_before) {
+    Status st = co_await enable_deduplication();
+    if (!st.ok()) {
+      log_.warn("cannot enable deduplication: {}", st.to_string());
+    }
+  } else if (!dedup_after && dedup_before) {
+    dedup_->disable_producers();
+  }
+}
+
 Task<Status> PersistentTopic::enable_replicated_deduplication() {
   auto self = shared_from_this();
   if (dedup_) co_return Status::OK();
@@ -364,6 +380,7 @@ nlohmann::json PersistentTopic::stats() const {
           {"msgOutCounter", out},
           {"storageSize", ml_->total_size()},
           {"backlogSize", ml_->estimated_backlog_size()},
+          {"deduplicationStatus", deduplication_enabled() ? "Enabled" : "Disabled"},
           {"publishers", std::move(publishers)},
           {"subscriptions", std::move(subs)},
           {"replication", replicators_ ? replicators_->stats() : nlohmann::json::object()}};

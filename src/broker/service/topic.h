@@ -116,6 +116,10 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   Task<Result<mledger::Position>> position_for_time(uint64_t time_ms);
 
   void set_policies(TopicPolicies policies) { policies_ = std::move(policies); }
+  // A changed namespace policy, applied to the loaded topic: TTL and backlog quota at the
+  // next check, retention at the next trim, deduplication at once (on: sequence ids rebuilt
+  // from the snapshot; off: producers' ids forgotten).
+  Task<void> apply_policies(TopicPolicies policies);
   const TopicPolicies& policies() const { return policies_; }
 
   // Closes producers and consumers (they reconnect) and the managed ledger.

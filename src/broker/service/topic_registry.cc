@@ -19,10 +19,100 @@ namespace magnetar::broker {
 TopicRegistry::TopicRegistry(std::vector<Loop> loops, metadata::MetadataStores stores,
                              const BrokerConfig& config, NamespaceService& namespaces, Gate& gate)
     : stores_(std::move(stores)), config_(config), namespaces_(namespaces), gate_(gate) {
-  for (auto& loop : loops) loops_.push_back(std::make_unique<LoopState>(LoopState{loop, {}, {}, {}}));
+  for (auto& loop : loops)
+    loops_.push_back(std::make_unique<LoopState>(LoopState{loop, {}, {}, {}}));
+  if (loops_.empty() || !stores_.configuration) return;
+  const Executor first = loops_[0]->loop.executor;
+  auto changed = [this](const metadata::Notification& n) {
+    if (n.type != metadata::NotificationType::kCreated &&
+        n.type != metadata::NotificationType::kModified) {
+      return;
+    }
+    constexpr std::string_view kPrefix = "/admin/policies/";
+    std::string_view rest(n.path);
+    if (rest.substr(0, kPrefix.size()) != kPrefix) return;
+    rest.remove_prefix(kPrefix.size());
+    const size_t slash = rest.find('/');
+    if (slash == 0 || slash == std::string_view::npos || slash + 1 == rest.size() ||
+        rest.find('/', slash + 1) != std::string_view::npos) {
+      return;
+    }
+    policies_changed(std::string(rest));
+  };
+  auto session = [this](metadata::SessionEvent e) {
+    if (e == metadata::SessionEvent::kReconnected ||
+        e == metadata::SessionEvent::kSessionReestablished) {
+      policies_changed({});
+    }
+  };
+  policy_listeners_.push_back(stores_.configuration->add_listener(first, changed));
+  policy_listeners_.push_back(stores_.configuration->add_session_listener(first, session));
 }
 
-TopicRegistry::~TopicRegistry() = default;
+TopicRegistry::~TopicRegistry() {
+  for (auto id : policy_listeners_) stores_.configuration->remove_listener(id);
+}
+
+void TopicRegistry::policies_changed(std::string ns) {
+  policy_epoch_.fetch_add(1);
+  if (stopped_) return;
+  policies_dirty_.insert(std::move(ns));
+  if (policies_worker_) return;
+  policies_worker_ =
+      spawn_in(gate_, loops_[0]->loop.executor, [this]() { return apply_changed_policies(); });
+}
+
+Task<void> TopicRegistry::apply_changed_policies() {
+  while (!policies_dirty_.empty() && !stopped_) {
+    std::string ns = *policies_dirty_.begin();
+    policies_dirty_.erase(policies_dirty_.begin());
+    if (!ns.empty()) {
+      co_await apply_namespace_policies(std::move(ns));
+      continue;
+    }
+    // Every namespace with a loaded topic.
+    std::set<std::string> loaded;
+    for (auto& state : loops_) {
+      LoopState* s = state.get();
+      auto collect = [s]() -> Task<std::set<std::string>> {
+        std::set<std::string> names;
+        for (const auto& [key, topic] : s->topics) names.insert(topic->name().namespace_name());
+        co_return names;
+      };
+      auto names = co_await run_on<std::set<std::string>>(s->loop.executor, std::move(collect));
+      loaded.merge(*names);
+    }
+    for (auto& name : loaded) co_await apply_namespace_policies(name);
+  }
+  policies_worker_ = false;
+}
+
+Task<void> TopicRegistry::apply_namespace_policies(std::string ns) {
+  auto node = co_await stores_.configuration->get(namespace_policies_path(ns));
+  if (!node.ok()) {
+    log_.with("namespace", ns).warn("cannot read changed policies: {}", node.status().to_string());
+    co_return;
+  }
+  if (!node->has_value()) co_return;  // deleted: its topics are unloaded by the deletion
+  const TopicPolicies policies = topic_policies(config_, (*node)->value);
+  int applied = 0;
+  for (auto& state : loops_) {
+    LoopState* s = state.get();
+    auto apply = [s, ns, policies]() -> Task<int> {
+      std::vector<std::shared_ptr<PersistentTopic>> in_namespace;
+      for (const auto& [key, topic] : s->topics) {
+        if (topic->name().namespace_name() == ns) in_namespace.push_back(topic);
+      }
+      for (auto& topic : in_namespace) co_await topic->apply_policies(policies);
+      co_return static_cast<int>(in_namespace.size());
+    };
+    auto n = co_await run_on<int>(s->loop.executor, std::move(apply));
+    applied += *n;
+  }
+  if (applied > 0) {
+    log_.with("namespace", ns).info("applied changed policies to {} loaded topics", applied);
+  }
+}
 
 size_t TopicRegistry::loop_index(const std::string& topic) const {
   return std::hash<std::string>{}(topic) % loops_.size();
@@ -84,6 +174,7 @@ Task<Result<std::shared_ptr<PersistentTopic>>> TopicRegistry::load_topic(LoopSta
     state->loading.erase(key);
     for (auto& w : waiters) w(true);
   };
+  const uint64_t epoch = policy_epoch_.load();
   auto ns = co_await stores_.configuration->get(namespace_policies_path(name.namespace_name()));
   if (!ns.ok() || !ns->has_value()) {
     finish();
@@ -122,6 +213,14 @@ Task<Result<std::shared_ptr<PersistentTopic>>> TopicRegistry::load_topic(LoopSta
   if (replication_) co_await replication_->topic_loaded(topic);
   state->topics[key] = topic;
   finish();
+  if (policy_epoch_.load() != epoch) {
+    // The policies may have changed after this load read them: read them again.
+    auto again = [this, ns_name = name.namespace_name()]() mutable -> Task<void> {
+      policies_changed(std::move(ns_name));
+      co_return;
+    };
+    spawn_in(gate_, loops_[0]->loop.executor, std::move(again));
+  }
   // An unload of the bundle may have run while the topic loaded: it did not see the topic.
   NamespaceService* namespaces = &namespaces_;
   auto bundles = NamespaceBundles::from_policies((*ns)->value, 4);
@@ -236,12 +335,18 @@ Task<Result<int>> TopicRegistry::partitions(protocol::TopicName name, bool auto_
     }
     co_return Status(Errc::kCorruption, fmt::format("bad partitioned metadata at {}", path));
   }
+  // A missing namespace is said at once (as Pulsar 3.3+ does), so that clients fail fast
+  // instead of retrying the lookup until their operation timeout.
+  auto ns = co_await namespace_exists(name.namespace_name());
+  if (!ns.ok()) co_return ns.status();
+  if (!*ns) {
+    co_return Status(Errc::kNotFound, fmt::format("Tenant or namespace or topic does not exist: {}",
+                                                  name.namespace_name()));
+  }
   if (!auto_create || !config_.allow_auto_topic_creation ||
       config_.allow_auto_topic_creation_type != "partitioned") {
     co_return 0;
   }
-  auto ns = co_await namespace_exists(name.namespace_name());
-  if (!ns.ok() || !*ns) co_return 0;
   // An existing non-partitioned topic stays non-partitioned.
   const std::string ml_path = mledger::managed_ledger_path(name.persistence_name());
   auto exists = co_await stores_.cluster->exists(ml_path);

@@ -4,6 +4,13 @@
 // unloaded, deleted on request; partitioned-topic metadata; the periodic policy work of each
 // loop (TTL, backlog quotas, gauges).
 //
+// Namespace policies reach loaded topics without an unload: the registry listens to the
+// configuration store (which notifies the policy nodes this broker read when it loaded a
+// topic), re-reads a changed namespace's node on the first loop and applies the result to
+// the namespace's loaded topics on every loop (PersistentTopic::apply_policies). Changes are
+// read one at a time, a namespace again if it changed while it was read; a session event
+// (notifications possibly missed) re-reads every namespace with a loaded topic.
+//
 // Threading: each topic belongs to one event loop, chosen by hashing its name; that loop's
 // map of topics is only touched there. Public coroutines may be awaited from any loop:
 // they hop to the topic's loop and back. The loops, their managed-ledger factories, the
@@ -14,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -102,6 +110,11 @@ class TopicRegistry final : public BundleTopics {
   Task<void> close_topic(std::shared_ptr<PersistentTopic> topic);
   Task<Result<std::shared_ptr<PersistentTopic>>> load_topic(LoopState* state,
                                                             protocol::TopicName name, bool create);
+  // Policy changes (on the first loop): `ns` (empty: every namespace with a loaded topic)
+  // is to be read again; the worker reads and applies them one at a time.
+  void policies_changed(std::string ns);
+  Task<void> apply_changed_policies();
+  Task<void> apply_namespace_policies(std::string ns);
 
   std::vector<std::unique_ptr<LoopState>> loops_;
   const metadata::MetadataStores stores_;
@@ -111,6 +124,13 @@ class TopicRegistry final : public BundleTopics {
   TopicReplication* replication_ = nullptr;
   log::Logger log_{"broker"};
   std::atomic<bool> stopped_{false};
+  // Policy watch. On the first loop: the namespaces to read again, whether the worker runs.
+  std::vector<metadata::ListenerId> policy_listeners_;
+  std::set<std::string> policies_dirty_;
+  bool policies_worker_ = false;
+  // Bumped at every policy notification: a load that read its namespace's policies before a
+  // bump applies them again once the topic is in its loop's map (or it would miss the change).
+  std::atomic<uint64_t> policy_epoch_{0};
 };
 
 }  // namespace magnetar::broker

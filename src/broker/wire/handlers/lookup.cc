@@ -80,7 +80,9 @@ void Connection::handle_partitioned_metadata(const wire::CommandPartitionedTopic
     auto partitions = co_await self->context_.topics.partitions(*name, auto_create);
     if (!partitions.ok()) {
       r->set_response(wire::CommandPartitionedTopicMetadataResponse::Failed);
-      r->set_error(to_server_failure(partitions.status(), wire::MetadataError).error);
+      r->set_error(partitions.status().is(Errc::kNotFound)
+                       ? wire::TopicNotFound
+                       : to_server_failure(partitions.status(), wire::MetadataError).error);
       r->set_message(partitions.status().message());
     } else {
       r->set_response(wire::CommandPartitionedTopicMetadataResponse::Success);
