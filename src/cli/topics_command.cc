@@ -10,6 +10,7 @@
 
 #include "cli/arguments.h"
 #include "cli/commands.h"
+#include "cli/stored_messages.h"
 
 namespace magnetar::cli {
 
@@ -27,6 +28,11 @@ struct TopicArgs {
   bool exclude = false;
   bool replicated = false;
   int64_t count = 1;
+  // examine-messages, get-message-by-id
+  std::string initial_position = "latest";
+  int64_t message_position = 1;
+  int64_t ledger_id = -1;
+  int64_t entry_id = -1;
   // set-replication-clusters, get-replication-clusters, remove-replication-clusters
   std::string cluster_list;
   bool applied = false;
@@ -159,102 +165,44 @@ int expire_messages(Session& s, const TopicArgs& a) {
   return path ? s.change("POST", *path, reset_cursor_body(*id, a.exclude)) : 1;
 }
 
-// The hex dump layout pulsar-admin prints message payloads in: 16 bytes a row, offset, hex
-// and printable characters between box lines. Nothing but a newline for an empty payload.
-void hex_dump(std::ostream& out, std::string_view bytes) {
-  if (bytes.empty()) {
-    out << "\n";
-    return;
-  }
-  out << "         +-------------------------------------------------+\n"
-      << "         |  0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f |\n"
-      << "+--------+-------------------------------------------------+----------------+\n";
-  for (size_t row = 0; row < bytes.size(); row += 16) {
-    std::string hex;
-    std::string text;
-    for (size_t i = row; i < row + 16; ++i) {
-      if (i < bytes.size()) {
-        const auto c = static_cast<unsigned char>(bytes[i]);
-        hex += fmt::format(" {:02x}", c);
-        text += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '.';
-      } else {
-        hex += "   ";
-        text += ' ';
-      }
-    }
-    out << fmt::format("|{:08x}|{} |{}|\n", row, hex, text);
-  }
-  out << "+--------+-------------------------------------------------+----------------+\n";
-}
-
-// Milliseconds since the epoch of an ISO-8601 UTC time as brokers send it in
-// X-Pulsar-publish-time ("2026-09-15T16:51:11.802Z"), or of a plain number; else the text.
-std::string epoch_millis(const std::string& text) {
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, ms = 0;
-  char z = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d%c", &y, &mo, &d, &h, &mi, &sec, &ms,
-                  &z) != 8 &&
-      std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &d, &h, &mi, &sec, &z) != 7) {
-    return text;
-  }
-  if (z != 'Z') return text;
-  // Days from 1970-01-01 to y-mo-d in the proleptic Gregorian calendar.
-  y -= mo <= 2;
-  const int era = (y >= 0 ? y : y - 399) / 400;
-  const int yoe = y - era * 400;
-  const int doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  const int64_t days = int64_t{era} * 146097 + doe - 719468;
-  return std::to_string(((days * 24 + h) * 60 + mi) * 60'000 + sec * 1000 + ms);
-}
-
-// The message properties of a peeked message: the JSON object of X-Pulsar-PROPERTY (current
-// brokers) and the X-Pulsar-PROPERTY-<key> headers (older ones).
-Json peeked_properties(const http::HttpResponse& response) {
-  Json properties = Json::object();
-  const std::string all = response.header("x-pulsar-property");
-  if (!all.empty()) {
-    Json j = Json::parse(all, nullptr, false);
-    if (j.is_object()) properties = std::move(j);
-  }
-  constexpr std::string_view kPrefix = "x-pulsar-property-";
-  for (const auto& [name, value] : response.fields) {
-    if (name.size() <= kPrefix.size()) continue;
-    std::string lower_prefix = name.substr(0, kPrefix.size());
-    for (char& c : lower_prefix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower_prefix == kPrefix) properties[name.substr(kPrefix.size())] = value;
-  }
-  return properties;
-}
-
-// GET .../subscription/{sub}/position/{n} answers one message: the payload as the body, its
-// metadata in X-Pulsar-* headers. Printed as pulsar-admin prints it (batches are not split).
+// GET .../subscription/{sub}/position/{n} answers the n-th entry: pulsar-admin splits a batch
+// into its messages and counts messages, not entries; running out (404) ends the list.
 int peek_messages(Session& s, const TopicArgs& a) {
   if (a.count < 1) return s.argument_error("--count must be at least 1");
-  for (int64_t n = 1; n <= a.count; ++n) {
+  int64_t printed = 0;
+  for (int64_t n = 1; printed < a.count; ++n) {
     auto path = topic_url(s, a.name, subscription_suffix(a, fmt::format("/position/{}", n)));
     if (!path) return 1;
-    auto response = s.call("GET", *path);
-    if (!response) return 1;
-    std::ostream& out = s.out();
-    if (n > 1) out << std::string(73, '-') << "\n\n";
-    std::string id = response->header("x-pulsar-message-id");
-    if (size_t colon = id.find(':'); colon != std::string::npos) {
-      // "ledger:entry[:partition[:batch]]": pulsar-admin shows ledger:entry.
-      id = id.substr(0, id.find(':', colon + 1));
+    auto response = s.send("GET", *path);
+    if (response.ok() && response->status == 404 && n > 1) break;
+    if (!response.ok() || response->status / 100 != 2) {
+      if (!s.call("GET", *path)) return 1;  // prints the failure as every command does
     }
-    out << "Message ID: " << id << "\n";
-    const std::string published = response->header("x-pulsar-publish-time");
-    const std::string event = response->header("x-pulsar-event-time");
-    out << "Publish time: " << (published.empty() ? "0" : epoch_millis(published)) << "\n";
-    out << "Event time: " << (event.empty() ? "0" : epoch_millis(event)) << "\n";
-    const Json properties = peeked_properties(*response);
-    if (!properties.empty()) {
-      out << "Properties:\n";
-      s.print(properties);
+    auto messages = stored_messages(*response);
+    if (!messages.ok()) {
+      s.err() << messages.status().message() << "\n";
+      return 1;
     }
-    hex_dump(out, response->body);
+    for (const StoredMessage& m : *messages) {
+      if (printed == a.count) break;
+      if (printed++ > 0) s.out() << std::string(73, '-') << "\n\n";
+      print_stored_message(s.out(), m, false);
+    }
   }
+  return 0;
+}
+
+// One message as examine-messages and get-message-by-id print it: the first of a batch.
+int print_first_message(Session& s, const std::string& path, bool redelivery_count) {
+  auto response = s.call("GET", path);
+  if (!response) return 1;
+  auto messages = stored_messages(*response);
+  if (!messages.ok()) {
+    s.err() << messages.status().message() << "\n";
+    return 1;
+  }
+  if (messages->empty()) return 0;
+  print_stored_message(s.out(), messages->front(), redelivery_count);
   return 0;
 }
 
@@ -473,6 +421,33 @@ void add_topic_commands(CLI::App& app, CommandTable& table) {
       peek_messages, [](CLI::App* c, TopicArgs& a) {
         add_subscription_option(c, a);
         c->add_option("-n,--count", a.count, "Number of messages (default 1)");
+      });
+  add(
+      g, table, "examine-messages", "Show the n-th message from the first or the last",
+      [](Session& s, const TopicArgs& a) {
+        if (a.initial_position != "latest" && a.initial_position != "earliest") {
+          return s.argument_error("--initialPosition must be latest or earliest");
+        }
+        auto path = topic_url(s, a.name,
+                              fmt::format("/examinemessage?initialPosition={}&messagePosition={}",
+                                          a.initial_position, a.message_position));
+        return path ? print_first_message(s, *path, false) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        c->add_option("-i,--initialPosition", a.initial_position, "latest (default) or earliest");
+        c->add_option("-m,--messagePosition", a.message_position,
+                      "The position from the initial one, from 1 (default 1)");
+      });
+  add(
+      g, table, "get-message-by-id", "Show the message with this ledger and entry id",
+      [](Session& s, const TopicArgs& a) {
+        auto path =
+            topic_url(s, a.name, fmt::format("/ledger/{}/entry/{}", a.ledger_id, a.entry_id));
+        return path ? print_first_message(s, *path, true) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        c->add_option("-l,--ledgerId", a.ledger_id, "The ledger id")->required();
+        c->add_option("-e,--entryId", a.entry_id, "The entry id")->required();
       });
 
   add(g, table, "unload", "Unload a topic from its broker", [](Session& s, const TopicArgs& a) {

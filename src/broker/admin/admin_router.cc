@@ -41,6 +41,7 @@ std::shared_ptr<http::Router> make_router(metadata::MetadataStores stores,
     admin::add_lookup(*router, own);
     admin::add_topics(*router, own);
     admin::add_subscriptions(*router, own);
+    admin::add_messages(*router, own);
     admin::add_partitioned_topics(*router, own);
     admin::add_topic_policies(*router, own);
     admin::add_brokers(*router, own);

@@ -45,6 +45,7 @@ void add_namespace_bundles(http::Router& router, std::shared_ptr<const BrokerCon
 void add_lookup(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_topics(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_subscriptions(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
+void add_messages(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_partitioned_topics(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_topic_policies(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 // The namespace grants; with `broker` (may be null) the topic grants too.

@@ -14,13 +14,13 @@
 
 #include <fmt/format.h>
 
-#include <ctime>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 
 #include "broker/admin/admin_routes.h"
+#include "broker/admin/messages.h"
 #include "broker/admin/topic_access.h"
 #include "broker/service/entry_metadata.h"
 #include "broker/service/policies.h"
@@ -39,15 +39,6 @@ using http::Request;
 using http::Response;
 using mledger::Position;
 
-// ISO-8601 UTC with milliseconds, as Pulsar's X-Pulsar-publish-time.
-std::string iso_time(uint64_t epoch_ms) {
-  const std::time_t secs = static_cast<std::time_t>(epoch_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, epoch_ms % 1000);
-}
-
 // A MessageId body ({"ledgerId", "entryId"}); absent -> latest.
 std::optional<Position> parse_position(const std::string& body, bool* malformed) {
   *malformed = false;
@@ -61,61 +52,14 @@ std::optional<Position> parse_position(const std::string& body, bool* malformed)
   return Position{LedgerId{j["ledgerId"].get<int64_t>()}, EntryId{j["entryId"].get<int64_t>()}};
 }
 
-// A stored entry as Pulsar's peek answers it: the payload, the metadata in X-Pulsar-* headers.
-Response message_response(const mledger::Entry& entry) {
-  auto view = protocol::parse_entry(entry.data);
-  wire::MessageMetadata md;
-  if (!view.ok() || !md.ParseFromArray(view->metadata_bytes.data(),
-                                       static_cast<int>(view->metadata_bytes.size()))) {
-    return error(500, "the stored entry does not parse");
-  }
-  Response r;
-  r.status = 200;
-  r.content_type = "application/octet-stream";
-  r.body = view->payload.to_string();
-  r.headers["X-Pulsar-Message-ID"] =
-      fmt::format("{}:{}", entry.position.ledger_id, entry.position.entry_id);
-  r.headers["X-Pulsar-publish-time"] = iso_time(md.publish_time());
-  if (md.has_event_time() && md.event_time() > 0) {
-    r.headers["X-Pulsar-event-time"] = iso_time(md.event_time());
-  }
-  if (md.has_num_messages_in_batch()) {
-    r.headers["X-Pulsar-num-batch-message"] = std::to_string(md.num_messages_in_batch());
-  }
-  if (md.has_partition_key()) r.headers["X-Pulsar-partition-key"] = md.partition_key();
-  r.headers["X-Pulsar-sequence-id"] = std::to_string(md.sequence_id());
-  r.headers["X-Pulsar-producer-name"] = md.producer_name();
-  if (md.properties_size() > 0) {
-    Json props = Json::object();
-    for (const auto& kv : md.properties()) props[kv.key()] = kv.value();
-    r.headers["X-Pulsar-PROPERTY"] = props.dump();
-  }
-  return r;
-}
-
 // On the topic's loop: the n-th message (n >= 1) `sub` has not acknowledged, as an answer.
 Task<Response> peek(std::shared_ptr<PersistentTopic> t, std::string sub, int64_t n) {
   auto s = t->find_subscription(sub);
   if (!s) co_return error(404, "Subscription not found");
-  // Entries from the mark-delete position on.
   auto& ml = t->ledger();
-  Position at = ml.next_position(s->cursor().mark_delete_position());
-  std::optional<mledger::Entry> found;
-  int64_t left = n;
-  while (!found && !(ml.last_confirmed() < at)) {
-    auto entries = co_await ml.read(at, static_cast<int>(std::min<int64_t>(left, 100)));
-    if (!entries.ok()) co_return broker_error(entries.status());
-    if (entries->empty()) break;
-    for (auto& e : *entries) {
-      at = ml.next_position(e.position);
-      if (--left == 0) {
-        found = std::move(e);
-        break;
-      }
-    }
-  }
-  if (!found) co_return error(404, "Message not found");
-  co_return message_response(*found);
+  auto found = co_await nth_entry(ml, ml.next_position(s->cursor().mark_delete_position()), n);
+  if (auto* answer = std::get_if<Response>(&found)) co_return std::move(*answer);
+  co_return message_response(std::get<mledger::Entry>(found));
 }
 
 // What a POST .../subscription/{sub}/... does to the subscription.

@@ -20,6 +20,7 @@
 #include "http/http_server.h"
 #include "metadata/metadata_store.h"
 #include "net/tls.h"
+#include "protocol/batch.h"
 #include "testing/tls_certs.h"
 
 namespace magnetar::cli {
@@ -642,7 +643,8 @@ TEST(AdminToolFakeServerTest, PeeksMessagesOneRequestPerPosition) {
             "Publish time: 1789491071802\n"
             "Event time: 0\n"
             "Properties:\n"
-            "{\n  \"color\" : \"red\",\n  \"Size\" : \"L\"\n}\n"
+            "Size    L\n"
+            "color    red\n"
             "         +-------------------------------------------------+\n"
             "         |  0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f |\n"
             "+--------+-------------------------------------------------+----------------+\n"
@@ -653,12 +655,89 @@ TEST(AdminToolFakeServerTest, PeeksMessagesOneRequestPerPosition) {
             "Publish time: 0\n"
             "Event time: 0\n"
             "Properties:\n"
-            "{\n  \"Trace\" : \"t1\"\n}\n"
+            "Trace    t1\n"
             "\n");
   auto requests = fake.requests();
   ASSERT_EQ(requests.size(), 2u);
   EXPECT_EQ(requests[0].target, kSub + "/position/1");
   EXPECT_EQ(requests[1].target, kSub + "/position/2");
+}
+
+// A batch answered whole is split into its messages, which share the entry's time lines and
+// one sorted map of every message's properties with the two X-Pulsar-* keys; -n counts
+// messages, so the second entry's batch is cut short; a 404 past the end stops quietly.
+TEST(AdminToolFakeServerTest, PeekSplitsBatchesAndCountsMessages) {
+  FakeAdmin fake;
+  protocol::BatchBuilder batch;
+  wire::SingleMessageMetadata one;
+  auto* p1 = one.add_properties();
+  p1->set_key("k");
+  p1->set_value("v1");
+  batch.add(one, "m0");
+  wire::SingleMessageMetadata two;
+  auto* p2 = two.add_properties();
+  p2->set_key("other");
+  p2->set_value("x");
+  batch.add(two, "m1");
+  const std::string body = batch.finish().to_string();
+  fake.answer("GET " + kSub + "/position/1", 200, body,
+              {{"X-Pulsar-Message-ID", "7:4"},
+               {"X-Pulsar-publish-time", "1970-01-01T00:00:01.000Z"},
+               {"X-Pulsar-num-batch-message", "2"},
+               {"X-Pulsar-batch-size", "99"}});
+  fake.answer("GET " + kSub + "/position/2", 200, body,
+              {{"X-Pulsar-Message-ID", "7:5"}, {"X-Pulsar-num-batch-message", "2"}});
+  Outcome o = fake.admin({"topics", "peek-messages", "orders", "-s", "my-sub", "-n", "3"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  const std::string dump_m0 =
+      "         +-------------------------------------------------+\n"
+      "         |  0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f |\n"
+      "+--------+-------------------------------------------------+----------------+\n"
+      "|00000000| 6d 30                                           |m0              |\n"
+      "+--------+-------------------------------------------------+----------------+\n";
+  const std::string first =
+      "Batch Message ID: 7:4:0\n"
+      "Publish time: 1000\n"
+      "Event time: 0\n"
+      "Properties:\n"
+      "X-Pulsar-batch-size    99\n"
+      "X-Pulsar-num-batch-message    2\n"
+      "k    v1\n"
+      "other    x\n" +
+      dump_m0;
+  EXPECT_EQ(o.out.substr(0, first.size()), first);
+  EXPECT_NE(o.out.find("Batch Message ID: 7:4:1\n"), std::string::npos);
+  EXPECT_NE(o.out.find("Batch Message ID: 7:5:0\n"), std::string::npos);
+  EXPECT_EQ(o.out.find("Batch Message ID: 7:5:1"), std::string::npos);
+  EXPECT_EQ(fake.requests().size(), 2u);
+
+  fake.answer("GET " + kSub + "/position/3", 404, R"({"reason":"Message not found"})");
+  Outcome past_end = fake.admin({"topics", "peek-messages", "orders", "-s", "my-sub", "-n", "9"});
+  EXPECT_EQ(past_end.code, 0) << past_end.err;
+  EXPECT_NE(past_end.out.find("Batch Message ID: 7:5:1\n"), std::string::npos);
+
+  // A batch that does not parse is an error naming the entry, not a crash.
+  fake.answer("GET " + kSub + "/position/1", 200, "garbage",
+              {{"X-Pulsar-Message-ID", "7:4"}, {"X-Pulsar-num-batch-message", "2"}});
+  Outcome bad = fake.admin({"topics", "peek-messages", "orders", "-s", "my-sub"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("the batch of 7:4 does not parse"), std::string::npos) << bad.err;
+}
+
+TEST(AdminToolFakeServerTest, ExamineAndGetByIdPrintTheFirstMessage) {
+  FakeAdmin fake;
+  fake.answer("GET " + kTopic + "/examinemessage", 200, "abc", {{"X-Pulsar-Message-ID", "1:1"}});
+  Outcome examined =
+      fake.admin({"topics", "examine-messages", "orders", "-i", "earliest", "-m", "2"});
+  ASSERT_EQ(examined.code, 0) << examined.err;
+  EXPECT_EQ(fake.requests().back().target,
+            kTopic + "/examinemessage?initialPosition=earliest&messagePosition=2");
+  EXPECT_EQ(examined.out.substr(0, 47), "Message ID: 1:1\nPublish time: 0\nEvent time: 0\n ");
+  fake.answer("GET " + kTopic + "/ledger/1/entry/1", 200, "abc", {{"X-Pulsar-Message-ID", "1:1"}});
+  Outcome by_id = fake.admin({"topics", "get-message-by-id", "orders", "-l", "1", "-e", "1"});
+  ASSERT_EQ(by_id.code, 0) << by_id.err;
+  EXPECT_NE(by_id.out.find("Event time: 0\nRedelivery count: 0\n"), std::string::npos) << by_id.out;
+  EXPECT_EQ(fake.admin({"topics", "examine-messages", "orders", "-i", "middle"}).code, 1);
 }
 
 TEST(AdminToolFakeServerTest, ClearBacklogWithoutForceAsksFirst) {

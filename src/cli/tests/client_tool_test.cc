@@ -6,11 +6,14 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "cli/admin.h"
 #include "client/tests/client_test_support.h"
+#include "http/http_client.h"
 #include "testing/tls_certs.h"
 
 namespace magnetar::cli {
@@ -177,6 +180,120 @@ TEST_F(ClientToolTest, FilesAreSentWholeAndRegexConsumesMatchingTopics) {
   EXPECT_EQ(consumed.out,
             "----- got message -----\nkey:[null], properties:[], content:line one,\nline two\n"
             "1 messages successfully consumed\n");
+}
+
+// magnetar-admin peek / examine / get-message-by-id against the broker's own answers: an LZ4
+// batch comes back decompressed and split, properties with a CR/LF never become headers.
+TEST_F(ClientToolTest, AdminShowsStoredBatchesAsPulsarAdminDoes) {
+  using client::CompressionType;
+  using client::Message;
+  using client::MessageId;
+  using client::ProducerOptions;
+  const std::string web = serve_http();
+  auto sub = consumer(topic(), "sub");  // the subscription the peek reads
+  ProducerOptions o;
+  o.compression = CompressionType::kLz4;
+  o.batching_max_delay = std::chrono::milliseconds(200);
+  auto p = producer(topic(), o);
+  std::atomic<int> sent{0};
+  for (int i = 0; i < 3; ++i) {
+    Message m("batched-" + std::to_string(i));
+    m.set_property("n", std::to_string(i));
+    p.send_async(std::move(m), [&](Result<MessageId> r) {
+      EXPECT_TRUE(r.ok()) << r.status().to_string();
+      ++sent;
+    });
+  }
+  ASSERT_TRUE(p.flush().ok());
+  ASSERT_EQ(sent.load(), 3);
+  // An entry-level property (no batch) whose key would write a header: left out of them.
+  ProducerOptions single;
+  single.batching_enabled = false;
+  auto plain = producer(topic(), single);
+  Message evil("plain");
+  evil.set_property("evil\r\nX-Injected", "1");
+  evil.set_property("fine", "2");
+  ASSERT_TRUE(plain.send(std::move(evil)).ok());
+  auto admin = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--admin-url", web});
+    std::ostringstream out, err;
+    Outcome o;
+    o.code = run_admin(std::move(args), out, err);
+    o.out = out.str();
+    o.err = err.str();
+    return o;
+  };
+  auto peeked = admin({"topics", "peek-messages", topic(), "-s", "sub", "-n", "4"});
+  ASSERT_EQ(peeked.code, 0) << peeked.err;
+  EXPECT_EQ(occurrences(peeked.out, "Batch Message ID: "), 3) << peeked.out;
+  EXPECT_EQ(occurrences(peeked.out, "\nMessage ID: "), 1) << peeked.out;
+  EXPECT_NE(peeked.out.find("fine    2\n"), std::string::npos) << peeked.out;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NE(peeked.out.find(fmt::format(":{}\nPublish time: ", i)), std::string::npos);
+  }
+  EXPECT_NE(peeked.out.find("|batched-0       |"), std::string::npos) << peeked.out;
+  EXPECT_NE(peeked.out.find("|batched-2       |"), std::string::npos) << peeked.out;
+  EXPECT_NE(peeked.out.find("X-Pulsar-num-batch-message    3\n"), std::string::npos);
+  // The key reaches the tool intact (in X-Pulsar-PROPERTY's JSON), but never as a header.
+  EXPECT_NE(peeked.out.find("evil\r\nX-Injected    1\n"), std::string::npos) << peeked.out;
+  http::HttpRequest raw;
+  raw.method = "GET";
+  raw.url = web + "/admin/v2/persistent/public/default/" + client::test::test_name() +
+            "/subscription/sub/position/2";
+  auto answer = http::HttpClient().send_blocking(raw);
+  ASSERT_TRUE(answer.ok()) << answer.status().to_string();
+  EXPECT_EQ(answer->header("x-pulsar-property-fine"), "2");
+  EXPECT_EQ(answer->header("x-injected"), "");
+  for (const auto& [name, value] : answer->fields) EXPECT_EQ(name.find("evil"), std::string::npos);
+
+  auto examined = admin({"topics", "examine-messages", topic(), "-i", "earliest"});
+  ASSERT_EQ(examined.code, 0) << examined.err;
+  EXPECT_EQ(occurrences(examined.out, "Batch Message ID: "), 1);
+  EXPECT_NE(examined.out.find("|batched-0       |"), std::string::npos) << examined.out;
+  // The batch's id, read back from the peek's first line ("Batch Message ID: L:E:0").
+  const size_t at = peeked.out.find("Batch Message ID: ") + 18;
+  const std::string id = peeked.out.substr(at, peeked.out.find('\n', at) - at);
+  const size_t colon = id.find(':');
+  const std::string ledger = id.substr(0, colon);
+  const std::string entry = id.substr(colon + 1, id.rfind(':') - colon - 1);
+  auto by_id = admin({"topics", "get-message-by-id", topic(), "-l", ledger, "-e", entry});
+  ASSERT_EQ(by_id.code, 0) << by_id.err;
+  EXPECT_NE(by_id.out.find("Redelivery count: 0\n"), std::string::npos);
+  auto missing = admin({"topics", "get-message-by-id", topic(), "-l", ledger, "-e", "99"});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("Message not found"), std::string::npos) << missing.err;
+}
+
+// A missing tenant or namespace is said at once (TopicNotFound on the partitioned-metadata
+// lookup, which clients do not retry), not after the operation timeout; a topic name with a
+// space is refused by name.
+TEST_F(ClientToolTest, AnUnknownNamespaceFailsAtOnceAndBadNamesAreRefused) {
+  const auto start = std::chrono::steady_clock::now();
+  auto produced = run({"produce", "persistent://nosuch/ns/t", "-m", "x"});
+  EXPECT_EQ(produced.code, 1);
+  EXPECT_NE(produced.err.find("Tenant or namespace or topic does not exist: nosuch/ns"),
+            std::string::npos)
+      << produced.err;
+  auto consumed = run({"consume", "persistent://public/nosuch/t", "-s", "s"});
+  EXPECT_EQ(consumed.code, 1);
+  EXPECT_NE(consumed.err.find("Tenant or namespace or topic does not exist: public/nosuch"),
+            std::string::npos)
+      << consumed.err;
+  // Both well inside one operation timeout (30 s for the tool): nothing was retried.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+
+  auto spaced = run({"produce", "persistent://public/default/a b", "-m", "x"});
+  EXPECT_EQ(spaced.code, 1);
+  EXPECT_NE(spaced.err.find("a space or a control character"), std::string::npos) << spaced.err;
+  const std::string web = serve_http();
+  std::ostringstream out, err;
+  EXPECT_EQ(run_admin({"--admin-url", web, "topics", "create", "persistent://public/default/a b"},
+                      out, err),
+            1);
+  EXPECT_NE(err.str().find("Invalid topic name 'persistent://public/default/a b': the topic part "
+                           "contains a space or a control character"),
+            std::string::npos)
+      << err.str();
 }
 
 TEST_F(ClientToolTest, BadArgumentsExitOneWithAMessage) {
