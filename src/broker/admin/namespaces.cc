@@ -13,6 +13,7 @@
 #include "broker/admin/admin_nodes.h"
 #include "broker/admin/admin_routes.h"
 #include "broker/admin/policies_json.h"
+#include "broker/service/topic_registry.h"
 #include "common/logging.h"
 
 namespace magnetar::broker::admin {
@@ -79,14 +80,9 @@ Task<Response> Namespaces::list_topics(NamespaceName ns, const Request& req) {
   if (!*exists) co_return error(404, kNoNamespace);
   Json out = Json::array();
   if (mode == "NON_PERSISTENT") co_return ok_json(out);  // non-persistent topics are not supported
-  const std::string ledgers_dir = ns.ledgers_dir() + "/persistent";
-  auto ledgers = co_await cluster_store().children(ledgers_dir);
-  if (!ledgers.ok()) co_return store_error(ledgers.status());
-  for (const std::string& encoded : *ledgers) {
-    auto local = http::url_decode(encoded);
-    out.push_back(fmt::format("persistent://{}/{}", ns.full(), local ? *local : encoded));
-  }
-  co_return ok_json(out);
+  auto topics = co_await namespace_topics(ctx_->stores, ns.full());
+  if (!topics.ok()) co_return store_error(topics.status());
+  co_return ok_json(Json(*topics));
 }
 
 Task<Response> Namespaces::create_namespace(NamespaceName ns, const Request& req) {

@@ -106,7 +106,8 @@ Task<Response> Subscriptions::create(const Request& req, const PathParams& p) {
     }
     co_return no_content();
   };
-  co_return co_await with_topic(broker(), name, fn);
+  // On a topic that does not exist yet, as Pulsar: created when auto-creation allows it.
+  co_return co_await with_topic(broker(), name, fn, true);
 }
 
 Task<Response> Subscriptions::remove(const Request& req, const PathParams& p) {

@@ -69,13 +69,16 @@ std::vector<std::string> topic_rest(const Request& req) {
   return std::vector<std::string>(parts->begin() + 3, parts->end());
 }
 
-Task<Response> with_topic(BrokerServices broker, protocol::TopicName name, TopicFn fn) {
+Task<Response> with_topic(BrokerServices broker, protocol::TopicName name, TopicFn fn,
+                          bool auto_create) {
   // Work on the topic's loop joins the broker's task group: none starts once it stops.
   auto held = broker.gate.enter();
   if (!held) co_return error(503, "the broker is stopping");
   // A partition of an existing partitioned topic is created on first use.
   bool create = false;
-  if (name.is_partition()) {
+  if (auto_create) {
+    create = co_await broker.topics.may_auto_create(name);
+  } else if (name.is_partition()) {
     auto n = co_await broker.topics.partitions(name.partitioned_topic_name(), false);
     create = n.ok() && name.partition_index() < *n;
   }

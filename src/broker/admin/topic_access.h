@@ -57,7 +57,9 @@ Task<http::Response> fan_out(BrokerServices broker, protocol::TopicName name, in
 using TopicFn = std::function<Task<http::Response>(std::shared_ptr<PersistentTopic>)>;
 
 // Step 4: fn(topic) on the topic's loop, for a topic this broker owns and has (a partition of
-// an existing partitioned topic is created on first use); 404 "Topic not found" otherwise.
-Task<http::Response> with_topic(BrokerServices broker, protocol::TopicName name, TopicFn fn);
+// an existing partitioned topic is created on first use; with `auto_create`, any topic that
+// auto-creation allows, as a client's use would); 404 "Topic not found" otherwise.
+Task<http::Response> with_topic(BrokerServices broker, protocol::TopicName name, TopicFn fn,
+                                bool auto_create = false);
 
 }  // namespace magnetar::broker::admin

@@ -329,10 +329,7 @@ Task<Result<int>> TopicRegistry::partitions(protocol::TopicName name, bool auto_
   auto got = co_await stores_.configuration->get(path);
   if (!got.ok()) co_return got.status();
   if (got->has_value()) {
-    auto j = nlohmann::json::parse((*got)->value, nullptr, false);
-    if (j.is_object() && j.contains("partitions") && j["partitions"].is_number_integer()) {
-      co_return j["partitions"].get<int>();
-    }
+    if (auto n = partitions_of_metadata((*got)->value)) co_return *n;
     co_return Status(Errc::kCorruption, fmt::format("bad partitioned metadata at {}", path));
   }
   // A missing namespace is said at once (as Pulsar 3.3+ does), so that clients fail fast
@@ -360,15 +357,42 @@ Task<Result<int>> TopicRegistry::partitions(protocol::TopicName name, bool auto_
 }
 
 Task<Result<std::vector<std::string>>> TopicRegistry::topics_of_namespace(std::string ns) {
+  co_return co_await namespace_topics(stores_, std::move(ns));
+}
+
+std::optional<int> partitions_of_metadata(std::string_view json) {
+  auto j = nlohmann::json::parse(json, nullptr, false);
+  if (j.is_object() && j.contains("partitions") && j["partitions"].is_number_integer()) {
+    return j["partitions"].get<int>();
+  }
+  return std::nullopt;
+}
+
+Task<Result<std::vector<std::string>>> namespace_topics(metadata::MetadataStores stores,
+                                                        std::string ns) {
   const std::string path = fmt::format("/managed-ledgers/{}/persistent", ns);
-  auto children = co_await stores_.cluster->children(path);
+  auto children = co_await stores.cluster->children(path);
   if (!children.ok()) co_return children.status();
-  std::vector<std::string> out;
+  std::set<std::string> names;
   for (const auto& child : *children) {
     auto decoded = protocol::decode_local_name(child);
-    out.push_back(fmt::format("persistent://{}/{}", ns, decoded ? *decoded : child));
+    names.insert(fmt::format("persistent://{}/{}", ns, decoded ? *decoded : child));
   }
-  co_return out;
+  // Every partition of the namespace's partitioned topics, used yet or not, as Pulsar (which
+  // creates them with the partitioned topic) lists them.
+  auto partitioned = co_await stores.configuration->children(partitioned_topics_dir(ns));
+  if (!partitioned.ok()) co_return partitioned.status();
+  for (const auto& child : *partitioned) {
+    auto decoded = protocol::decode_local_name(child);
+    auto base = protocol::TopicName::parse(
+        fmt::format("persistent://{}/{}", ns, decoded ? *decoded : child));
+    if (!base.ok()) continue;
+    auto node = co_await stores.configuration->get(partitioned_topic_path(*base));
+    if (!node.ok() || !node->has_value()) continue;
+    const int n = partitions_of_metadata((*node)->value).value_or(0);
+    for (int i = 0; i < n; ++i) names.insert(base->partition(i).to_string());
+  }
+  co_return std::vector<std::string>(names.begin(), names.end());
 }
 
 Task<void> TopicRegistry::maintain(size_t index) {

@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -132,5 +133,14 @@ class TopicRegistry final : public BundleTopics {
   // bump applies them again once the topic is in its loop's map (or it would miss the change).
   std::atomic<uint64_t> policy_epoch_{0};
 };
+
+// The "partitions" of a partitioned topic's metadata node; nullopt when it has none.
+std::optional<int> partitions_of_metadata(std::string_view json);
+
+// The persistent topics of namespace `ns` ("tenant/ns"), sorted: those with a managed ledger
+// and every partition of its partitioned topics (used or not, as Pulsar lists them). For the
+// admin API too, which may run without a broker.
+Task<Result<std::vector<std::string>>> namespace_topics(metadata::MetadataStores stores,
+                                                        std::string ns);
 
 }  // namespace magnetar::broker

@@ -435,6 +435,13 @@ TEST_F(AdminResourcesTest, ListsTheTopicsOfANamespace) {
   EXPECT_EQ(get(kNs + "/topics?mode=NON_PERSISTENT").json(), Json::array());
   EXPECT_EQ(get(kNs + "/topics?mode=bogus").status, 400);
   EXPECT_EQ(get("/admin/v2/namespaces/public/nope/topics").status, 404);
+  // A partitioned topic's partitions are listed at once, before any is used.
+  put(*configuration_, "/admin/partitioned-topics/public/default/persistent/p",
+      R"({"partitions":2})");
+  EXPECT_EQ(get(kNs + "/topics").json(), Json::parse(R"(["persistent://public/default/a",
+                            "persistent://public/default/b c-partition-0",
+                            "persistent://public/default/p-partition-0",
+                            "persistent://public/default/p-partition-1"])"));
 }
 
 TEST_F(AdminResourcesTest, Retention) {

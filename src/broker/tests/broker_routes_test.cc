@@ -422,7 +422,10 @@ TEST_F(BrokerRoutesTest, ListsTopicsAndPartitionedTopics) {
   ASSERT_EQ(put(kTopics + "/parted/partitions", "2").status, 204);
   Reply all = get(kTopics);
   ASSERT_EQ(all.status, 200) << all;
-  EXPECT_EQ(all.json(), Json::parse(R"(["persistent://public/default/plain"])"));
+  // The partitions are listed at once, as Pulsar (which creates them with the topic) does.
+  EXPECT_EQ(all.json(), Json::parse(R"(["persistent://public/default/parted-partition-0",
+                                         "persistent://public/default/parted-partition-1",
+                                         "persistent://public/default/plain"])"));
   Reply parted = get(kTopics + "/partitioned");
   ASSERT_EQ(parted.status, 200) << parted;
   EXPECT_EQ(parted.json(), Json::parse(R"(["persistent://public/default/parted"])"));
@@ -644,7 +647,9 @@ TEST_F(BrokerRoutesTest, CreatesAndDeletesSubscriptions) {
   EXPECT_EQ(backlog("t", "third"), -1);
   EXPECT_ERROR(del(kTopics + "/t/subscription/third"), 404);
   EXPECT_ERROR(del(kTopics + "/t/subscription/never"), 404);
-  EXPECT_ERROR(put(kTopics + "/unknown-topic/subscription/s"), 404);
+  // On a topic that does not exist: created, as Pulsar does with auto-creation on.
+  EXPECT_EQ(put(kTopics + "/unknown-topic/subscription/s").status, 204);
+  EXPECT_EQ(backlog("unknown-topic", "s"), 0);
 }
 
 TEST_F(BrokerRoutesTest, RejectsMalformedSubscriptionBodies) {

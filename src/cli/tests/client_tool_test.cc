@@ -296,6 +296,35 @@ TEST_F(ClientToolTest, AnUnknownNamespaceFailsAtOnceAndBadNamesAreRefused) {
       << err.str();
 }
 
+// As in Pulsar: create-subscription on a topic that does not exist creates it (auto-creation
+// on); with auto-creation off it is 404 "Topic not found".
+TEST_F(ClientToolTest, CreateSubscriptionOnAMissingTopicCreatesIt) {
+  const std::string web = serve_http();
+  auto admin = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--admin-url", web});
+    std::ostringstream out, err;
+    Outcome o;
+    o.code = run_admin(std::move(args), out, err);
+    o.out = out.str();
+    o.err = err.str();
+    return o;
+  };
+  auto created = admin({"topics", "create-subscription", topic(), "-s", "s1"});
+  ASSERT_EQ(created.code, 0) << created.err;
+  EXPECT_EQ(admin({"topics", "subscriptions", topic()}).out, "s1\n");
+  EXPECT_NE(admin({"topics", "list", "public/default"}).out.find(topic() + "\n"),
+            std::string::npos);
+
+  start_broker([](broker::BrokerConfig& c) { c.allow_auto_topic_creation = false; });
+  const std::string strict = serve_http();
+  std::ostringstream out, err;
+  EXPECT_EQ(run_admin({"--admin-url", strict, "topics", "create-subscription", topic("-other"),
+                       "-s", "s1"},
+                      out, err),
+            1);
+  EXPECT_NE(err.str().find("Topic not found"), std::string::npos) << err.str();
+}
+
 TEST_F(ClientToolTest, BadArgumentsExitOneWithAMessage) {
   auto no_messages = run({"produce", topic()});
   EXPECT_EQ(no_messages.code, 1);
