@@ -22,7 +22,6 @@ bool valid_name_part(std::string_view s) {
 
 }  // namespace
 
-
 std::vector<std::string> split_list(std::string_view text) {
   std::vector<std::string> out;
   while (true) {

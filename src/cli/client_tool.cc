@@ -70,16 +70,43 @@ struct ReadOptions {
 };
 
 // pulsar-client's single-dash long options, which CLI11 cannot declare.
-std::vector<std::string> rewrite_client_options(std::vector<std::string> args) {
-  static const std::map<std::string, std::string> kLongNames = {
-      {"-db", "--disable-batching"},
-      {"-ch", "--chunking"},
+// pulsar-client's options of several letters after one dash, per command: ours, or "" where
+// magnetar-client has no such option (refused by name rather than misread).
+const PulsarNames& client_names() {
+  static const PulsarNames names = {
+      {"", {{"-ml", ""}}},
+      {"produce",
+       {{"-db", "--disable-batching"},
+        {"-ch", "--chunking"},  // pulsar-perf's name for it
+        {"-vs", ""},
+        {"-ekn", ""},
+        {"-ekv", ""},
+        {"-kvk", ""},
+        {"-kvkf", ""},
+        {"-ks", ""},
+        {"-kvet", ""},
+        {"-dr", ""}}},
+      {"consume",
+       {{"-st", ""},
+        {"-mp", ""},
+        {"-etp", ""},
+        {"-stp", ""},
+        {"-mc", ""},
+        {"-ac", ""},
+        {"-pm", ""},
+        {"-rs", ""},
+        {"-ca", ""},
+        {"-ekv", ""}}},
+      {"read",
+       {{"-st", ""},
+        {"-mp", ""},
+        {"-mc", ""},
+        {"-ac", ""},
+        {"-pm", ""},
+        {"-ca", ""},
+        {"-ekv", ""}}},
   };
-  for (std::string& arg : args) {
-    if (arg == "--") break;
-    if (auto it = kLongNames.find(arg); it != kLongNames.end()) arg = it->second;
-  }
-  return args;
+  return names;
 }
 
 // Does what the command line selected against a client; prints the outcome.
@@ -328,8 +355,12 @@ int run_client(std::vector<std::string> args, std::ostream& out, std::ostream& e
   read->add_flag("--hex", r.hex, "Print the content as a hex dump");
   read->add_flag("--hide-content", r.hide_content, "Do not print the content");
 
-  if (auto done = parse_command_line(app, rewrite_client_options(std::move(args)), out, err))
-    return *done;
+  auto rewritten = rewrite_pulsar_names(app, std::move(args), client_names(), "pulsar-client");
+  if (!rewritten.ok()) {
+    err << rewritten.status().message() << "\n";
+    return 1;
+  }
+  if (auto done = parse_command_line(app, std::move(*rewritten), out, err)) return *done;
 
   auto url = resolve_service_url(g.url, g.conf);
   if (!url.ok()) {

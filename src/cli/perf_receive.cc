@@ -63,8 +63,8 @@ int report_receiving(PerfRun& run, std::string_view command, std::string_view ve
 // the limit, Ctrl+C or a failure; the periodic and final reports of `command`.
 template <typename Receiver, typename Next, typename After>
 int receive_all(PerfRun& run, std::vector<Receiver>& receivers, int64_t limit, double rate,
-                std::string_view command, std::string_view verb, std::string_view who,
-                Next next, After after) {
+                std::string_view command, std::string_view verb, std::string_view who, Next next,
+                After after) {
   ReceiveShared shared;
   shared.limit = limit;
   TokenBucket limiter(rate, std::max(1.0, rate / 100));

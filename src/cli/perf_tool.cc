@@ -47,46 +47,103 @@ void add_common_options(CLI::App* cmd, CommonOptions& o) {
   add_run_options(cmd, o);
 }
 
-}  // namespace
-
-std::vector<std::string> rewrite_perf_options(std::vector<std::string> args) {
-  static const std::map<std::string, std::string> kLongNames = {
-      {"-time", "--test-duration"},
-      {"-bm", "--batch-max-messages"},
-      {"-bb", "--batch-max-bytes"},
-      {"-db", "--disable-batching"},
-      {"-ss", "--subscription-type"},
-      {"-sp", "--subscription-position"},
-      {"-cf", "--conf-file"},
-      // bookie: -mu, and BookKeeper's `bookkeeper-benchmark writes` flags (its -zookeeper
-      // takes host:port[/chroot], a metadata store URL of ours too).
-      {"-mu", "--metadata-store-url"},
-      {"-zookeeper", "--metadata-store-url"},
-      {"-ensemble", "--ensemble-size"},
-      {"-quorum", "--write-quorum"},
-      {"-ackQuorum", "--ack-quorum"},
-      {"-entrysize", "--size"},
-      {"-throttle", "--max-outstanding"},
-  };
-  for (std::string& arg : args) {
-    if (arg == "--") break;
-    if (auto it = kLongNames.find(arg); it != kLongNames.end()) arg = it->second;
-  }
-  return args;
+// pulsar-perf's options of several letters after one dash, per command: ours, or "" where
+// magnetar-perf has no such option (refused by name). BookKeeper's `bookkeeper-benchmark
+// writes` flags for the bookie command (its -zookeeper takes host:port[/chroot], a metadata
+// store URL of ours too).
+const PulsarNames& perf_names() {
+  static const PulsarNames names = [] {
+    // Every client command's (PerformanceBaseArguments, PerformanceTopicListArguments).
+    const std::map<std::string, std::string> common = {
+        {"-time", "--test-duration"},
+        {"-cf", "--conf-file"},
+        {"-ioThreads", ""},
+        {"-bw", ""},
+        {"-lt", ""},
+        {"-mlr", ""},
+        {"-ml", ""},
+    };
+    PulsarNames n;
+    n["produce"] = common;
+    n["produce"].insert({{"-bm", "--batch-max-messages"},
+                         {"-bb", "--batch-max-bytes"},
+                         {"-db", "--disable-batching"},
+                         {"-threads", ""},
+                         {"-pn", ""},
+                         {"-au", ""},
+                         {"-ch", ""},
+                         {"-am", ""},
+                         {"-np", ""},
+                         {"-dr", ""},
+                         {"-set", ""},
+                         {"-ef", ""},
+                         {"-mk", ""},
+                         {"-fp", ""},
+                         {"-fc", ""},
+                         {"-tto", ""},
+                         {"-nmt", ""},
+                         {"-txn", ""},
+                         {"-abort", ""}});
+    n["consume"] = common;
+    n["consume"].insert({{"-ss", "--subscriptions"},
+                         {"-st", "--subscription-type"},
+                         {"-sp", "--subscription-position"},
+                         {"-ns", ""},
+                         {"-aq", ""},
+                         {"-rs", ""},
+                         {"-pm", ""},
+                         {"-mc", ""},
+                         {"-ac", ""},
+                         {"-sct", ""},
+                         {"-tto", ""},
+                         {"-nmt", ""},
+                         {"-txn", ""},
+                         {"-ntxn", ""},
+                         {"-abort", ""}});
+    n["read"] = common;
+    n["bookie"] = {{"-time", "--test-duration"},      {"-cf", "--conf-file"},
+                   {"-mu", "--metadata-store-url"},   {"-zookeeper", "--metadata-store-url"},
+                   {"-ensemble", "--ensemble-size"},  {"-quorum", "--write-quorum"},
+                   {"-ackQuorum", "--ack-quorum"},    {"-entrysize", "--size"},
+                   {"-throttle", "--max-outstanding"}};
+    return n;
+  }();
+  return names;
 }
 
-int run_perf(std::vector<std::string> args, std::ostream& out, std::ostream& err) {
-  clear_stop();
+// The command line of magnetar-perf: the options' values and the commands.
+struct PerfCommandLine {
   CLI::App app{
       "Load and latency tests against a Magnetar (Apache Pulsar compatible) cluster, "
       "with pulsar-perf's commands and flags",
       "magnetar-perf"};
+  CommonOptions pc, cc, rc, bc;
+  ProducePerfOptions p;
+  ConsumePerfOptions c;
+  ReadPerfOptions r;
+  BookiePerfOptions b;
+  CLI::App* produce = nullptr;
+  CLI::App* consume = nullptr;
+  CLI::App* read = nullptr;
+  CLI::App* bookie = nullptr;
+
+  PerfCommandLine();
+};
+
+}  // namespace
+
+Result<std::vector<std::string>> rewrite_perf_options(std::vector<std::string> args) {
+  PerfCommandLine line;
+  return rewrite_pulsar_names(line.app, std::move(args), perf_names(), "pulsar-perf");
+}
+
+namespace {
+
+PerfCommandLine::PerfCommandLine() {
   app.require_subcommand(1);
   app.set_version_flag("-v,--version", std::string("magnetar-perf ") + kVersion);
 
-  CommonOptions pc;
-  ProducePerfOptions p;
-  CLI::App* produce = app.add_subcommand("produce", "Publish at a rate, measure publish latency");
+  produce = app.add_subcommand("produce", "Publish at a rate, measure publish latency");
   add_common_options(produce, pc);
   produce->add_option("-r,--rate", p.rate,
                       "Messages per second over all producers, 0 no limit "
@@ -105,16 +162,14 @@ int run_perf(std::vector<std::string> args, std::ostream& out, std::ostream& err
   produce->add_option("-o,--max-outstanding", p.max_outstanding,
                       "Most messages in flight per producer, 0 no limit (1000)");
 
-  CommonOptions cc;
-  ConsumePerfOptions c;
-  CLI::App* consume = app.add_subcommand("consume", "Subscribe, measure end-to-end latency");
+  consume = app.add_subcommand("consume", "Subscribe, measure end-to-end latency");
   add_common_options(consume, cc);
   consume
       ->add_option("-s,--subscriptions", c.subscriptions,
-                   "Subscription names, comma-separated or repeated (sub)")
+                   "Subscription names, comma-separated or repeated (-ss; sub)")
       ->allow_extra_args(false);
   consume->add_option("--subscription-type", c.type,
-                      "Exclusive, Shared, Failover or Key_Shared (-ss; Exclusive)");
+                      "Exclusive, Shared, Failover or Key_Shared (-st; Exclusive)");
   consume->add_option("--subscription-position", c.position, "Latest or Earliest (-sp; Latest)");
   consume->add_option("-n,--num-consumers", c.num_consumers,
                       "Consumers per topic and subscription (1)");
@@ -123,19 +178,15 @@ int run_perf(std::vector<std::string> args, std::ostream& out, std::ostream& err
   consume->add_option("-q,--receiver-queue-size", c.receiver_queue_size,
                       "Receiver queue size (1000)");
 
-  CommonOptions rc;
-  ReadPerfOptions r;
-  CLI::App* read = app.add_subcommand("read", "Read with readers, measure end-to-end latency");
+  read = app.add_subcommand("read", "Read with readers, measure end-to-end latency");
   add_common_options(read, rc);
   read->add_option("-m,--start-message-id", r.start,
                    "earliest, latest or ledgerId:entryId (earliest)");
-  read->add_option("-n,--num-readers", r.num_readers, "Readers per topic (1)");
-  read->add_option("--num-messages", r.num_messages, "Messages to read, 0 no limit (0)");
+  read->add_option("--num-readers", r.num_readers, "Readers per topic (1)");
+  read->add_option("-n,--num-messages", r.num_messages, "Messages to read, 0 no limit (0)");
   read->add_option("-r,--rate", r.rate, "Messages per second to read, 0 no limit (0)");
 
-  CommonOptions bc;
-  BookiePerfOptions b;
-  CLI::App* bookie = app.add_subcommand(
+  bookie = app.add_subcommand(
       "bookie",
       "Write ledgers through the ledger client at a rate, measure add latency (BookKeeper's "
       "bookkeeper-benchmark writes)");
@@ -158,14 +209,24 @@ int run_perf(std::vector<std::string> args, std::ostream& out, std::ostream& err
   bookie->add_option("--timeout", b.timeout_s,
                      "Seconds allowed for connecting and creating the ledgers, and again for "
                      "finishing the adds in flight and closing and deleting them (30)");
+}
 
-  if (auto done = parse_command_line(app, rewrite_perf_options(std::move(args)), out, err))
-    return *done;
-  if (produce->parsed()) return run_perf_produce(pc, p, out, err);
-  if (consume->parsed()) return run_perf_consume(cc, c, out, err);
-  if (read->parsed()) return run_perf_read(rc, r, out, err);
-  if (bookie->parsed()) return run_perf_bookie(bc, b, out, err);
-  err << app.help();
+}  // namespace
+
+int run_perf(std::vector<std::string> args, std::ostream& out, std::ostream& err) {
+  clear_stop();
+  PerfCommandLine line;
+  auto rewritten = rewrite_pulsar_names(line.app, std::move(args), perf_names(), "pulsar-perf");
+  if (!rewritten.ok()) {
+    err << rewritten.status().message() << "\n";
+    return 1;
+  }
+  if (auto done = parse_command_line(line.app, std::move(*rewritten), out, err)) return *done;
+  if (line.produce->parsed()) return run_perf_produce(line.pc, line.p, out, err);
+  if (line.consume->parsed()) return run_perf_consume(line.cc, line.c, out, err);
+  if (line.read->parsed()) return run_perf_read(line.rc, line.r, out, err);
+  if (line.bookie->parsed()) return run_perf_bookie(line.bc, line.b, out, err);
+  err << line.app.help();
   return 1;
 }
 

@@ -338,6 +338,17 @@ TEST_F(ClientToolTest, BadArgumentsExitOneWithAMessage) {
   EXPECT_EQ(no_subscription.code, 1);
   auto bad_id = run({"read", topic(), "-m", "12"});
   EXPECT_EQ(bad_id.code, 1);
+  // Pulsar's multi-letter options: ours by name, the others refused by name, never misread
+  // as one-letter clusters (-vs was -v -s: print the version and exit 0, sending nothing).
+  auto schema = run({"produce", topic(), "-m", "hello", "-vs", "string"});
+  EXPECT_EQ(schema.code, 1);
+  EXPECT_EQ(schema.err, "pulsar-client's option -vs is not supported here\n");
+  auto unknown = run({"consume", topic(), "-s", "s", "-zz"});
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_EQ(unknown.err, "Unknown option: '-zz'\n");
+  // A message that looks like an option is still a message.
+  auto dashed = run({"produce", topic(), "-m", "-hello", "-db"});
+  EXPECT_EQ(dashed.code, 0) << dashed.err;
   auto help = run_bare({"produce", "--help"});
   EXPECT_EQ(help.code, 0);
   EXPECT_NE(help.out.find("--num-produce"), std::string::npos);

@@ -77,13 +77,13 @@ class PerfBookieTest : public ::testing::Test {
 
 TEST(PerfBookieOptionsTest, BookKeeperBenchmarkFlagsAreRewritten) {
   EXPECT_EQ(
-      rewrite_perf_options({"bookie", "-mu", "zk:h:2181", "-ensemble", "3", "-quorum", "2",
-                            "-ackQuorum", "2", "-entrysize", "100", "-throttle", "10", "-time",
-                            "5"}),
+      *rewrite_perf_options({"bookie", "-mu", "zk:h:2181", "-ensemble", "3", "-quorum", "2",
+                             "-ackQuorum", "2", "-entrysize", "100", "-throttle", "10", "-time",
+                             "5"}),
       (std::vector<std::string>{"bookie", "--metadata-store-url", "zk:h:2181", "--ensemble-size",
                                 "3", "--write-quorum", "2", "--ack-quorum", "2", "--size", "100",
                                 "--max-outstanding", "10", "--test-duration", "5"}));
-  EXPECT_EQ(rewrite_perf_options({"bookie", "-zookeeper", "zk1:2181"}),
+  EXPECT_EQ(*rewrite_perf_options({"bookie", "-zookeeper", "zk1:2181"}),
             (std::vector<std::string>{"bookie", "--metadata-store-url", "zk1:2181"}));
 }
 

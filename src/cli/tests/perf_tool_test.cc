@@ -50,14 +50,33 @@ class PerfToolTest : public client::test::ClientTest {
 };
 
 TEST(PerfOptionsTest, SingleDashLongOptionsAreRewritten) {
-  EXPECT_EQ(rewrite_perf_options(
+  EXPECT_EQ(*rewrite_perf_options(
                 {"produce", "t", "-time", "5", "-bm", "10", "-bb", "100", "-db", "--", "-ss"}),
             (std::vector<std::string>{"produce", "t", "--test-duration", "5",
                                       "--batch-max-messages", "10", "--batch-max-bytes", "100",
                                       "--disable-batching", "--", "-ss"}));
-  EXPECT_EQ(rewrite_perf_options({"consume", "t", "-ss", "Shared", "-sp", "Earliest"}),
-            (std::vector<std::string>{"consume", "t", "--subscription-type", "Shared",
-                                      "--subscription-position", "Earliest"}));
+  // As in pulsar-perf: -ss names the subscriptions, -st is their type; name=value too.
+  EXPECT_EQ(
+      *rewrite_perf_options({"consume", "t", "-ss", "mysub", "-st=Shared", "-sp", "Earliest"}),
+      (std::vector<std::string>{"consume", "t", "--subscriptions", "mysub", "--subscription-type",
+                                "Shared", "--subscription-position", "Earliest"}));
+  // One-letter options keep their attached values; numbers stay values.
+  EXPECT_EQ(*rewrite_perf_options({"consume", "t", "-q5000", "-r", "-1"}),
+            (std::vector<std::string>{"consume", "t", "-q5000", "-r", "-1"}));
+}
+
+TEST(PerfOptionsTest, PulsarOptionsWeDoNotHaveAndUnknownOnesAreRefusedByName) {
+  auto threads = rewrite_perf_options({"produce", "t", "-threads", "2"});
+  ASSERT_FALSE(threads.ok());
+  EXPECT_EQ(threads.status().message(), "pulsar-perf's option -threads is not supported here");
+  auto unknown = rewrite_perf_options({"consume", "t", "-xyz"});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().message(), "Unknown option: '-xyz'");
+  std::ostringstream out, err;
+  // -st belongs to consume; on produce it reads as -s (the size) "t", which is no number.
+  EXPECT_EQ(run_perf({"produce", "t", "-st", "Shared"}, out, err), 1);
+  EXPECT_EQ(run_perf({"consume", "t", "-ioThreads", "2"}, out, err), 1);
+  EXPECT_NE(err.str().find("-ioThreads is not supported"), std::string::npos) << err.str();
 }
 
 TEST_F(PerfToolTest, ProduceHoldsTheRateForTheDurationAndWritesTheSummary) {
@@ -98,7 +117,7 @@ TEST_F(PerfToolTest, ConsumeAndReadCountWhatWasProduced) {
   ASSERT_EQ(produced.code, 0) << produced.err;
   EXPECT_EQ(summary()["messages"], 150);
 
-  auto consumed = run({"consume", topic(), "-u", url(), "-s", "perf-sub", "-ss", "Shared", "-sp",
+  auto consumed = run({"consume", topic(), "-u", url(), "-s", "perf-sub", "-st", "Shared", "-sp",
                        "Earliest", "-m", "150", "-time", "20", "--json", json_path_.string()});
   ASSERT_EQ(consumed.code, 0) << consumed.err;
   EXPECT_NE(consumed.out.find("Aggregated throughput stats --- 150 records received --- "),
@@ -162,7 +181,7 @@ TEST_F(PerfToolTest, ProducesThroughAnHttpsServiceUrlWithTrustCertFile) {
 
 TEST_F(PerfToolTest, BadValuesExitOne) {
   EXPECT_EQ(run({"produce", topic(), "-u", url(), "-z", "gzip"}).code, 1);
-  EXPECT_EQ(run({"consume", topic(), "-u", url(), "-ss", "Broadcast"}).code, 1);
+  EXPECT_EQ(run({"consume", topic(), "-u", url(), "-st", "Broadcast"}).code, 1);
   EXPECT_EQ(run({"read", topic(), "-u", url(), "-m", "x"}).code, 1);
   EXPECT_EQ(run({"produce"}).code, 1);
 }
