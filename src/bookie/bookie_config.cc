@@ -26,9 +26,31 @@ void bind_bookie_config(ConfigSchema& s, BookieConfig* c) {
          "reading requests until some are answered; 0: no limit")
       .range(0, int64_t{1} << 40);
   metadata::bind_metadata_config(s, &c->metadata);
+  // BookKeeper's names of the metadata store: zkServers=host:port[,host:port] and
+  // metadataServiceUri=metadata-store:zk:host:port/ledgers or zk+hierarchical://host:port/ledgers
+  // (the ledgers root is where this bookie keeps its registration anyway).
+  s.alias("zkServers", "metadataStoreUrl", [](std::string_view v) { return "zk:" + std::string(v); });
+  s.alias("metadataServiceUri", "metadataStoreUrl", [](std::string_view v) {
+    std::string uri(v);
+    for (std::string_view scheme : {"metadata-store:", "zk+hierarchical://", "zk+longhierarchical://",
+                                    "zk+flat://", "zk+null://", "zk://"}) {
+      if (uri.starts_with(scheme)) {
+        uri = uri.substr(scheme.size());
+        if (!uri.starts_with("zk:") && !uri.starts_with("rocksdb:") &&
+            !uri.starts_with("memory:")) {
+          uri = "zk:" + uri;
+        }
+        break;
+      }
+    }
+    if (uri.ends_with("/ledgers")) uri.resize(uri.size() - std::string_view("/ledgers").size());
+    return uri;
+  });
 }
 
 void bind_bookie_storage_config(ConfigSchema& s, BookieConfig* c) {
+  s.accept_foreign(bookkeeper_keys());
+  s.alias("journalDirectory", "journalDirectories");
   s.bind("journalDirectories", &c->journal_directories,
          "Journal directories (write-ahead logs), each best on its own disk; a ledger's "
          "records go to journal (ledger id mod count)");

@@ -1,8 +1,10 @@
 #pragma once
-// A bookie's configuration, with BookKeeper's key names (conf/bookie.conf).
+// A bookie's configuration, with BookKeeper's key names (conf/bookkeeper.conf).
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "metadata/metadata_store.h"
@@ -48,6 +50,10 @@ struct BookieConfig {
 };
 
 // Declares every key above on `schema`, bound to `config` (which must outlive the schema).
+// Every key of the bookkeeper.conf Pulsar ships: a bookie accepts them all, acting on those
+// bind_bookie_config binds (the others are listed in a warning).
+std::span<const std::string_view> bookkeeper_keys();
+
 void bind_bookie_config(ConfigSchema& schema, BookieConfig* config);
 // Only the storage keys (journal, ledger directories, cache, checkpoints, GC, disk checks):
 // what an embedded bookie (magnetar standalone) takes from its host's configuration.

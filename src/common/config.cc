@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -251,6 +253,65 @@ ConfigSchema::Key& ConfigSchema::bind(std::string key, std::vector<std::string>*
   return k;
 }
 
+std::string home_conf_file(std::string_view file) {
+  std::vector<std::filesystem::path> candidates;
+  if (const char* home = std::getenv("MAGNETAR_HOME"); home != nullptr && *home != '\0') {
+    candidates.push_back(std::filesystem::path(home) / "conf" / file);
+  }
+  candidates.push_back(std::filesystem::path("conf") / file);
+  for (const auto& c : candidates) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(c, ec)) return c.string();
+  }
+  return "";
+}
+
+void ConfigSchema::accept_foreign(std::span<const std::string_view> keys) {
+  for (auto k : keys) foreign_.emplace(k);
+}
+
+void ConfigSchema::accept_foreign_prefix(std::string prefix) {
+  foreign_prefixes_.push_back(std::move(prefix));
+}
+
+void ConfigSchema::alias(std::string other_name, std::string key,
+                         std::function<std::string(std::string_view)> convert) {
+  aliases_[std::move(other_name)] = Alias{std::move(key), std::move(convert)};
+}
+
+bool ConfigSchema::is_foreign(std::string_view key) const {
+  if (foreign_.count(key) != 0) return true;
+  for (const auto& p : foreign_prefixes_) {
+    if (key.size() > p.size() && key.substr(0, p.size()) == p) return true;
+  }
+  return false;
+}
+
+Result<bool> ConfigSchema::assign_other(const std::string& key, std::string_view value,
+                                        const std::string& source) {
+  if (auto a = aliases_.find(key); a != aliases_.end()) {
+    auto target = keys_.find(a->second.key);
+    if (target == keys_.end()) return false;
+    if (value.empty() || own_name_set_.count(a->second.key) != 0) return true;
+    const std::string converted = a->second.convert ? a->second.convert(value) : std::string(value);
+    MAGNETAR_TRY(assign(*target->second, converted, fmt::format("{} (as {})", source, key)));
+    return true;
+  }
+  if (!is_foreign(key)) return false;
+  if (!value.empty() && std::find(ignored_.begin(), ignored_.end(), key) == ignored_.end()) {
+    ignored_.push_back(key);
+  }
+  return true;
+}
+
+std::string ConfigSchema::ignored_warning() const {
+  if (ignored_.empty()) return "";
+  std::string names;
+  for (const auto& k : ignored_) names += (names.empty() ? "" : ", ") + k;
+  return fmt::format("{} Pulsar configuration key(s) accepted but not acted on by the {}: {}",
+                     ignored_.size(), role_, names);
+}
+
 Status ConfigSchema::assign(Key& key, std::string_view value, std::string source) {
   Status st = key.assign_(value);
   if (!st.ok()) {
@@ -292,11 +353,15 @@ Status ConfigSchema::load_text(std::string_view text, std::string_view origin) {
     std::string_view value = trim(line.substr(eq + 1));
     auto it = keys_.find(key);
     if (it == keys_.end()) {
+      auto other = assign_other(key, value, where);
+      if (!other.ok()) return other.status();
+      if (*other) continue;
       return Status(ConfigError::kUnknownKey,
                     fmt::format("unknown {} configuration key '{}' at {}", role_, key, where));
     }
     if (value.empty()) continue;  // as in Pulsar's files: an empty value keeps the default
     MAGNETAR_TRY(assign(*it->second, value, where));
+    own_name_set_.insert(key);
   }
   return Status::OK();
 }
@@ -333,6 +398,7 @@ Status ConfigSchema::apply_environment(const std::map<std::string, std::string>&
       auto it = env.find(var);
       if (it != env.end()) {
         MAGNETAR_TRY(assign(key, trim(it->second), "environment variable " + var));
+        own_name_set_.insert(name);
         break;
       }
     }
@@ -343,10 +409,15 @@ Status ConfigSchema::apply_environment(const std::map<std::string, std::string>&
 Status ConfigSchema::apply_flag(std::string_view key, std::string_view value) {
   auto it = keys_.find(std::string(key));
   if (it == keys_.end()) {
+    auto other = assign_other(std::string(key), trim(value), "command line");
+    if (!other.ok()) return other.status();
+    if (*other) return Status::OK();
     return Status(ConfigError::kUnknownKey,
                   fmt::format("unknown {} configuration key '{}' on the command line", role_, key));
   }
-  return assign(*it->second, trim(value), "command line");
+  MAGNETAR_TRY(assign(*it->second, trim(value), "command line"));
+  own_name_set_.insert(std::string(key));
+  return Status::OK();
 }
 
 Status ConfigSchema::apply_assignment(std::string_view assignment, std::string_view origin) {
@@ -369,6 +440,16 @@ std::string ConfigSchema::render_template() const {
   for (const std::string& name : order_) {
     const Key& k = *keys_.at(name);
     out += fmt::format("\n# {} ({})\n{}={}\n", k.doc_, k.type_, k.name_, k.default_text_);
+  }
+  return out;
+}
+
+std::map<std::string, std::string> ConfigSchema::values() const {
+  std::map<std::string, std::string> out;
+  for (const auto& [name, k] : keys_) {
+    std::string value = k->current_();
+    if (is_sensitive(name) && !value.empty()) value = "***";
+    out.emplace(name, std::move(value));
   }
   return out;
 }

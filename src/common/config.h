@@ -21,6 +21,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +48,10 @@ template <>
 struct std::is_error_code_enum<magnetar::ConfigError> : std::true_type {};
 
 namespace magnetar {
+
+// A role's configuration file where Pulsar's tools look for theirs ($PULSAR_HOME/conf):
+// $MAGNETAR_HOME/conf/<file>, else ./conf/<file>; "" when neither exists.
+std::string home_conf_file(std::string_view file);
 
 class ConfigSchema {
  public:
@@ -99,6 +105,23 @@ class ConfigSchema {
   // `key=value` form of the above.
   Status apply_assignment(std::string_view assignment, std::string_view origin);
 
+  // Keys of Pulsar's (or BookKeeper's) own files that this role does not act on: accepted
+  // from files and flags without a check of the value, and listed by ignored(). Other
+  // unknown keys stay errors.
+  void accept_foreign(std::span<const std::string_view> keys);
+  // Every key starting with `prefix` (Pulsar passes bookkeeper_* and brokerClient_* on to
+  // its clients) counts as foreign.
+  void accept_foreign_prefix(std::string prefix);
+  // Another name of `key` (Pulsar's deprecated spellings: zookeeperServers for
+  // metadataStoreUrl, journalDirectory for journalDirectories); `convert` maps its value to
+  // the key's. It never overrides a value given under the key's own name.
+  void alias(std::string other_name, std::string key,
+             std::function<std::string(std::string_view)> convert = {});
+  // Foreign keys given a value, in the order first seen (each once).
+  const std::vector<std::string>& ignored() const { return ignored_; }
+  // One line naming ignored(), for the startup log; empty when there are none.
+  std::string ignored_warning() const;
+
   bool has(std::string_view key) const { return keys_.count(std::string(key)) != 0; }
   // Where the key's current value came from: "default", "FILE:LINE", "env NAME" or "flag".
   std::string source_of(std::string_view key) const;
@@ -111,10 +134,27 @@ class ConfigSchema {
   // Values of keys whose names contain "token", "password", "secret", "key" (as in
   // tlsKeyFilePath), "parameters" or "params" (brokerClientAuthenticationParameters) are masked.
   std::string describe_effective() const;
+  // Every key with its current value as text (sensitive ones masked as above), sorted: the
+  // broker's /admin/v2/brokers/configuration/runtime.
+  std::map<std::string, std::string> values() const;
 
  private:
   Key& add(std::string key, std::string type, std::string doc);
   Status assign(Key& key, std::string_view value, std::string source);
+  // A key not bound here: an alias assigned, a foreign key noted (true), or unknown (false).
+  Result<bool> assign_other(const std::string& key, std::string_view value,
+                            const std::string& source);
+  bool is_foreign(std::string_view key) const;
+
+  struct Alias {
+    std::string key;
+    std::function<std::string(std::string_view)> convert;
+  };
+  std::map<std::string, Alias, std::less<>> aliases_;
+  std::set<std::string, std::less<>> foreign_;
+  std::vector<std::string> foreign_prefixes_;
+  std::vector<std::string> ignored_;
+  std::set<std::string, std::less<>> own_name_set_;  // keys given under their own name
 
   std::string role_;
   std::map<std::string, std::unique_ptr<Key>> keys_;

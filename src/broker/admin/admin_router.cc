@@ -45,6 +45,8 @@ std::shared_ptr<http::Router> make_router(metadata::MetadataStores stores,
     admin::add_partitioned_topics(*router, own);
     admin::add_topic_policies(*router, own);
     admin::add_brokers(*router, own);
+    admin::add_schemas(*router, own);
+    admin::add_broker_stats(*router, own);
     const BrokerServices& services = broker->services;
     if (services.authentication != nullptr || services.authorization != nullptr) {
       router->set_guard(admin::make_access_guard(services.authentication, services.authorization));
@@ -64,6 +66,8 @@ void serve_router(http::HttpServer& web, std::shared_ptr<const http::Router> rou
   admin::serve(web, router, admin::brokers_prefix());
   admin::serve(web, router, admin::lookup_prefix());
   admin::serve(web, router, admin::persistent_prefix());
+  admin::serve(web, router, admin::schemas_prefix());
+  admin::serve(web, router, admin::broker_stats_prefix());
 }
 
 }  // namespace

@@ -52,6 +52,8 @@ void add_topic_policies(http::Router& router, std::shared_ptr<const BrokerContex
 void add_permissions(http::Router& router, std::shared_ptr<const AdminContext> ctx,
                      std::shared_ptr<const BrokerContext> broker);
 void add_brokers(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
+void add_schemas(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
+void add_broker_stats(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 
 // The prefixes, with the methods each serves and its answers before the router.
 Prefix clusters_prefix();  // "/admin/v2/clusters/"
@@ -61,5 +63,7 @@ Prefix namespaces_prefix(bool broker);  // "/admin/v2/namespaces/"
 Prefix lookup_prefix();                 // "/lookup/v2/topic/"
 Prefix persistent_prefix();             // "/admin/v2/persistent/"
 Prefix brokers_prefix();                // "/admin/v2/brokers/"
+Prefix schemas_prefix();                // "/admin/v2/schemas/"
+Prefix broker_stats_prefix();           // "/admin/v2/broker-stats/"
 
 }  // namespace magnetar::broker::admin

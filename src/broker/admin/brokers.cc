@@ -5,6 +5,12 @@
 //   GET /admin/v2/brokers/leaderBroker                      {"serviceUrl", ...} of the leader
 //   GET /admin/v2/brokers/{cluster}/{broker}/ownedNamespaces  bundles owned by {broker} (307
 //                                                           to another registered broker)
+//   GET /admin/v2/brokers/configuration/runtime             every key of this broker and its
+//                                                           value (secrets masked, unlike Pulsar)
+//   GET /admin/v2/brokers/configuration[/values]            dynamic keys: none (an empty list,
+//                                                           an empty map)
+//   GET /admin/v2/brokers/internal-configuration            the metadata stores' URLs
+//   GET /admin/v2/brokers/ready, /version                   "ok" once serving; the version
 //
 // Without a load manager (standalone) this broker is the only one and the leader. Every route
 // needs a super user, as in Pulsar.
@@ -18,8 +24,11 @@
 #include <vector>
 
 #include "broker/admin/admin_routes.h"
+#include "broker/config/broker_config.h"
 #include "broker/namespace/load_manager.h"
 #include "broker/namespace/namespace_service.h"
+#include "common/config.h"
+#include "common/version.h"
 
 namespace magnetar::broker::admin {
 
@@ -44,6 +53,7 @@ class Brokers {
   Task<Response> health();
   Task<Response> leader();
   Task<Response> owned_namespaces(std::string cluster, std::string broker, const Request& req);
+  const BrokerConfig& config() const { return broker().config; }
 
  private:
   const BrokerServices& broker() const { return ctx_->services; }
@@ -118,6 +128,29 @@ Task<Response> Brokers::owned_namespaces(std::string cluster, std::string id, co
   co_return ok_json(out);
 }
 
+// Every key of the broker's configuration with its value, as text.
+Json runtime_configuration(const BrokerConfig& config) {
+  BrokerConfig copy = config;
+  ConfigSchema schema("broker");
+  bind_broker_config(schema, &copy);
+  Json out = Json::object();
+  for (auto& [key, value] : schema.values()) out[key] = std::move(value);
+  return out;
+}
+
+// Pulsar's InternalConfigurationData: where this cluster's metadata and ledgers are.
+Json internal_configuration(const BrokerConfig& config) {
+  const std::string& store = config.metadata.metadata_store_url;
+  const std::string& configuration = config.metadata.configuration_metadata_store_url.empty()
+                                         ? store
+                                         : config.metadata.configuration_metadata_store_url;
+  return {{"metadataStoreUrl", store},
+          {"configurationMetadataStoreUrl", configuration},
+          {"bookkeeperMetadataServiceUri", "metadata-store:" + store + "/ledgers"}};
+}
+
+Response text(std::string body) { return Response{200, "text/plain; charset=utf-8", std::move(body), {}}; }
+
 }  // namespace
 
 void add_brokers(http::Router& router, std::shared_ptr<const BrokerContext> ctx) {
@@ -131,6 +164,29 @@ void add_brokers(http::Router& router, std::shared_ptr<const BrokerContext> ctx)
              [self](const Request&, const PathParams&) { return self->health(); });
   router.add("GET", brokers + "/leaderBroker", super,
              [self](const Request&, const PathParams&) { return self->leader(); });
+  auto config = [self]() -> const BrokerConfig& { return self->config(); };
+  router.add("GET", brokers + "/configuration/runtime", super,
+             [config](const Request&, const PathParams&) -> Task<Response> {
+               co_return ok_json(runtime_configuration(config()));
+             });
+  router.add("GET", brokers + "/configuration", super,
+             [](const Request&, const PathParams&) -> Task<Response> {
+               co_return ok_json(Json::array());
+             });
+  router.add("GET", brokers + "/configuration/values", super,
+             [](const Request&, const PathParams&) -> Task<Response> {
+               co_return ok_json(Json::object());
+             });
+  router.add("GET", brokers + "/internal-configuration", super,
+             [config](const Request&, const PathParams&) -> Task<Response> {
+               co_return ok_json(internal_configuration(config()));
+             });
+  router.add("GET", brokers + "/ready", super,
+             [](const Request&, const PathParams&) -> Task<Response> { co_return text("ok"); });
+  router.add("GET", brokers + "/version", super,
+             [](const Request&, const PathParams&) -> Task<Response> {
+               co_return text(kVersion);
+             });
   router.add("GET", brokers + "/{cluster}", super, [self](const Request&, const PathParams& p) {
     return self->cluster_brokers(p.at("cluster"));
   });

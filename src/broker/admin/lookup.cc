@@ -76,7 +76,7 @@ Task<Response> Lookup::lookup(const Request& req, const PathParams& p) {
   if (auto* refused = std::get_if<Response>(&checked)) co_return std::move(*refused);
   const protocol::TopicName name = std::get<protocol::TopicName>(std::move(checked));
   const BrokerServices& b = broker();
-  if (!b.config.allow_auto_topic_creation) {
+  if (!(co_await b.topics.auto_creation(name.namespace_name())).allowed) {
     // Served only if it exists: a topic, a partitioned topic or one of its partitions.
     auto partitions = co_await b.topics.partitions(name, false);
     auto exists =

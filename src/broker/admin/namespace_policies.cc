@@ -1,12 +1,13 @@
 // The per-policy routes of a namespace, /admin/v2/namespaces/{tenant}/{namespace}/{policy}:
-// retention, messageTTL, backlogQuotaMap and backlogQuota, deduplication, replication and
-// bundles, each a field of the namespace's Policies node read, or changed by compare-and-set.
+// retention, messageTTL, backlogQuotaMap and backlogQuota, deduplication, replication,
+// autoTopicCreation, schemaCompatibilityStrategy and bundles, each a field of the namespace's Policies node read, or changed by compare-and-set.
 // Every route needs an admin of the tenant, as Pulsar's policy operations do. Answers: 200
 // with the value, 204 when an optional policy is unset (some read as {} or [] instead), 204
 // after a change.
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,7 +32,7 @@ class NamespacePolicies {
   explicit NamespacePolicies(std::shared_ptr<const AdminContext> ctx) : ctx_(std::move(ctx)) {}
 
   // What GET of a policy answers when the namespace does not set it.
-  enum class Unset { kNoContent, kEmptyObject, kEmptyList };
+  enum class Unset { kNoContent, kEmptyObject, kEmptyList, kUndefined };
   // GET of one policy field (`field` a string literal).
   Task<Response> get_policy(NamespaceName ns, const char* field, Unset unset);
   // DELETE of one policy field (`field` a string literal).
@@ -42,6 +43,8 @@ class NamespacePolicies {
   Task<Response> remove_backlog_quota(NamespaceName ns, const Request& req);
   Task<Response> set_deduplication(NamespaceName ns, const Request& req);
   Task<Response> set_replication(NamespaceName ns, const Request& req);
+  Task<Response> set_auto_topic_creation(NamespaceName ns, const Request& req);
+  Task<Response> set_schema_compatibility(NamespaceName ns, const Request& req);
 
  private:
   Task<Response> update_policies(const NamespaceName& ns, const Mutation& mutate);
@@ -67,6 +70,7 @@ Task<Response> NamespacePolicies::get_policy(NamespaceName ns, const char* field
   if (!value.is_null()) co_return ok_json(value);
   if (unset == Unset::kEmptyObject) co_return ok_json(Json::object());
   if (unset == Unset::kEmptyList) co_return ok_json(Json::array());
+  if (unset == Unset::kUndefined) co_return ok_json(Json("UNDEFINED"));
   co_return no_content();  // Pulsar answers an unset policy (null) with 204
 }
 
@@ -193,6 +197,61 @@ Task<Response> NamespacePolicies::set_replication(NamespaceName ns, const Reques
   co_return co_await update_policies(ns, set);
 }
 
+// Pulsar's AutoTopicCreationOverride: {allowAutoTopicCreation, topicType, defaultNumPartitions},
+// checked as Pulsar does (412 with its reason).
+Task<Response> NamespacePolicies::set_auto_topic_creation(NamespaceName ns, const Request& req) {
+  if (!ns.valid()) co_return invalid_namespace_name();
+  auto body = parse_body(req);
+  if (auto* r = std::get_if<Response>(&body)) co_return std::move(*r);
+  const Json& o = std::get<0>(body);
+  if (!o.is_object() || !o.contains("allowAutoTopicCreation") ||
+      !o["allowAutoTopicCreation"].is_boolean()) {
+    co_return error(412, "Invalid configuration for autoTopicCreationOverride. the detail is "
+                         "[allowAutoTopicCreation] cannot be null");
+  }
+  Json override = {{"allowAutoTopicCreation", o["allowAutoTopicCreation"].get<bool>()}};
+  if (override["allowAutoTopicCreation"].get<bool>()) {
+    const std::string type = o.value("topicType", "");
+    if (type != "partitioned" && type != "non-partitioned") {
+      co_return error(412, "Invalid configuration for autoTopicCreationOverride. the detail is "
+                           "[topicType] must be partitioned or non-partitioned");
+    }
+    override["topicType"] = type;
+    if (type == "partitioned") {
+      const Json n = o.value("defaultNumPartitions", Json());
+      if (!n.is_number_integer() || n.get<int64_t>() <= 0) {
+        co_return error(412, "Invalid configuration for autoTopicCreationOverride. the detail is "
+                             "[defaultNumPartitions] cannot be less than 1 for partition type.");
+      }
+      override["defaultNumPartitions"] = n;
+    }
+  }
+  const Mutation set = [&override](Json& p) -> std::optional<Response> {
+    p["autoTopicCreationOverride"] = override;
+    return std::nullopt;
+  };
+  co_return co_await update_policies(ns, set);
+}
+
+Task<Response> NamespacePolicies::set_schema_compatibility(NamespaceName ns, const Request& req) {
+  if (!ns.valid()) co_return invalid_namespace_name();
+  auto body = parse_body(req);
+  if (auto* r = std::get_if<Response>(&body)) co_return std::move(*r);
+  const Json& v = std::get<0>(body);
+  static constexpr std::string_view kStrategies[] = {
+      "UNDEFINED", "ALWAYS_INCOMPATIBLE", "ALWAYS_COMPATIBLE", "BACKWARD", "FORWARD", "FULL",
+      "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE"};
+  const std::string strategy = v.is_string() ? v.get<std::string>() : "";
+  if (std::find(std::begin(kStrategies), std::end(kStrategies), strategy) == std::end(kStrategies)) {
+    co_return error(400, fmt::format("Invalid schema compatibility strategy {}", v.dump()));
+  }
+  const Mutation set = [&strategy](Json& p) -> std::optional<Response> {
+    p["schema_compatibility_strategy"] = strategy;
+    return std::nullopt;
+  };
+  co_return co_await update_policies(ns, set);
+}
+
 }  // namespace
 
 void add_namespace_policies(http::Router& router, std::shared_ptr<const AdminContext> ctx) {
@@ -231,6 +290,11 @@ void add_namespace_policies(http::Router& router, std::shared_ptr<const AdminCon
   remove("deduplication", "deduplicationEnabled");
   get("replication", "replication_clusters", Unset::kEmptyList);
   set("POST", "replication", &NamespacePolicies::set_replication);
+  get("autoTopicCreation", "autoTopicCreationOverride", Unset::kNoContent);
+  set("POST", "autoTopicCreation", &NamespacePolicies::set_auto_topic_creation);
+  remove("autoTopicCreation", "autoTopicCreationOverride");
+  get("schemaCompatibilityStrategy", "schema_compatibility_strategy", Unset::kUndefined);
+  set("PUT", "schemaCompatibilityStrategy", &NamespacePolicies::set_schema_compatibility);
   get("bundles", "bundles", Unset::kEmptyObject);
 }
 

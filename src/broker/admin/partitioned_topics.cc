@@ -35,6 +35,80 @@ namespace magnetar::broker::admin {
 
 namespace {
 
+// Sums `from`'s numbers into `into` for the keys in `keys` (missing ones count as 0).
+void add_numbers(Json& into, const Json& from, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) {
+    const Json* v = from.contains(k) ? &from[k] : nullptr;
+    const double add = v && v->is_number() ? v->get<double>() : 0.0;
+    if (v && v->is_number_integer()) {
+      into[k] = into.value(k, int64_t{0}) + v->get<int64_t>();
+    } else {
+      into[k] = into.value(k, 0.0) + add;
+    }
+  }
+}
+
+// One partition's stats added to the partitioned topic's, as Pulsar's partitioned-stats
+// aggregates them: rates, counters, sizes and backlogs summed; publishers listed; the
+// subscriptions of the same name merged (their consumers listed); replication per cluster.
+void add_partition_stats(Json& total, const Json& part) {
+  add_numbers(total, part,
+              {"msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut", "msgInCounter",
+               "bytesInCounter", "msgOutCounter", "bytesOutCounter", "storageSize",
+               "backlogSize"});
+  total["averageMsgSize"] = total.value("averageMsgSize", 0.0) + part.value("averageMsgSize", 0.0);
+  if (!total.contains("publishers")) total["publishers"] = Json::array();
+  if (part.contains("publishers") && part["publishers"].is_array()) {
+    for (const auto& p : part["publishers"]) total["publishers"].push_back(p);
+  }
+  if (!total.contains("subscriptions")) total["subscriptions"] = Json::object();
+  if (part.contains("subscriptions") && part["subscriptions"].is_object()) {
+    for (const auto& [name, sub] : part["subscriptions"].items()) {
+      Json& into = total["subscriptions"][name];
+      if (!into.is_object()) {
+        into = sub;
+        continue;
+      }
+      add_numbers(into, sub,
+                  {"msgRateOut", "msgThroughputOut", "msgRateRedeliver", "msgBacklog",
+                   "backlogSize", "msgOutCounter", "bytesOutCounter", "unackedMessages"});
+      if (sub.contains("consumers") && sub["consumers"].is_array()) {
+        for (const auto& c : sub["consumers"]) into["consumers"].push_back(c);
+      }
+    }
+  }
+  if (!total.contains("replication")) total["replication"] = Json::object();
+  if (part.contains("replication") && part["replication"].is_object()) {
+    for (const auto& [cluster, repl] : part["replication"].items()) {
+      Json& into = total["replication"][cluster];
+      if (!into.is_object()) {
+        into = repl;
+        continue;
+      }
+      add_numbers(into, repl,
+                  {"msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut",
+                   "replicationBacklog"});
+    }
+  }
+  if (part.contains("deduplicationStatus")) total["deduplicationStatus"] = part["deduplicationStatus"];
+}
+
+// After the last partition: averageMsgSize is the partitions' mean, and a topic without any
+// partition created yet still shows every field at zero.
+void finish_partitioned_stats(Json& total, int partitions) {
+  add_numbers(total, Json::object(),
+              {"msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut", "msgInCounter",
+               "bytesInCounter", "msgOutCounter", "bytesOutCounter", "storageSize",
+               "backlogSize"});
+  total["averageMsgSize"] = partitions > 0 ? total.value("averageMsgSize", 0.0) / partitions : 0.0;
+  for (const char* k : {"publishers"}) {
+    if (!total.contains(k)) total[k] = Json::array();
+  }
+  for (const char* k : {"subscriptions", "replication"}) {
+    if (!total.contains(k)) total[k] = Json::object();
+  }
+}
+
 using http::Action;
 using http::PathParams;
 using http::Permission;
@@ -228,7 +302,7 @@ Task<Response> PartitionedTopics::stats(const Request& req, const PathParams& p)
   if (!n.ok()) co_return broker_error(n.status());
   if (*n == 0) co_return error(404, "Partitioned Topic not found");
   Json out = {{"metadata", {{"partitions", *n}}}, {"partitions", Json::object()}};
-  int64_t in = 0, msg_out = 0, storage = 0;
+  int counted = 0;
   for (int i = 0; i < *n; ++i) {
     const protocol::TopicName partition = name.partition(i);
     auto owner = co_await broker().namespaces.lookup(partition, false);
@@ -237,14 +311,12 @@ Task<Response> PartitionedTopics::stats(const Request& req, const PathParams& p)
     if (r.status == 404) continue;  // a partition not created yet
     if (r.status != 200) co_return r;
     auto j = Json::parse(r.body, nullptr, false);
-    in += j.value("msgInCounter", int64_t{0});
-    msg_out += j.value("msgOutCounter", int64_t{0});
-    storage += j.value("storageSize", int64_t{0});
-    if (query_flag(req, "perPartition")) out["partitions"][partition.to_string()] = j;
+    if (!j.is_object()) co_return error(500, "a partition's stats are not JSON");
+    add_partition_stats(out, j);
+    ++counted;
+    if (query_flag(req, "perPartition")) out["partitions"][partition.to_string()] = std::move(j);
   }
-  out["msgInCounter"] = in;
-  out["msgOutCounter"] = msg_out;
-  out["storageSize"] = storage;
+  finish_partitioned_stats(out, counted);
   co_return ok_json(out);
 }
 

@@ -138,6 +138,9 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
          "Period of the message TTL check");
   s.bind("backlogQuotaCheckIntervalInSeconds", &c->backlog_quota_check_interval_seconds,
          "Period of the backlog quota check");
+  s.bind("statsUpdateFrequencyInSecs", &c->stats_update_frequency_seconds,
+         "Period over which the rates of topics stats and /metrics are computed")
+      .range(0.01, 86400);
   s.bind("backlogQuotaDefaultLimitBytes", &c->backlog_quota_default_limit_bytes,
          "Backlog a topic may keep before its quota policy applies (-1: no quota)");
   s.bind("backlogQuotaDefaultRetentionPolicy", &c->backlog_quota_default_retention_policy,
@@ -185,6 +188,17 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
          "Throughput (MB/s, in + out) in a bundle above which it is split");
   metadata::bind_metadata_config(s, &c->metadata);
   mledger::bind_managed_ledger_config(s, &c->managed_ledger, &c->managed_ledger_factory);
+  // Pulsar's broker.conf and standalone.conf as they ship: every key accepted (those not
+  // bound above are listed in a warning), its deprecated ZooKeeper names understood.
+  s.accept_foreign(pulsar_broker_keys());
+  s.accept_foreign_prefix("bookkeeper_");
+  s.accept_foreign_prefix("brokerClient_");
+  auto zk = [](std::string_view servers) {
+    return servers.starts_with("zk:") ? std::string(servers) : "zk:" + std::string(servers);
+  };
+  s.alias("zookeeperServers", "metadataStoreUrl", zk);
+  s.alias("configurationStoreServers", "configurationMetadataStoreUrl", zk);
+  s.alias("globalZookeeperServers", "configurationMetadataStoreUrl", zk);
 }
 
 }  // namespace magnetar::broker

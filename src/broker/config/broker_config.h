@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "metadata/metadata_store.h"
@@ -73,6 +75,8 @@ struct BrokerConfig {
   int32_t ttl_duration_default_in_seconds = 0;          // ttlDurationDefaultInSeconds (0: none)
   double message_expiry_check_interval_minutes = 5;     // messageExpiryCheckIntervalInMinutes
   double backlog_quota_check_interval_seconds = 60;     // backlogQuotaCheckIntervalInSeconds
+  // Period of the rates in stats and /metrics (msgRateIn, pulsar_rate_in, ...).
+  double stats_update_frequency_seconds = 60;  // statsUpdateFrequencyInSecs
   int64_t backlog_quota_default_limit_bytes = -1;       // backlogQuotaDefaultLimitBytes (-1: none)
   // backlogQuotaDefaultRetentionPolicy
   std::string backlog_quota_default_retention_policy = "producer_request_hold";
@@ -107,6 +111,9 @@ struct BrokerConfig {
 };
 
 // Declares the broker keys (and the metadata and managed-ledger keys) bound to `config`.
+// Every key of Pulsar's shipped broker.conf and standalone.conf.
+std::span<const std::string_view> pulsar_broker_keys();
+
 void bind_broker_config(ConfigSchema& schema, BrokerConfig* config);
 
 }  // namespace magnetar::broker

@@ -170,6 +170,14 @@ Task<void> LoadManager::report_loop() {
   }
 }
 
+Task<Result<std::optional<std::string>>> LoadManager::own_report() {
+  auto node = co_await namespaces_.store().get(fmt::format("{}/{}", kBrokersPath, broker_id_));
+  if (!node.ok()) co_return node.status();
+  std::optional<std::string> out;
+  if (node->has_value()) out = std::move((*node)->value);
+  co_return out;
+}
+
 std::string LoadManager::report_json(const Report& r) const {
   const auto& self = namespaces_.self();
   return Json{{"webServiceUrl", self.http_url},
@@ -327,6 +335,7 @@ Task<Result<Placement>> LoadManager::choose(const std::string& bundle) {
     double rate = 0;
     int64_t bundles = 0;
     bool overloaded = false;
+    std::set<std::string> reported;
   };
   std::vector<Candidate> candidates;
   const auto now = Clock::now();
@@ -352,22 +361,28 @@ Task<Result<Placement>> LoadManager::choose(const std::string& bundle) {
       }
     }
     c.bundles = static_cast<int64_t>(reported.size());
-    for (auto it = preallocated_.begin(); it != preallocated_.end();) {
-      if (it->second.first != id) {
-        ++it;
-      } else if (reported.count(it->first)) {
-        it = preallocated_.erase(it);  // confirmed by the report
-      } else {
-        ++c.bundles;
-        ++it;
-      }
-    }
+    c.reported = std::move(reported);
     c.overloaded = std::max(usage_percent(report, "cpu"), usage_percent(report, "memory")) >
                    options_.overloaded_threshold_percentage;
     candidates.push_back(std::move(c));
   }
   if (candidates.empty()) {
     co_return Status(Errc::kUnavailable, "no broker is available to serve the bundle");
+  }
+  // Bundles placed but not in a report yet count for their broker. Counted here, with no
+  // wait from now until this placement is recorded: placements running at the same moment
+  // (four lookups of a fresh namespace) see each other and spread.
+  for (auto& c : candidates) {
+    for (auto it = preallocated_.begin(); it != preallocated_.end();) {
+      if (it->second.first != c.id) {
+        ++it;
+      } else if (c.reported.count(it->first)) {
+        it = preallocated_.erase(it);  // confirmed by the report
+      } else {
+        ++c.bundles;
+        ++it;
+      }
+    }
   }
   const Candidate* chosen = nullptr;
   if (!destination.empty()) {

@@ -92,6 +92,8 @@ class LoadManager {
   Task<Result<std::optional<std::string>>> leader();
   // Registered broker ids.
   Task<Result<std::vector<std::string>>> brokers();
+  // This broker's last load report (JSON, as registered), nullopt before the first.
+  Task<Result<std::optional<std::string>>> own_report();
 
   // Where an unowned bundle (full name) should go.
   Task<Result<Placement>> place(std::string bundle);

@@ -18,6 +18,10 @@ Consumer::Consumer(const std::shared_ptr<ConsumerSink>& sink, uint64_t id, std::
 nlohmann::json Consumer::stats() const {
   auto sink = sink_.lock();
   return {{"consumerName", name_},
+          {"msgRateOut", out_rate.msg_rate()},
+          {"msgThroughputOut", out_rate.byte_rate()},
+          {"msgRateRedeliver", redeliver_rate.msg_rate()},
+          {"blockedConsumerOnUnackedMsgs", blocked},
           {"availablePermits", permits},
           {"unackedMessages", unacked_messages},
           {"msgOutCounter", msgs_out},

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "broker/service/consumer_sink.h"
+#include "broker/service/rates.h"
 #include "mledger/position.h"
 
 namespace magnetar::broker {
@@ -40,6 +41,9 @@ class Consumer {
   std::vector<std::pair<int, int>> sticky_ranges;
   int64_t msgs_out = 0;
   int64_t bytes_out = 0;
+  int64_t msgs_redelivered = 0;
+  RateMeter out_rate;         // msgs_out / bytes_out over the last stats period
+  RateMeter redeliver_rate;   // msgs_redelivered
 
  private:
   std::weak_ptr<ConsumerSink> sink_;

@@ -209,12 +209,13 @@ void Dispatcher::send_to(const std::shared_ptr<Consumer>& consumer, const mledge
   auto sink = consumer->sink();
   if (!sink) return;
   auto count = redeliveries_.find(entry.position);
-  sink->send_message(consumer->id(), entry.position, entry.data,
-                     count == redeliveries_.end() ? 0 : count->second);
+  const bool redelivery = count != redeliveries_.end();
+  sink->send_message(consumer->id(), entry.position, entry.data, redelivery ? count->second : 0);
   const auto bytes = static_cast<int64_t>(entry.data.size());
   consumer->permits -= messages;
-  ++consumer->msgs_out;
+  consumer->msgs_out += messages;
   consumer->bytes_out += bytes;
+  if (redelivery) consumer->msgs_redelivered += messages;
   if (on_sent_) on_sent_(messages, bytes);
   consumer->pending[entry.position] = messages;
   consumer->unacked_messages += messages;

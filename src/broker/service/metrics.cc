@@ -26,7 +26,38 @@ struct Families {
   metrics::Family<metrics::Counter>* auth_success;
   metrics::Family<metrics::Counter>* auth_failures;
   metrics::Family<metrics::Counter>* expired_tokens;
+  metrics::Family<metrics::Gauge>* rate_in;
+  metrics::Family<metrics::Gauge>* rate_out;
+  metrics::Family<metrics::Gauge>* throughput_in;
+  metrics::Family<metrics::Gauge>* throughput_out;
+  metrics::Family<metrics::Gauge>* average_msg_size;
+  metrics::Family<metrics::Gauge>* storage_write_rate;
+  metrics::Family<metrics::Gauge>* storage_read_rate;
+  metrics::Family<metrics::Gauge>* logical_size;
+  metrics::Family<metrics::Gauge>* backlog_size;
+  std::vector<metrics::Family<metrics::Gauge>*> write_latency;
+  std::vector<metrics::Family<metrics::Gauge>*> entry_size;
+  metrics::Family<metrics::Gauge>* sub_rate_out;
+  metrics::Family<metrics::Gauge>* sub_throughput_out;
+  metrics::Family<metrics::Gauge>* sub_rate_redeliver;
+  metrics::Family<metrics::Gauge>* topics_count;
 };
+
+// Pulsar's names of the bucket gauges, in the order of PeriodBuckets::Period plus count, sum.
+const std::vector<std::string> kWriteLatencyNames = {
+    "le_0_5", "le_1", "le_5", "le_10", "le_20", "le_50", "le_100", "le_200", "le_1000",
+    "overflow", "count", "sum"};
+const std::vector<std::string> kEntrySizeNames = {
+    "le_128", "le_512", "le_1_kb", "le_2_kb", "le_4_kb", "le_16_kb", "le_100_kb", "le_1_mb",
+    "le_overflow", "count", "sum"};
+
+template <typename... Values>
+std::vector<std::shared_ptr<metrics::Gauge>> children(
+    const std::vector<metrics::Family<metrics::Gauge>*>& families, const Values&... values) {
+  std::vector<std::shared_ptr<metrics::Gauge>> out;
+  for (auto* f : families) out.push_back(f->get(values...));
+  return out;
+}
 
 Families& families() {
   static Families f = [] {
@@ -73,6 +104,45 @@ Families& families() {
                             .value();
     out.expired_tokens =
         r.counter("pulsar_expired_token_total", "Tokens refused because they expired").value();
+    auto topic_gauge = [&r](const std::string& name, const char* help) {
+      return r.gauge(name, help, kTopicLabels).value();
+    };
+    out.rate_in = topic_gauge("pulsar_rate_in", "Messages published per second");
+    out.rate_out = topic_gauge("pulsar_rate_out", "Messages dispatched per second");
+    out.throughput_in = topic_gauge("pulsar_throughput_in", "Bytes published per second");
+    out.throughput_out = topic_gauge("pulsar_throughput_out", "Bytes dispatched per second");
+    out.average_msg_size =
+        topic_gauge("pulsar_average_msg_size", "Average size of the messages published (bytes)");
+    out.storage_write_rate =
+        topic_gauge("pulsar_storage_write_rate", "Entries written to storage per second");
+    out.storage_read_rate =
+        topic_gauge("pulsar_storage_read_rate", "Entries read and dispatched per second");
+    out.logical_size =
+        topic_gauge("pulsar_storage_logical_size", "Bytes stored, without replicas");
+    out.backlog_size = topic_gauge("pulsar_storage_backlog_size",
+                                   "Bytes not yet acknowledged by the slowest subscription");
+    for (const auto& n : kWriteLatencyNames) {
+      out.write_latency.push_back(
+          topic_gauge("pulsar_storage_write_latency_" + n,
+                      "Entries stored within the bound (ms) over the last stats period"));
+    }
+    for (const auto& n : kEntrySizeNames) {
+      out.entry_size.push_back(topic_gauge(
+          "pulsar_entry_size_" + n, "Entries within the size bound over the last stats period"));
+    }
+    auto sub_gauge = [&r](const std::string& name, const char* help) {
+      return r.gauge(name, help, kSubLabels).value();
+    };
+    out.sub_rate_out =
+        sub_gauge("pulsar_subscription_msg_rate_out", "Messages dispatched per second");
+    out.sub_throughput_out =
+        sub_gauge("pulsar_subscription_msg_throughput_out", "Bytes dispatched per second");
+    out.sub_rate_redeliver =
+        sub_gauge("pulsar_subscription_msg_rate_redeliver", "Messages redelivered per second");
+    out.topics_count =
+        r.gauge("pulsar_topics_count", "Topics of the namespace loaded on this broker",
+                {"cluster", "namespace"})
+            .value();
     return out;
   }();
   return f;
@@ -82,10 +152,26 @@ Families& families() {
 
 TopicMetrics topic_metrics(const std::string& c, const std::string& ns, const std::string& t) {
   auto& f = families();
-  return TopicMetrics{f.in_messages->get(c, ns, t),  f.in_bytes->get(c, ns, t),
-                      f.storage_size->get(c, ns, t), f.backlog->get(c, ns, t),
-                      f.producers->get(c, ns, t),    f.consumers->get(c, ns, t),
-                      f.subscriptions->get(c, ns, t)};
+  TopicMetrics m;
+  m.in_messages = f.in_messages->get(c, ns, t);
+  m.in_bytes = f.in_bytes->get(c, ns, t);
+  m.storage_size = f.storage_size->get(c, ns, t);
+  m.backlog = f.backlog->get(c, ns, t);
+  m.producers = f.producers->get(c, ns, t);
+  m.consumers = f.consumers->get(c, ns, t);
+  m.subscriptions = f.subscriptions->get(c, ns, t);
+  m.rate_in = f.rate_in->get(c, ns, t);
+  m.rate_out = f.rate_out->get(c, ns, t);
+  m.throughput_in = f.throughput_in->get(c, ns, t);
+  m.throughput_out = f.throughput_out->get(c, ns, t);
+  m.average_msg_size = f.average_msg_size->get(c, ns, t);
+  m.storage_write_rate = f.storage_write_rate->get(c, ns, t);
+  m.storage_read_rate = f.storage_read_rate->get(c, ns, t);
+  m.logical_size = f.logical_size->get(c, ns, t);
+  m.backlog_size = f.backlog_size->get(c, ns, t);
+  m.write_latency = children(f.write_latency, c, ns, t);
+  m.entry_size = children(f.entry_size, c, ns, t);
+  return m;
 }
 
 void remove_topic_metrics(const std::string& c, const std::string& ns, const std::string& t) {
@@ -97,14 +183,22 @@ void remove_topic_metrics(const std::string& c, const std::string& ns, const std
   f.producers->remove(c, ns, t);
   f.consumers->remove(c, ns, t);
   f.subscriptions->remove(c, ns, t);
+  for (auto* g : {f.rate_in, f.rate_out, f.throughput_in, f.throughput_out, f.average_msg_size,
+                  f.storage_write_rate, f.storage_read_rate, f.logical_size, f.backlog_size}) {
+    g->remove(c, ns, t);
+  }
+  for (auto* g : f.write_latency) g->remove(c, ns, t);
+  for (auto* g : f.entry_size) g->remove(c, ns, t);
 }
 
 SubscriptionMetrics subscription_metrics(const std::string& c, const std::string& ns,
                                          const std::string& t, const std::string& s) {
   auto& f = families();
-  return SubscriptionMetrics{f.out_messages->get(c, ns, t, s), f.out_bytes->get(c, ns, t, s),
-                             f.sub_back_log->get(c, ns, t, s), f.sub_unacked->get(c, ns, t, s),
-                             f.sub_consumers->get(c, ns, t, s)};
+  return SubscriptionMetrics{
+      f.out_messages->get(c, ns, t, s),       f.out_bytes->get(c, ns, t, s),
+      f.sub_back_log->get(c, ns, t, s),       f.sub_unacked->get(c, ns, t, s),
+      f.sub_consumers->get(c, ns, t, s),      f.sub_rate_out->get(c, ns, t, s),
+      f.sub_throughput_out->get(c, ns, t, s), f.sub_rate_redeliver->get(c, ns, t, s)};
 }
 
 void remove_subscription_metrics(const std::string& c, const std::string& ns, const std::string& t,
@@ -115,10 +209,18 @@ void remove_subscription_metrics(const std::string& c, const std::string& ns, co
   f.sub_back_log->remove(c, ns, t, s);
   f.sub_unacked->remove(c, ns, t, s);
   f.sub_consumers->remove(c, ns, t, s);
+  f.sub_rate_out->remove(c, ns, t, s);
+  f.sub_throughput_out->remove(c, ns, t, s);
+  f.sub_rate_redeliver->remove(c, ns, t, s);
 }
 
 std::shared_ptr<metrics::Gauge> active_connections_gauge(const std::string& cluster) {
   return families().connections->get(cluster);
+}
+
+std::shared_ptr<metrics::Gauge> topics_count_gauge(const std::string& cluster,
+                                                   const std::string& ns) {
+  return families().topics_count->get(cluster, ns);
 }
 
 ConnectionCounters connection_counters(const std::string& cluster) {

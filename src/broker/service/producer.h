@@ -8,6 +8,7 @@
 #include <string>
 
 #include "broker/service/consumer_sink.h"
+#include "broker/service/rates.h"
 #include "proto/pulsar_api.pb.h"
 
 namespace magnetar::broker {
@@ -32,6 +33,7 @@ class Producer {
 
   int64_t msgs_in = 0;
   int64_t bytes_in = 0;
+  RateMeter in_rate;  // msgs_in / bytes_in over the last stats period
 
  private:
   std::weak_ptr<ProducerSink> sink_;

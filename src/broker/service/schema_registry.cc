@@ -50,29 +50,116 @@ bool SchemaRegistry::is_storable(const wire::Schema& schema) {
   return schema.type() != wire::Schema::None && schema.type() != wire::Schema::AutoConsume;
 }
 
-Task<Result<std::optional<StoredSchema>>> SchemaRegistry::get(protocol::TopicName topic,
-                                                              std::optional<int64_t> version) {
+namespace {
+
+// The versions after the last deletion marker, oldest first; `deleted` tells whether the
+// history ends with one.
+Result<std::vector<StoredSchema>> live_versions(const schema_wire::StoredSchemas& stored,
+                                                bool* deleted) {
+  std::vector<StoredSchema> out;
+  *deleted = false;
+  for (const auto& v : stored.versions()) {
+    if (v.deleted()) {
+      out.clear();
+      *deleted = true;
+      continue;
+    }
+    *deleted = false;
+    StoredSchema s;
+    s.version = v.version();
+    s.timestamp_ms = v.timestamp();
+    if (!s.schema.ParseFromString(v.schema())) {
+      return Status(Errc::kCorruption, fmt::format("schema version {} does not parse", s.version));
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+Task<Result<std::vector<StoredSchema>>> SchemaRegistry::all(protocol::TopicName topic) {
   const std::string node = path(topic);
   auto got = co_await store_.get(node);
   if (!got.ok()) co_return got.status();
-  std::optional<StoredSchema> none;
-  if (!got->has_value()) co_return none;
+  if (!got->has_value()) co_return std::vector<StoredSchema>{};
   schema_wire::StoredSchemas stored;
   if (!stored.ParseFromString((*got)->value)) {
     co_return Status(Errc::kCorruption, fmt::format("schemas at {} do not parse", node));
   }
-  for (int i = stored.versions_size() - 1; i >= 0; --i) {
-    const auto& v = stored.versions(i);
-    if (version && v.version() != *version) continue;
-    StoredSchema out;
-    out.version = v.version();
-    if (!out.schema.ParseFromString(v.schema())) {
-      co_return Status(Errc::kCorruption,
-                       fmt::format("schema version {} does not parse", out.version));
-    }
-    co_return out;
+  bool deleted = false;
+  co_return live_versions(stored, &deleted);
+}
+
+Task<Result<std::variant<StoredSchema, SchemaRegistry::Absence>>> SchemaRegistry::latest(
+    protocol::TopicName topic) {
+  const std::string node = path(topic);
+  auto got = co_await store_.get(node);
+  if (!got.ok()) co_return got.status();
+  using Found = std::variant<StoredSchema, Absence>;
+  if (!got->has_value()) co_return Found(Absence::kNone);
+  schema_wire::StoredSchemas stored;
+  if (!stored.ParseFromString((*got)->value)) {
+    co_return Status(Errc::kCorruption, fmt::format("schemas at {} do not parse", node));
   }
-  co_return none;
+  bool deleted = false;
+  auto live = live_versions(stored, &deleted);
+  if (!live.ok()) co_return live.status();
+  if (deleted) co_return Found(Absence::kDeleted);
+  if (live->empty()) co_return Found(Absence::kNone);
+  co_return Found(std::move(live->back()));
+}
+
+Task<Result<std::optional<StoredSchema>>> SchemaRegistry::get(protocol::TopicName topic,
+                                                              std::optional<int64_t> version) {
+  auto live = co_await all(std::move(topic));
+  if (!live.ok()) co_return live.status();
+  std::optional<StoredSchema> out;
+  for (auto& s : *live) {
+    if (!version || s.version == *version) out = std::move(s);
+  }
+  co_return out;
+}
+
+Task<Result<int64_t>> SchemaRegistry::remove(protocol::TopicName topic, bool force) {
+  const std::string node = path(topic);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    auto got = co_await store_.get(node);
+    if (!got.ok()) co_return got.status();
+    if (!got->has_value()) co_return Status(Errc::kNotFound, "Schema not found");
+    schema_wire::StoredSchemas stored;
+    if (!stored.ParseFromString((*got)->value)) {
+      co_return Status(Errc::kCorruption, fmt::format("schemas at {} do not parse", node));
+    }
+    bool deleted = false;
+    auto live = live_versions(stored, &deleted);
+    if (!live.ok()) co_return live.status();
+    if (live->empty()) co_return Status(Errc::kNotFound, deleted ? "Schema is deleted" : "Schema not found");
+    const int64_t last = stored.versions(stored.versions_size() - 1).version();
+    if (force) {
+      Status st = co_await store_.remove(node, (*got)->stat.version);
+      if (st.ok()) co_return last;
+      if (!st.is(Errc::kBadVersion)) co_return st;
+      continue;
+    }
+    auto* marker = stored.add_versions();
+    marker->set_version(last + 1);
+    marker->set_schema("");
+    marker->set_timestamp(now_ms());
+    marker->set_deleted(true);
+    metadata::PutOptions options;
+    options.expected_version = (*got)->stat.version;
+    auto put = co_await store_.put(node, stored.SerializeAsString(), options);
+    if (put.ok()) co_return last + 1;
+    if (!put.status().is(Errc::kBadVersion)) co_return put.status();
+  }
+  co_return Status(Errc::kUnavailable, fmt::format("schemas at {} keep changing", node));
 }
 
 Task<Result<int64_t>> SchemaRegistry::get_or_create(protocol::TopicName topic,
@@ -90,15 +177,15 @@ Task<Result<int64_t>> SchemaRegistry::get_or_create(protocol::TopicName topic,
       }
     }
     int64_t next = 0;
-    for (const auto& v : stored.versions()) {
-      wire::Schema existing;
-      if (!existing.ParseFromString(v.schema())) continue;
-      if (same_schema(existing, schema)) co_return v.version();
-      next = std::max(next, v.version() + 1);
+    for (const auto& v : stored.versions()) next = std::max(next, v.version() + 1);
+    bool deleted = false;
+    auto live = live_versions(stored, &deleted);
+    if (!live.ok()) co_return live.status();
+    for (const auto& v : *live) {
+      if (same_schema(v.schema, schema)) co_return v.version;
     }
-    if (stored.versions_size() > 0) {
-      wire::Schema latest;
-      latest.ParseFromString(stored.versions(stored.versions_size() - 1).schema());
+    if (!live->empty()) {
+      const wire::Schema& latest = live->back().schema;
       if (latest.type() != schema.type()) {
         co_return Status(Error::kIncompatibleSchema,
                          fmt::format("schema of type {} is incompatible with the topic's {}",
@@ -109,9 +196,7 @@ Task<Result<int64_t>> SchemaRegistry::get_or_create(protocol::TopicName topic,
     auto* v = stored.add_versions();
     v->set_version(next);
     v->set_schema(schema.SerializeAsString());
-    v->set_timestamp(std::chrono::duration_cast<std::chrono::milliseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count());
+    v->set_timestamp(now_ms());
     metadata::PutOptions options;
     options.expected_version = expected_version;
     std::string value = stored.SerializeAsString();

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "common/asio.h"
 #include "common/status.h"
@@ -24,15 +26,26 @@ namespace magnetar::broker {
 struct StoredSchema {
   int64_t version = 0;
   wire::Schema schema;
+  int64_t timestamp_ms = 0;  // when it was stored
 };
 
 class SchemaRegistry {
  public:
   explicit SchemaRegistry(metadata::MetadataStore& store) : store_(store) {}
 
-  // The given version, or the latest; nullopt when the topic has none (or not that one).
+  // The given version, or the latest; nullopt when the topic has none (or not that one, or
+  // its schema was deleted since).
   Task<Result<std::optional<StoredSchema>>> get(protocol::TopicName topic,
                                                 std::optional<int64_t> version);
+  // What get() finds, told apart: kNone (never had one), kDeleted (deleted last).
+  enum class Absence { kNone, kDeleted };
+  Task<Result<std::variant<StoredSchema, Absence>>> latest(protocol::TopicName topic);
+  // Every version since the last deletion, oldest first.
+  Task<Result<std::vector<StoredSchema>>> all(protocol::TopicName topic);
+  // Deletes the schema: a deletion marker (the next schema may be of any type and takes the
+  // next version), or with `force` the whole history. Returns the marker's version (the
+  // last version with `force`). Errors: kNotFound when there is no schema.
+  Task<Result<int64_t>> remove(protocol::TopicName topic, bool force);
   // The version of `schema`, stored first when new. Errors: kIncompatibleSchema
   // (service/errors.h), the store's.
   Task<Result<int64_t>> get_or_create(protocol::TopicName topic, wire::Schema schema);

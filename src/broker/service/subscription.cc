@@ -46,6 +46,7 @@ void Subscription::use_dispatcher(SubType type) {
                      bytes_metric = metrics_.out_bytes](int messages, int64_t bytes) {
     out->messages += messages;
     out->bytes += bytes;
+    ++out->entries;
     messages_metric->inc(messages);
     bytes_metric->inc(bytes);
   });
@@ -56,6 +57,20 @@ void Subscription::refresh_metrics() {
   metrics_.back_log->set(static_cast<double>(cursor_->backlog_entries()));
   metrics_.unacked->set(static_cast<double>(dispatcher_->unacked_messages()));
   metrics_.consumers->set(static_cast<double>(consumers().size()));
+}
+
+void Subscription::update_rates(double seconds) {
+  out_rate_.update(out_->messages, out_->bytes, seconds);
+  entry_rate_.update(out_->entries, 0, seconds);
+  redeliver_rate_ = 0;
+  for (const auto& c : consumers()) {
+    c->out_rate.update(c->msgs_out, c->bytes_out, seconds);
+    c->redeliver_rate.update(c->msgs_redelivered, 0, seconds);
+    redeliver_rate_ += c->redeliver_rate.msg_rate();
+  }
+  metrics_.msg_rate_out->set(out_rate_.msg_rate());
+  metrics_.msg_throughput_out->set(out_rate_.byte_rate());
+  metrics_.msg_rate_redeliver->set(redeliver_rate_);
 }
 
 void Subscription::remove_metrics() {
@@ -139,6 +154,9 @@ nlohmann::json Subscription::stats() const {
   nlohmann::json consumers = nlohmann::json::array();
   for (const auto& c : dispatcher_->consumers()) consumers.push_back(c->stats());
   return {{"type", wire::CommandSubscribe::SubType_Name(dispatcher_->type())},
+          {"msgRateOut", out_rate_.msg_rate()},
+          {"msgThroughputOut", out_rate_.byte_rate()},
+          {"msgRateRedeliver", redeliver_rate_},
           {"msgBacklog", cursor_->backlog_entries()},
           {"backlogSize", cursor_->backlog_bytes()},
           {"msgOutCounter", out_->messages},

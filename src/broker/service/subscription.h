@@ -15,6 +15,7 @@
 
 #include "broker/service/dispatcher.h"
 #include "broker/service/metrics.h"
+#include "broker/service/rates.h"
 #include "common/asio.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -63,6 +64,11 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
   nlohmann::json stats() const;
   void refresh_metrics();
   void remove_metrics();
+  // Recomputes the rates of the subscription and its consumers over the last `seconds`.
+  void update_rates(double seconds);
+  const RateMeter& out_rate() const { return out_rate_; }
+  // Entries dispatched, for the topic's pulsar_storage_read_rate.
+  double entry_rate() const { return entry_rate_.msg_rate(); }
   int64_t msgs_out() const { return out_->messages; }
   int64_t bytes_out() const { return out_->bytes; }
 
@@ -79,10 +85,12 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
   std::shared_ptr<DispatchCursor> dispatch_cursor_;
   std::shared_ptr<Dispatcher> dispatcher_;
   struct OutCounters {
-    int64_t messages = 0, bytes = 0;
+    int64_t messages = 0, bytes = 0, entries = 0;
   };
   std::shared_ptr<OutCounters> out_ = std::make_shared<OutCounters>();
   SubscriptionMetrics metrics_;
+  RateMeter out_rate_, entry_rate_;
+  double redeliver_rate_ = 0;  // the consumers' sum
 };
 
 }  // namespace magnetar::broker

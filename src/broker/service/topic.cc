@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "broker/service/entry_metadata.h"
@@ -41,7 +42,9 @@ PersistentTopic::PersistentTopic(const BrokerConfig& config, Gate& gate, Executo
       name_(std::move(name)),
       ml_(std::move(ml)),
       log_(log::Logger("broker").with("topic", name_.to_string())),
-      metrics_(topic_metrics(config.cluster_name, name_.namespace_name(), name_.to_string())) {
+      metrics_(topic_metrics(config.cluster_name, name_.namespace_name(), name_.to_string())),
+      topics_count_(topics_count_gauge(config.cluster_name, name_.namespace_name())) {
+  topics_count_->inc();
   // Durable subscriptions recovered with the managed ledger.
   for (const auto& [cursor_name, cursor] : ml_->cursors()) {
     if (cursor_name == Deduplication::kCursor) continue;
@@ -53,6 +56,8 @@ PersistentTopic::PersistentTopic(const BrokerConfig& config, Gate& gate, Executo
     subscriptions_[cursor_name] = sub;
   }
 }
+
+PersistentTopic::~PersistentTopic() { topics_count_->dec(); }
 
 Result<PersistentTopic::Added> PersistentTopic::add_producer(const std::shared_ptr<Producer>& p,
                                                              std::function<void()> promoted) {
@@ -204,6 +209,7 @@ void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer 
   ml_->async_add(BufferChain(std::move(entry)),
                  [self, producer, messages = send.messages, size, top, dedup, replicated,
                   source = send.replicated_from, source_position = send.source_position,
+                  started = std::chrono::steady_clock::now(),
                   done = std::move(done)](Result<Position> p) {
                    if (!p.ok()) {
                      if (dedup && self->dedup_) self->dedup_->failed(producer->name());
@@ -213,6 +219,12 @@ void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer 
                    }
                    self->msgs_in_ += messages;
                    self->bytes_in_ += size;
+                   ++self->entries_in_;
+                   self->write_latency_.observe(
+                       std::chrono::duration<double, std::milli>(
+                           std::chrono::steady_clock::now() - started)
+                           .count());
+                   self->entry_size_.observe(static_cast<double>(size));
                    self->metrics_.in_messages->inc(messages);
                    self->metrics_.in_bytes->inc(size);
                    producer->msgs_in += messages;
@@ -338,9 +350,43 @@ void PersistentTopic::refresh_metrics() {
     consumers += static_cast<int64_t>(sub->consumers().size());
   }
   metrics_.backlog->set(static_cast<double>(backlog));
+  metrics_.logical_size->set(static_cast<double>(ml_->total_size()));
+  metrics_.backlog_size->set(static_cast<double>(ml_->estimated_backlog_size()));
   metrics_.producers->set(static_cast<double>(producers_.size()));
   metrics_.consumers->set(static_cast<double>(consumers));
   metrics_.subscriptions->set(static_cast<double>(subscriptions_.size()));
+}
+
+void PersistentTopic::update_rates(double seconds) {
+  in_rate_.update(msgs_in_, bytes_in_, seconds);
+  entry_in_rate_.update(entries_in_, 0, seconds);
+  for (auto& [key, p] : producers_) p->in_rate.update(p->msgs_in, p->bytes_in, seconds);
+  out_msg_rate_ = out_byte_rate_ = 0;
+  double entries_out = 0;
+  for (auto& [name, sub] : subscriptions_) {
+    sub->update_rates(seconds);
+    out_msg_rate_ += sub->out_rate().msg_rate();
+    out_byte_rate_ += sub->out_rate().byte_rate();
+    entries_out += sub->entry_rate();
+  }
+  metrics_.rate_in->set(in_rate_.msg_rate());
+  metrics_.throughput_in->set(in_rate_.byte_rate());
+  metrics_.average_msg_size->set(in_rate_.average_size());
+  metrics_.rate_out->set(out_msg_rate_);
+  metrics_.throughput_out->set(out_byte_rate_);
+  metrics_.storage_write_rate->set(entry_in_rate_.msg_rate());
+  metrics_.storage_read_rate->set(entries_out);
+  // Bucket gauges: the buckets, then count and sum (Pulsar sums latencies in microseconds).
+  auto publish = [](const PeriodBuckets::Period& period,
+                    const std::vector<std::shared_ptr<metrics::Gauge>>& gauges, double scale) {
+    for (size_t i = 0; i < period.buckets.size(); ++i) {
+      gauges[i]->set(static_cast<double>(period.buckets[i]));
+    }
+    gauges[period.buckets.size()]->set(static_cast<double>(period.count));
+    gauges[period.buckets.size() + 1]->set(period.sum * scale);
+  };
+  publish(write_latency_.roll(), metrics_.write_latency, 1000.0);
+  publish(entry_size_.roll(), metrics_.entry_size, 1.0);
 }
 
 PersistentTopic::Totals PersistentTopic::totals() const {
@@ -370,14 +416,21 @@ nlohmann::json PersistentTopic::stats() const {
     if (!p->replicator()) publishers.push_back(p->stats());  // as Pulsar lists them
   }
   nlohmann::json subs = nlohmann::json::object();
-  int64_t out = 0;
+  int64_t out = 0, bytes_out = 0;
   for (const auto& [name, sub] : subscriptions_) {
     subs[name] = sub->stats();
     out += sub->msgs_out();
+    bytes_out += sub->bytes_out();
   }
-  return {{"msgInCounter", msgs_in_},
+  return {{"msgRateIn", in_rate_.msg_rate()},
+          {"msgThroughputIn", in_rate_.byte_rate()},
+          {"msgRateOut", out_msg_rate_},
+          {"msgThroughputOut", out_byte_rate_},
+          {"averageMsgSize", in_rate_.average_size()},
+          {"msgInCounter", msgs_in_},
           {"bytesInCounter", bytes_in_},
           {"msgOutCounter", out},
+          {"bytesOutCounter", bytes_out},
           {"storageSize", ml_->total_size()},
           {"backlogSize", ml_->estimated_backlog_size()},
           {"deduplicationStatus", deduplication_enabled() ? "Enabled" : "Disabled"},

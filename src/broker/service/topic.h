@@ -23,6 +23,7 @@
 #include "broker/service/metrics.h"
 #include "broker/service/policies.h"
 #include "broker/service/producer.h"
+#include "broker/service/rates.h"
 #include "broker/service/replication_hooks.h"
 #include "broker/service/subscription.h"
 #include "common/asio.h"
@@ -56,6 +57,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // `gate` (the broker's task group, joined by every coroutine the topic spawns) outlive it.
   PersistentTopic(const BrokerConfig& config, Gate& gate, Executor executor,
                   protocol::TopicName name, std::shared_ptr<mledger::ManagedLedger> ml);
+  ~PersistentTopic();
   const Executor& executor() const { return executor_; }
   const protocol::TopicName& name() const { return name_; }
   mledger::ManagedLedger& ledger() { return *ml_; }
@@ -133,6 +135,10 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   nlohmann::json stats() const;
   // Sets the gauges (storage, backlog, counts) of the topic and its subscriptions.
   void refresh_metrics();
+  // Ends a stats period of `seconds`: the rates of the topic, its producers, subscriptions
+  // and consumers, and the period's write latency and entry size buckets (as Pulsar's
+  // statsUpdateFrequencyInSecs does).
+  void update_rates(double seconds);
 
  private:
   const BrokerConfig& config_;
@@ -151,9 +157,15 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   std::shared_ptr<const TopicReplicators> replicators_;
   TopicPolicies policies_;
   TopicMetrics metrics_;
+  std::shared_ptr<metrics::Gauge> topics_count_;  // of the namespace, on this broker
   std::map<std::string, std::shared_ptr<Subscription>> subscriptions_;
   int64_t msgs_in_ = 0;
   int64_t bytes_in_ = 0;
+  int64_t entries_in_ = 0;
+  RateMeter in_rate_, entry_in_rate_;
+  double out_msg_rate_ = 0, out_byte_rate_ = 0;  // the subscriptions' sums
+  PeriodBuckets write_latency_{write_latency_bounds_ms()};
+  PeriodBuckets entry_size_{entry_size_bounds_bytes()};
 };
 
 }  // namespace magnetar::broker

@@ -316,8 +316,44 @@ Task<std::vector<TopicLoad>> TopicRegistry::topic_loads() {
   co_return out;
 }
 
+Task<TopicRegistry::AutoCreation> TopicRegistry::auto_creation(std::string ns) {
+  AutoCreation broker{config_.allow_auto_topic_creation,
+                      config_.allow_auto_topic_creation_type == "partitioned",
+                      config_.default_num_partitions};
+  auto node = co_await stores_.configuration->get(namespace_policies_path(ns));
+  if (!node.ok() || !node->has_value()) co_return broker;
+  const auto policies = nlohmann::json::parse((*node)->value, nullptr, false);
+  if (!policies.is_object() || !policies.contains("autoTopicCreationOverride")) co_return broker;
+  const auto& o = policies["autoTopicCreationOverride"];
+  if (!o.is_object()) co_return broker;
+  AutoCreation own;
+  own.allowed = o.value("allowAutoTopicCreation", false);
+  own.partitioned = o.value("topicType", "non-partitioned") == "partitioned";
+  own.partitions = o.value("defaultNumPartitions", config_.default_num_partitions);
+  co_return own;
+}
+
+Task<std::vector<std::pair<protocol::TopicName, std::string>>>
+TopicRegistry::loaded_topic_stats() {
+  using Stats = std::vector<std::pair<protocol::TopicName, std::string>>;
+  Stats out;
+  for (auto& loop : loops_) {
+    LoopState* state = loop.get();
+    auto work = [state]() -> Task<Stats> {
+      Stats stats;
+      for (const auto& [name, topic] : state->topics) {
+        stats.emplace_back(topic->name(), topic->stats().dump());
+      }
+      co_return stats;
+    };
+    auto stats = co_await run_on<Stats>(state->loop.executor, std::move(work));
+    for (auto& t : *stats) out.push_back(std::move(t));
+  }
+  co_return out;
+}
+
 Task<bool> TopicRegistry::may_auto_create(protocol::TopicName name) {
-  if (config_.allow_auto_topic_creation) co_return true;
+  if ((co_await auto_creation(name.namespace_name())).allowed) co_return true;
   if (!name.is_partition()) co_return false;
   auto n = co_await partitions(name.partitioned_topic_name(), false);
   co_return n.ok() && name.partition_index() < *n;
@@ -340,20 +376,20 @@ Task<Result<int>> TopicRegistry::partitions(protocol::TopicName name, bool auto_
     co_return Status(Errc::kNotFound, fmt::format("Tenant or namespace or topic does not exist: {}",
                                                   name.namespace_name()));
   }
-  if (!auto_create || !config_.allow_auto_topic_creation ||
-      config_.allow_auto_topic_creation_type != "partitioned") {
-    co_return 0;
-  }
+  if (!auto_create) co_return 0;
+  const AutoCreation creation = co_await auto_creation(name.namespace_name());
+  if (!creation.allowed || !creation.partitioned || creation.partitions <= 0) co_return 0;
   // An existing non-partitioned topic stays non-partitioned.
   const std::string ml_path = mledger::managed_ledger_path(name.persistence_name());
   auto exists = co_await stores_.cluster->exists(ml_path);
   if (exists.ok() && *exists) co_return 0;
-  const nlohmann::json meta = {{"partitions", config_.default_num_partitions}};
+  const nlohmann::json meta = {{"partitions", creation.partitions}};
   metadata::PutOptions create;
   create.expected_version = -1;
   auto made = co_await stores_.configuration->put_recursive(path, meta.dump(), create);
   if (!made.ok() && !made.status().is(Errc::kBadVersion)) co_return made.status();
-  co_return config_.default_num_partitions;
+  if (!made.ok()) co_return co_await partitions(std::move(name), false);  // made meanwhile
+  co_return creation.partitions;
 }
 
 Task<Result<std::vector<std::string>>> TopicRegistry::topics_of_namespace(std::string ns) {
@@ -402,10 +438,13 @@ Task<void> TopicRegistry::maintain(size_t index) {
       milliseconds(static_cast<int64_t>(config_.message_expiry_check_interval_minutes * 60000));
   const auto quota_period =
       milliseconds(static_cast<int64_t>(config_.backlog_quota_check_interval_seconds * 1000));
-  const auto tick =
-      std::clamp(std::min(ttl_period, quota_period), milliseconds(10), milliseconds(1000));
+  const auto stats_period =
+      milliseconds(static_cast<int64_t>(config_.stats_update_frequency_seconds * 1000));
+  const auto tick = std::clamp(std::min({ttl_period, quota_period, stats_period}),
+                               milliseconds(10), milliseconds(1000));
   auto next_ttl = std::chrono::steady_clock::now() + ttl_period;
   auto next_quota = std::chrono::steady_clock::now() + quota_period;
+  auto last_stats = std::chrono::steady_clock::now();
   state->tick = std::make_unique<asio::steady_timer>(state->loop.executor);
   while (!stopped_) {
     state->tick->expires_after(tick);
@@ -416,6 +455,11 @@ Task<void> TopicRegistry::maintain(size_t index) {
     const bool ttl_due = now >= next_ttl, quota_due = now >= next_quota;
     if (ttl_due) next_ttl = now + ttl_period;
     if (quota_due) next_quota = now + quota_period;
+    if (now - last_stats >= stats_period) {
+      const double seconds = std::chrono::duration<double>(now - last_stats).count();
+      last_stats = now;
+      for (auto& [name, topic] : state->topics) topic->update_rates(seconds);
+    }
     for (auto& [name, topic] : state->topics) topic->refresh_metrics();
     if (!ttl_due && !quota_due) continue;
     auto topics = state->topics;

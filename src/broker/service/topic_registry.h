@@ -24,6 +24,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "broker/config/broker_config.h"
@@ -66,7 +67,16 @@ class TopicRegistry final : public BundleTopics {
   Task<Result<std::shared_ptr<PersistentTopic>>> get_topic(protocol::TopicName name, bool create);
   // On the topic's loop: the topic if loaded.
   std::shared_ptr<PersistentTopic> loaded_topic(const std::string& name) const;
-  // Whether a client's use may create the topic: allowAutoTopicCreation, or a partition of
+  // What a client's use of a missing topic of `ns` creates: the namespace's
+  // autoTopicCreationOverride when it has one, else allowAutoTopicCreation,
+  // allowAutoTopicCreationType and defaultNumPartitions.
+  struct AutoCreation {
+    bool allowed = false;
+    bool partitioned = false;
+    int partitions = 0;
+  };
+  Task<AutoCreation> auto_creation(std::string ns);
+  // Whether a client's use may create the topic: auto_creation() allows it, or a partition of
   // an existing partitioned topic (created on demand, as Pulsar does).
   Task<bool> may_auto_create(protocol::TopicName name);
   // Partitions of a topic (0: not partitioned); creates a partitioned topic when asked and
@@ -82,6 +92,9 @@ class TopicRegistry final : public BundleTopics {
   // BundleTopics. Topics loading meanwhile check ownership again once loaded.
   Task<int> close_topics(std::function<bool(const protocol::TopicName&)> which) override;
   Task<std::vector<TopicLoad>> topic_loads() override;
+  // Every loaded topic's name and stats (PersistentTopic::stats(), as JSON text), read on
+  // each topic's loop: broker-stats topics.
+  Task<std::vector<std::pair<protocol::TopicName, std::string>>> loaded_topic_stats();
 
   // On loop `index`: TTL, backlog quotas and gauges at their configured periods, until stop().
   Task<void> maintain(size_t index);

@@ -1,0 +1,75 @@
+// /admin/v2/broker-stats: what this broker serves, as Pulsar's BrokerStats answers it.
+//
+//   GET /admin/v2/broker-stats/topics       {"<tenant>/<ns>": {"<bundle>": {"persistent":
+//                                             {"<topic>": stats}}}} of the topics loaded here
+//   GET /admin/v2/broker-stats/load-report  this broker's last load report (404 without a
+//                                           load manager)
+//   GET /admin/v2/broker-stats/metrics      [] (Pulsar's JMX-style metrics are not kept;
+//                                           /metrics has them in Prometheus form)
+//
+// Every route needs a super user, as in Pulsar.
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "broker/admin/admin_routes.h"
+#include "broker/namespace/load_manager.h"
+#include "broker/namespace/namespace_service.h"
+#include "broker/service/topic_registry.h"
+
+namespace magnetar::broker::admin {
+
+namespace {
+
+using http::PathParams;
+using http::Permission;
+using http::Request;
+using http::Response;
+using http::Action;
+
+Task<Response> topics_stats(BrokerServices broker) {
+  auto loaded = co_await broker.topics.loaded_topic_stats();
+  Json out = Json::object();
+  for (auto& [name, stats] : loaded) {
+    auto bundle = co_await broker.namespaces.bundle_of(name);
+    const std::string range = bundle.ok() ? bundle->name() : "unknown";
+    out[name.namespace_name()][range]["persistent"][name.to_string()] =
+        Json::parse(stats, nullptr, false);
+  }
+  co_return ok_json(out);
+}
+
+Task<Response> load_report(LoadManager* load) {
+  if (load == nullptr) co_return error(404, "No load report: this broker runs no load manager");
+  auto report = co_await load->own_report();
+  if (!report.ok()) co_return broker_error(report.status());
+  if (!report->has_value()) co_return error(404, "No load report yet");
+  co_return Response::json(200, **report);
+}
+
+}  // namespace
+
+Prefix broker_stats_prefix() {
+  Prefix prefix;
+  prefix.path = "/admin/v2/broker-stats/";
+  prefix.methods = {"GET"};
+  prefix.malformed = error(400, "Malformed URL");
+  return prefix;
+}
+
+void add_broker_stats(http::Router& router, std::shared_ptr<const BrokerContext> ctx) {
+  const std::string root = "/admin/v2/broker-stats";
+  const Permission super = Permission::super_user();
+  router.add("GET", root + "/topics", super, [ctx](const Request&, const PathParams&) {
+    return topics_stats(ctx->services);
+  });
+  router.add("GET", root + "/load-report", super,
+             [ctx](const Request&, const PathParams&) { return load_report(ctx->load); });
+  router.add("GET", root + "/metrics", super,
+             [](const Request&, const PathParams&) -> Task<Response> {
+               co_return ok_json(Json::array());
+             });
+}
+
+}  // namespace magnetar::broker::admin
