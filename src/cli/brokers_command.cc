@@ -36,7 +36,19 @@ void add_broker_commands(CLI::App& app, CommandTable& table) {
   CLI::App* runtime =
       g->add_subcommand("get-runtime-config", "Get the runtime configuration of the broker");
   table.on(runtime,
-           [](Session& s) { return s.print_value("/admin/v2/brokers/configuration/runtime"); });
+           [](Session& s) { return s.print_map("/admin/v2/brokers/configuration/runtime"); });
+
+  CLI::App* dynamic =
+      g->add_subcommand("list-dynamic-config", "Get the keys that may be updated at runtime");
+  table.on(dynamic, [](Session& s) { return s.print_list("/admin/v2/brokers/configuration"); });
+
+  CLI::App* values = g->add_subcommand("get-all-dynamic-config",
+                                       "Get the values of the keys updated at runtime");
+  table.on(values,
+           [](Session& s) { return s.print_map("/admin/v2/brokers/configuration/values"); });
+
+  CLI::App* version = g->add_subcommand("version", "Get the version of the broker");
+  table.on(version, [](Session& s) { return s.print_value("/admin/v2/brokers/version"); });
 }
 
 }  // namespace magnetar::cli

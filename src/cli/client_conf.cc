@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string_view>
 
+#include "common/config.h"
+
 #include "magnetar/authentication.h"
 
 namespace magnetar::cli {
@@ -41,8 +43,10 @@ Result<std::map<std::string, std::string>> read_properties(const std::string& pa
 
 std::string client_conf_path(const std::string& conf) {
   if (!conf.empty()) return conf;
-  const char* env = std::getenv("PULSAR_CLIENT_CONF");
-  return env == nullptr ? std::string() : std::string(env);
+  if (const char* env = std::getenv("PULSAR_CLIENT_CONF"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  return home_conf_file("client.conf");  // as Pulsar's tools read $PULSAR_HOME/conf
 }
 
 Status read_tls_settings(const std::map<std::string, std::string>& props, TlsSettings& tls) {

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <ostream>
@@ -16,6 +17,7 @@
 #include "cli/token_bucket.h"
 #include "common/version.h"
 #include "magnetar/client.h"
+#include "protocol/schema_type.h"
 
 namespace magnetar::cli {
 
@@ -45,6 +47,7 @@ struct ProduceOptions {
   bool chunking = false;
   bool disable_batching = false;
   std::string compression = "NONE";
+  std::string value_schema = "bytes";
 };
 
 struct ConsumeOptions {
@@ -52,6 +55,8 @@ struct ConsumeOptions {
   std::string subscription;
   std::string type = "Exclusive";
   std::string position = "Latest";
+  std::string mode = "Durable";
+  std::string schema_type = "bytes";
   int num_messages = 1;
   double rate = 0;
   bool hex = false;
@@ -78,7 +83,7 @@ const PulsarNames& client_names() {
       {"produce",
        {{"-db", "--disable-batching"},
         {"-ch", "--chunking"},  // pulsar-perf's name for it
-        {"-vs", ""},
+        {"-vs", "--value-schema"},
         {"-ekn", ""},
         {"-ekv", ""},
         {"-kvk", ""},
@@ -87,7 +92,7 @@ const PulsarNames& client_names() {
         {"-kvet", ""},
         {"-dr", ""}}},
       {"consume",
-       {{"-st", ""},
+       {{"-st", "--schema-type"},
         {"-mp", ""},
         {"-etp", ""},
         {"-stp", ""},
@@ -107,6 +112,28 @@ const PulsarNames& client_names() {
         {"-ekv", ""}}},
   };
   return names;
+}
+
+// pulsar-client's --value-schema: bytes (none), a type name (string, int64, ...), or
+// json:<definition> / avro:<definition>.
+Result<std::optional<client::SchemaInfo>> value_schema(const std::string& text) {
+  const size_t colon = text.find(':');
+  std::string type = text.substr(0, colon);
+  for (char& c : type) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (type == "BYTES") return std::optional<client::SchemaInfo>();
+  if (!protocol::schema_type_of(type) || type == "AUTO_CONSUME") {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("Invalid value schema '{}': bytes, string, json:<definition>, "
+                              "avro:<definition>, ...",
+                              text));
+  }
+  client::SchemaInfo schema{type, colon == std::string::npos ? "" : text.substr(colon + 1), {}};
+  if ((type == "JSON" || type == "AVRO") && schema.definition.empty()) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("The {} value schema needs its definition: {}:<definition>",
+                              text.substr(0, colon), text.substr(0, colon)));
+  }
+  return std::optional<client::SchemaInfo>(std::move(schema));
 }
 
 // Does what the command line selected against a client; prints the outcome.
@@ -159,7 +186,13 @@ int ClientCommands::produce(const ProduceOptions& o) {
     err_ << compression.status().message() << "\n";
     return 1;
   }
+  auto schema = value_schema(o.value_schema);
+  if (!schema.ok()) {
+    err_ << schema.status().message() << "\n";
+    return 1;
+  }
   client::ProducerOptions options;
+  options.schema = *schema;
   options.compression = *compression;
   options.chunking_enabled = o.chunking;
   // Chunking needs batching off, as in pulsar-client.
@@ -206,9 +239,19 @@ int ClientCommands::consume(const ConsumeOptions& o) {
     err_ << "--num-messages must not be negative\n";
     return 1;
   }
+  if (o.mode != "Durable" && o.mode != "NonDurable") {
+    err_ << "Invalid subscription mode '" << o.mode << "': Durable or NonDurable\n";
+    return 1;
+  }
+  if (o.schema_type != "bytes" && o.schema_type != "auto_consume") {
+    err_ << "Invalid schema type '" << o.schema_type << "': bytes or auto_consume\n";
+    return 1;
+  }
   client::ConsumerOptions options;
   options.type = *type;
   options.initial_position = *position;
+  options.durable = o.mode == "Durable";
+  if (o.schema_type == "auto_consume") options.schema = client::SchemaInfo{"AUTO_CONSUME", "", {}};
   auto consumer = o.regex ? client_.subscribe_pattern(o.topic, o.subscription, options)
                           : client_.subscribe(o.topic, o.subscription, options);
   int64_t consumed = 0;
@@ -328,6 +371,9 @@ int run_client(std::vector<std::string> args, std::ostream& out, std::ostream& e
   produce->add_flag("-c,--chunking", p.chunking, "Split messages too large for the broker");
   produce->add_flag("--disable-batching", p.disable_batching, "Send messages one by one (-db)");
   produce->add_option("-z,--compression", p.compression, "NONE, LZ4, ZLIB, ZSTD or SNAPPY");
+  produce->add_option("--value-schema", p.value_schema,
+                      "bytes (default), string, int64, ..., json:<definition> or "
+                      "avro:<definition> (-vs)");
 
   ConsumeOptions c;
   CLI::App* consume = app.add_subcommand("consume", "Consume messages of a subscription");
@@ -337,6 +383,10 @@ int run_client(std::vector<std::string> args, std::ostream& out, std::ostream& e
   consume->add_option("-t,--subscription-type", c.type,
                       "Exclusive, Shared, Failover or Key_Shared (Exclusive)");
   consume->add_option("-p,--subscription-position", c.position, "Latest or Earliest (Latest)");
+  consume->add_option("-m,--subscription-mode", c.mode,
+                      "Durable (the broker keeps the subscription) or NonDurable (Durable)");
+  consume->add_option("--schema-type", c.schema_type,
+                      "bytes (default: no check) or auto_consume (any schema) (-st)");
   consume->add_option("-n,--num-messages", c.num_messages, "Messages to consume, 0 for ever (1)");
   consume->add_option("-r,--rate", c.rate, "Messages per second, 0 for no limit (0)");
   consume->add_flag("--hex", c.hex, "Print the content as a hex dump");

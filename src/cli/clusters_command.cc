@@ -57,7 +57,27 @@ void add_cluster_commands(CLI::App& app, CommandTable& table) {
   CLI::App* group = add_group(app, "clusters", "Operations about clusters");
 
   CLI::App* list = group->add_subcommand("list", "List the existing clusters");
-  table.on(list, [](Session& s) { return s.print_list("/admin/v2/clusters"); });
+  auto current = std::make_shared<bool>(false);
+  list->add_flag("-c,--current", *current, "Mark the broker's own cluster with (*)");
+  table.on(list, [current](Session& s) {
+    if (!*current) return s.print_list("/admin/v2/clusters");
+    auto clusters = s.call("GET", "/admin/v2/clusters");
+    if (!clusters) return 1;
+    auto runtime = s.call("GET", "/admin/v2/brokers/configuration/runtime");
+    if (!runtime) return 1;
+    const Json config = Session::parse(*runtime);
+    const std::string own = config.is_object() ? config.value("clusterName", "") : "";
+    const Json names = Session::parse(*clusters);
+    if (!names.is_array()) {
+      s.print(names);
+      return 0;
+    }
+    for (const Json& name : names) {
+      const std::string text = name.is_string() ? name.get<std::string>() : name.dump();
+      s.out() << text << (text == own ? "(*)" : "") << "\n";
+    }
+    return 0;
+  });
 
   auto get = std::make_shared<ClusterArgs>();
   CLI::App* get_cmd = group->add_subcommand("get", "Get the configuration of a cluster");

@@ -5,11 +5,80 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace magnetar::cli {
 
+namespace {
+
+bool takes_value(const CLI::App& command, const std::string& token);
+
+// Levenshtein distance, for "Did you mean".
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// A word where a command group expects one of its subcommands and names none of them:
+// picocli's message, as pulsar-admin prints it ("Unmatched argument at index 1: 'xyz'", then
+// up to three close names), and the group.
+std::optional<std::pair<std::string, const CLI::App*>> unknown_subcommand(
+    const CLI::App& app, const std::vector<std::string>& args) {
+  const CLI::App* current = &app;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word == "--") return std::nullopt;
+    if (!word.empty() && word[0] == '-') {
+      if (takes_value(*current, word) || takes_value(app, word)) ++i;
+      continue;
+    }
+    const auto subcommands = current->get_subcommands([](const CLI::App*) { return true; });
+    if (subcommands.empty() || current->get_require_subcommand_min() == 0) return std::nullopt;
+    const auto next = std::find_if(subcommands.begin(), subcommands.end(),
+                                   [&word](const CLI::App* sub) { return sub->check_name(word); });
+    if (next != subcommands.end()) {
+      current = *next;
+      continue;
+    }
+    std::vector<std::pair<size_t, std::string>> close;
+    for (const CLI::App* sub : subcommands) {
+      const std::string& name = sub->get_name();
+      const size_t d = edit_distance(word, name);
+      const bool related = name.find(word) != std::string::npos ||
+                           word.find(name) != std::string::npos;
+      if (related || d <= std::max<size_t>(2, word.size() / 3)) close.emplace_back(d, name);
+    }
+    std::sort(close.begin(), close.end());
+    std::string message = fmt::format("Unmatched argument at index {}: '{}'", i, word);
+    for (size_t k = 0; k < close.size() && k < 3; ++k) {
+      message += (k == 0 ? "\nDid you mean: " : " or ") + close[k].second;
+    }
+    if (!close.empty()) message += "?";
+    return std::make_pair(message, current);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<int> parse_command_line(CLI::App& app, std::vector<std::string> args,
                                       std::ostream& out, std::ostream& err) {
+  if (auto unknown = unknown_subcommand(app, args)) {
+    err << unknown->first << "\n\n" << unknown->second->help();
+    return 1;
+  }
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
   try {
     app.parse(args);

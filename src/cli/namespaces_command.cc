@@ -34,6 +34,10 @@ struct NamespaceArgs {
   bool disable = false;
   // set-clusters
   std::string cluster_list;
+  // set-auto-topic-creation (with enable, disable), set-schema-compatibility-strategy
+  std::string topic_type;
+  int num_partitions = 0;
+  std::string compatibility;
   // grant-permission, revoke-permission, grant-/revoke-subscription-permission
   std::string role;
   std::vector<std::string> actions;
@@ -181,6 +185,26 @@ int set_deduplication(Session& s, const NamespaceArgs& a) {
   auto path = ns_path(s, a.name, "/deduplication");
   if (!path) return 1;
   return s.change("POST", *path, a.enable ? "true" : "false");
+}
+
+int set_auto_topic_creation(Session& s, const NamespaceArgs& a) {
+  if (a.enable == a.disable) {
+    return s.argument_error("Need to specify either --enable or --disable");
+  }
+  Json o = {{"allowAutoTopicCreation", a.enable}};
+  if (a.enable) {
+    o["topicType"] = a.topic_type.empty() ? "non-partitioned" : a.topic_type;
+    if (a.num_partitions > 0) o["defaultNumPartitions"] = a.num_partitions;
+  }
+  auto path = ns_path(s, a.name, "/autoTopicCreation");
+  if (!path) return 1;
+  return s.change("POST", *path, o.dump());
+}
+
+int set_schema_compatibility(Session& s, const NamespaceArgs& a) {
+  auto path = ns_path(s, a.name, "/schemaCompatibilityStrategy");
+  if (!path) return 1;
+  return s.change("PUT", *path, Json(a.compatibility).dump());
 }
 
 int set_clusters(Session& s, const NamespaceArgs& a) {
@@ -378,6 +402,31 @@ void add_namespace_commands(CLI::App& app, CommandTable& table) {
       getter("/deduplication"));
   add(g, table, "remove-deduplication", "Remove the deduplication setting of a namespace",
       changer("DELETE", "/deduplication"));
+
+  add(g, table, "set-auto-topic-creation", "Enable or disable auto topic creation on a namespace",
+      set_auto_topic_creation, [](CLI::App* c, NamespaceArgs& a) {
+        c->add_flag("-e,--enable", a.enable, "Allow topics to be created on first use");
+        c->add_flag("-d,--disable", a.disable, "Do not allow it");
+        c->add_option("-t,--type", a.topic_type, "partitioned or non-partitioned (default)");
+        c->add_option("-n,--num-partitions", a.num_partitions,
+                      "Partitions of an auto-created partitioned topic");
+      });
+  add(g, table, "get-auto-topic-creation", "Get the auto topic creation override of a namespace",
+      getter("/autoTopicCreation"));
+  add(g, table, "remove-auto-topic-creation",
+      "Remove the auto topic creation override of a namespace",
+      changer("DELETE", "/autoTopicCreation"));
+  add(g, table, "set-schema-compatibility-strategy",
+      "Set the schema compatibility strategy of a namespace", set_schema_compatibility,
+      [](CLI::App* c, NamespaceArgs& a) {
+        c->add_option("-c,--compatibility", a.compatibility,
+                      "ALWAYS_INCOMPATIBLE, ALWAYS_COMPATIBLE, BACKWARD, FORWARD, FULL, "
+                      "BACKWARD_TRANSITIVE, FORWARD_TRANSITIVE, FULL_TRANSITIVE or UNDEFINED")
+            ->required();
+      });
+  add(g, table, "get-schema-compatibility-strategy",
+      "Get the schema compatibility strategy of a namespace",
+      getter("/schemaCompatibilityStrategy"));
 
   add(g, table, "unload", "Unload a namespace, or one of its bundles, from its broker", unload,
       [](CLI::App* c, NamespaceArgs& a) {

@@ -206,6 +206,44 @@ int print_first_message(Session& s, const std::string& path, bool redelivery_cou
   return 0;
 }
 
+// The lookup path of a topic: /lookup/v2/topic/persistent/t/ns/x.
+std::optional<std::string> lookup_url(Session& s, const std::string& name) {
+  auto path = topic_url(s, name);
+  if (!path) return std::nullopt;
+  constexpr std::string_view kAdmin = "/admin/v2/";
+  return "/lookup/v2/topic/" + path->substr(kAdmin.size());
+}
+
+// The brokerUrl a lookup answers (pulsar-admin prints just that).
+std::optional<std::string> lookup_broker(Session& s, const std::string& url) {
+  auto response = s.call("GET", url);
+  if (!response) return std::nullopt;
+  const Json j = Session::parse(*response);
+  return j.is_object() ? j.value("brokerUrl", "") : std::string();
+}
+
+// Each partition and its broker, as pulsar-admin prints a map.
+int partitioned_lookup(Session& s, const TopicArgs& a) {
+  auto meta_path = topic_url(s, a.name, "/partitions");
+  if (!meta_path) return 1;
+  auto meta = s.call("GET", *meta_path);
+  if (!meta) return 1;
+  const Json m = Session::parse(*meta);
+  const int n = m.is_object() ? m.value("partitions", 0) : 0;
+  auto base = topic_path(a.name);
+  if (!base.ok()) return s.argument_error(base.status().message());
+  const std::string topic = "persistent://" + base->substr(std::string_view("/admin/v2/persistent/").size());
+  for (int i = 0; i < n; ++i) {
+    const std::string partition = fmt::format("{}-partition-{}", topic, i);
+    auto url = lookup_url(s, partition);
+    if (!url) return 1;
+    auto broker = lookup_broker(s, *url);
+    if (!broker) return 1;
+    s.out() << partition << "    " << *broker << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 void add_topic_commands(CLI::App& app, CommandTable& table) {
@@ -217,6 +255,37 @@ void add_topic_commands(CLI::App& app, CommandTable& table) {
   list_cmd->add_option("--topic-domain", list->domain,
                        "Only this domain: persistent or non_persistent; also -td");
   table.on(list_cmd, [list](Session& s) { return list_topics(s, list->name, list->domain); });
+
+  auto partitioned = std::make_shared<TopicArgs>();
+  CLI::App* partitioned_cmd = g->add_subcommand(
+      "list-partitioned-topics", "Get the list of partitioned topics of a namespace");
+  partitioned_cmd->add_option("namespace", partitioned->name, "tenant/namespace")->required();
+  table.on(partitioned_cmd, [partitioned](Session& s) {
+    auto root = namespace_topics_root(partitioned->name, "persistent");
+    if (!root.ok()) return s.argument_error(root.status().message());
+    return s.print_list(*root + "/partitioned");
+  });
+
+  add(g, table, "lookup", "Look up the broker serving a topic", [](Session& s, const TopicArgs& a) {
+    auto url = lookup_url(s, a.name);
+    if (!url) return 1;
+    auto broker = lookup_broker(s, *url);
+    if (!broker) return 1;
+    s.out() << *broker << "\n";
+    return 0;
+  });
+  add(g, table, "partitioned-lookup", "Look up the brokers serving a partitioned topic's partitions",
+      partitioned_lookup);
+  for (const char* name : {"compact", "compaction-status"}) {
+    add(g, table, name,
+        std::string(name) == "compact" ? "Compact a topic" : "Status of a topic's compaction",
+        [](Session& s, const TopicArgs& a) {
+          auto path = topic_url(s, a.name);
+          if (!path) return 1;
+          return s.argument_error(
+              "Topic compaction is not supported by Magnetar yet: every message is kept");
+        });
+  }
 
   add(g, table, "create", "Create a non-partitioned topic", [](Session& s, const TopicArgs& a) {
     auto path = topic_url(s, a.name);

@@ -155,6 +155,7 @@ ConsumerImpl::Config child_config(const std::string& topic, const std::string& s
   config.subscription = subscription;
   config.options = options;
   config.options.receiver_queue_size = queue_size;
+  config.durable = options.durable;
   auto name = protocol::TopicName::parse(topic);
   config.partition = name.ok() ? name->partition_index() : -1;
   config.queue = std::move(queue);
@@ -228,6 +229,7 @@ Result<Consumer> subscribe_topics(
     ConsumerImpl::Config config;
     config.topic = expanded.front();
     config.subscription = subscription;
+    config.durable = options.durable;
     config.options = std::move(options);
     auto c = std::make_shared<ConsumerImpl>(impl, std::move(config));
     c->set_owner(c);

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "client/schema.h"
 #include "client/message_access.h"
 #include "client/producer_impl.h"
 #include "protocol/batch.h"
@@ -181,6 +182,14 @@ Task<Status> ConsumerImpl::connect_once(Deadline deadline) {
   s->set_priority_level(o.priority_level);
   s->set_durable(config_.durable);
   s->set_read_compacted(o.read_compacted);
+  if (o.schema) {
+    auto schema = wire_schema(*o.schema, config_.topic);
+    if (!schema.ok()) {
+      cnx->remove_consumer(consumer_id_);
+      co_return schema.status();
+    }
+    *s->mutable_schema() = std::move(schema).value();
+  }
   s->set_initialposition(o.initial_position == InitialPosition::kEarliest
                              ? wire::CommandSubscribe::Earliest
                              : wire::CommandSubscribe::Latest);

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "client/schema.h"
 #include "protocol/compression.h"
 
 namespace magnetar::client {
@@ -147,6 +148,14 @@ Task<Status> ProducerImpl::connect_once(Deadline deadline) {
   }
   p->set_epoch(epoch_++);
   p->set_producer_access_mode(to_wire(options_.access_mode));
+  if (options_.schema) {
+    auto schema = wire_schema(*options_.schema, topic_);
+    if (!schema.ok()) {
+      cnx->remove_producer(producer_id_);
+      co_return schema.status();
+    }
+    *p->mutable_schema() = std::move(schema).value();
+  }
   for (const auto& [k, v] : options_.properties) {
     auto* kv = p->add_metadata();
     kv->set_key(k);

@@ -21,7 +21,7 @@ int run_bookie(const ServerArgs& args) {
   }
   block_shutdown_signals();
   log::Logger log("bookie");
-  Status st = load_server_config(schema, args);
+  Status st = load_server_config(schema, args, "bookkeeper.conf");
   if (!st.ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
     return 2;

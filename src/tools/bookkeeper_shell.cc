@@ -1,5 +1,6 @@
 // `magnetar bookkeeper [--conf FILE] [--set key=value] <command>`: BookKeeper's shell
-// commands over our ledger client. The configuration (a bookie.conf) gives metadataStoreUrl.
+// commands over our ledger client, under our names and BookKeeper's (listbookies, ...). The
+// configuration (a bookkeeper.conf: --conf, else conf/bookkeeper.conf) gives metadataStoreUrl.
 
 #include <fmt/format.h>
 
@@ -103,17 +104,32 @@ Task<int> run_command(ledger::BookKeeper& bk, const ShellArgs& a) {
       std::fprintf(stderr, "error: %s\n", all.status().to_string().c_str());
       co_return 1;
     }
-    std::printf("ReadWrite Bookies :\n");
+    std::vector<std::string> writable, readonly = ro.ok() ? *ro : std::vector<std::string>{};
     for (const auto& b : *all) {
       if (b == "readonly") continue;
-      bool is_ro = ro.ok() && std::find(ro->begin(), ro->end(), b) != ro->end();
-      if (!is_ro) std::printf("%s\n", b.c_str());
+      if (std::find(readonly.begin(), readonly.end(), b) == readonly.end()) writable.push_back(b);
     }
-    std::printf("ReadOnly Bookies :\n");
-    if (ro.ok()) {
-      for (const auto& b : *ro) std::printf("%s\n", b.c_str());
+    // BookKeeper's headers; without -rw, -ro or -a both lists.
+    const bool both = !a.readwrite && !a.readonly && !a.all_bookies;
+    if (a.all_bookies) {
+      std::printf("All Bookies :\n");
+      for (const auto& b : writable) std::printf("%s\n", b.c_str());
+      for (const auto& b : readonly) std::printf("%s\n", b.c_str());
+    }
+    if (a.readwrite || both) {
+      std::printf("ReadWrite Bookies :\n");
+      for (const auto& b : writable) std::printf("%s\n", b.c_str());
+    }
+    if (a.readonly || both) {
+      std::printf("Readonly Bookies :\n");
+      for (const auto& b : readonly) std::printf("%s\n", b.c_str());
     }
     co_return 0;
+  }
+  if (a.command != "simpletest" && a.command != "list-ledgers" && a.ledger_id < 0) {
+    std::fprintf(stderr, "error: %s needs a ledger id (LEDGER_ID or -l/--ledgerid)\n",
+                 a.command.c_str());
+    co_return 2;
   }
   if (a.command == "list-ledgers") {
     auto ids = co_await bk.list_ledgers();
@@ -121,7 +137,12 @@ Task<int> run_command(ledger::BookKeeper& bk, const ShellArgs& a) {
       std::fprintf(stderr, "error: %s\n", ids.status().to_string().c_str());
       co_return 1;
     }
-    for (LedgerId id : *ids) std::printf("ledgerID: %lld\n", static_cast<long long>(id.value()));
+    for (LedgerId id : *ids) {
+      std::printf("ledgerID: %lld\n", static_cast<long long>(id.value()));
+      if (!a.meta) continue;
+      auto md = co_await bk.read_metadata(id);
+      if (md.ok()) std::printf("%s\n", md->to_json().c_str());
+    }
     co_return 0;
   }
   if (a.command == "ledger-metadata") {
@@ -155,9 +176,10 @@ Task<int> run_command(ledger::BookKeeper& bk, const ShellArgs& a) {
       co_return 1;
     }
     for (const auto& e : *entries) {
-      std::printf("--------- Lid=%lld, Eid=%lld, EntrySize=%zu --------- %s\n",
+      std::printf("--------- Lid=%lld, Eid=%lld, EntrySize=%zu ---------\n",
                   static_cast<long long>(a.ledger_id), static_cast<long long>(e.entry_id.value()),
-                  e.payload.size(), preview(e.payload).c_str());
+                  e.payload.size());
+      if (a.print_entries) std::printf("%s\n", preview(e.payload).c_str());
     }
     co_return 0;
   }
@@ -180,7 +202,7 @@ int run_bookkeeper_shell(const ShellArgs& args) {
   bookie::BookieConfig config;
   ConfigSchema schema("bookie");
   bookie::bind_bookie_config(schema, &config);
-  Status st = load_server_config(schema, args.server);
+  Status st = load_server_config(schema, args.server, "bookkeeper.conf");
   if (!st.ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
     return 2;

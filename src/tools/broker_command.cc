@@ -25,7 +25,7 @@ int run_broker(const ServerArgs& args) {
   }
   block_shutdown_signals();
   log::Logger log("broker");
-  Status st = load_server_config(schema, args);
+  Status st = load_server_config(schema, args, "broker.conf");
   if (!st.ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
     return 2;

@@ -5,8 +5,12 @@
 //   DIR/bookie-N/     journal/, ledgers/, bookie.log
 //   DIR/broker-N/     broker.log
 //   DIR/cluster.json  {"processes": [{"name", "pid", "dir"}], "brokers": [{"serviceUrl",
-//                     "webServiceUrl"}], "metadataStoreUrl"}
+//                     "webServiceUrl"}], "metadataStoreUrl", "layout": {"name", "zookeeperPort",
+//                     "bookiePorts", "brokerPorts": [[service, web]], "configurationStore"}}
 //
+// `up` on a directory that held a cluster restarts that cluster over its data, on its
+// recorded ports (a bookie's identity is its address and port), or refuses when asked for
+// another shape; it fails, stopping what it started, when any process is gone by the end.
 // `up` starts ZooKeeper, the bookies, then the brokers, each in its own session (they outlive
 // the command), and returns once every bookie is registered and every broker serves; it prints
 // each broker's URLs and records the cluster (its ClusterData: the first broker's web URL, every
@@ -15,7 +19,7 @@
 // it with `up --brokers 0 --bookies 0` (ZooKeeper alone), then each cluster with `--name` and
 // that store's URL; docs/geo-replication.md. `down` stops exactly the processes listed in cluster.json — a pid is
 // only signalled while its working directory is still the one recorded — brokers first, with
-// SIGTERM and SIGKILL after a grace period.
+// SIGTERM and SIGKILL after a grace period, and keeps the layout for the next `up`.
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -30,7 +34,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -144,14 +150,56 @@ void stop_process(const Launched& p) {
   }
 }
 
+// What a restart needs to bring the same cluster back.
+struct Layout {
+  std::string name;
+  int zookeeper_port = 0;
+  std::vector<int> bookie_ports;
+  std::vector<std::pair<int, int>> broker_ports;  // service, web
+  std::string configuration_store;
+
+  Json to_json() const {
+    Json brokers = Json::array();
+    for (const auto& [service, web] : broker_ports) brokers.push_back({service, web});
+    return {{"name", name},
+            {"zookeeperPort", zookeeper_port},
+            {"bookiePorts", bookie_ports},
+            {"brokerPorts", brokers},
+            {"configurationStore", configuration_store}};
+  }
+};
+
+std::optional<Layout> read_layout(const std::string& data) {
+  auto j = Json::parse(read_text(data + "/cluster.json"), nullptr, false);
+  if (!j.is_object() || !j.contains("layout") || !j["layout"].is_object()) return std::nullopt;
+  const Json& l = j["layout"];
+  Layout out;
+  out.name = l.value("name", "");
+  out.zookeeper_port = l.value("zookeeperPort", 0);
+  out.configuration_store = l.value("configurationStore", "");
+  for (const auto& p : l.value("bookiePorts", Json::array())) {
+    if (p.is_number_integer()) out.bookie_ports.push_back(p.get<int>());
+  }
+  for (const auto& p : l.value("brokerPorts", Json::array())) {
+    if (p.is_array() && p.size() == 2 && p[0].is_number_integer() && p[1].is_number_integer()) {
+      out.broker_ports.emplace_back(p[0].get<int>(), p[1].get<int>());
+    }
+  }
+  if (out.zookeeper_port <= 0) return std::nullopt;
+  return out;
+}
+
 void write_state(const std::string& data, const std::vector<Launched>& processes,
-                 const Json& brokers, const std::string& metadata_url) {
+                 const Json& brokers, const std::string& metadata_url, const Layout& layout) {
   Json procs = Json::array();
   for (const auto& p : processes) {
     procs.push_back({{"name", p.name}, {"pid", p.pid}, {"dir", p.dir}});
   }
   std::ofstream out(data + "/cluster.json");
-  out << Json{{"processes", procs}, {"brokers", brokers}, {"metadataStoreUrl", metadata_url}}
+  out << Json{{"processes", procs},
+              {"brokers", brokers},
+              {"metadataStoreUrl", metadata_url},
+              {"layout", layout.to_json()}}
              .dump(2)
       << "\n";
 }
@@ -230,13 +278,58 @@ int run_cluster_up(const ClusterArgs& args) {
       return 1;
     }
   }
+  // A cluster that ran here before comes back as it was.
+  const std::optional<Layout> previous = read_layout(data);
+  if (previous) {
+    const bool same = previous->name == args.cluster_name &&
+                      static_cast<int>(previous->bookie_ports.size()) == args.bookies &&
+                      static_cast<int>(previous->broker_ports.size()) == args.brokers &&
+                      previous->configuration_store == args.configuration_store;
+    if (!same) {
+      std::fprintf(stderr,
+                   "error: %s holds cluster '%s' with %zu broker(s) and %zu bookie(s)%s%s; "
+                   "restart it with those (--name, --brokers, --bookies, "
+                   "--configuration-store), or use another --data\n",
+                   data.c_str(), previous->name.c_str(), previous->broker_ports.size(),
+                   previous->bookie_ports.size(),
+                   previous->configuration_store.empty() ? "" : " and configuration store ",
+                   previous->configuration_store.c_str());
+      return 1;
+    }
+    std::printf("restarting cluster %s from %s on its recorded ports\n",
+                args.cluster_name.c_str(), data.c_str());
+  }
+  // Every port is chosen (or taken from the last run) and recorded before anything starts, so
+  // that a start that fails half-way is retried on the same ports: the bookies' cookies and
+  // the registrations in ZooKeeper name them.
+  Layout layout;
+  if (previous) {
+    layout = *previous;
+  } else {
+    layout.name = args.cluster_name;
+    layout.configuration_store = args.configuration_store;
+    std::set<int> taken;
+    auto fresh_port = [&taken]() {
+      int port = free_port();
+      while (port != 0 && !taken.insert(port).second) port = free_port();
+      return port;
+    };
+    layout.zookeeper_port = fresh_port();
+    for (int i = 0; i < args.bookies; ++i) layout.bookie_ports.push_back(fresh_port());
+    for (int i = 0; i < args.brokers; ++i) {
+      const int service = fresh_port();
+      layout.broker_ports.emplace_back(service, fresh_port());
+    }
+  }
+  const std::string metadata_url = fmt::format("zk:127.0.0.1:{}/magnetar", layout.zookeeper_port);
+  write_state(data, {}, Json::array(), metadata_url, layout);
   std::vector<Launched> started;
   // 1. ZooKeeper.
   auto classpath = metadata::zookeeper_classpath();
   if (!classpath.ok()) return fail(started, classpath.status().message());
   Launched zk{"zookeeper", -1, data + "/zookeeper", data + "/zookeeper/zookeeper.log"};
   fs::create_directories(zk.dir + "/data", ec);
-  const int zk_port = free_port();
+  const int zk_port = layout.zookeeper_port;
   {
     std::ofstream cfg(zk.dir + "/zoo.cfg");
     cfg << fmt::format(
@@ -253,7 +346,6 @@ int run_cluster_up(const ClusterArgs& args) {
   if (!zk_pid.ok()) return fail(started, zk_pid.status().message());
   zk.pid = *zk_pid;
   started.push_back(zk);
-  const std::string metadata_url = fmt::format("zk:127.0.0.1:{}/magnetar", zk_port);
   // Ready when a session opens (the chroot is created on the way).
   {
     const auto deadline = Clock::now() + 60s;
@@ -284,7 +376,7 @@ int run_cluster_up(const ClusterArgs& args) {
     Launched b{fmt::format("bookie-{}", i), -1, fmt::format("{}/bookie-{}", data, i), ""};
     b.log = b.dir + "/bookie.log";
     fs::create_directories(b.dir, ec);
-    const int port = free_port();
+    const int port = layout.bookie_ports[static_cast<size_t>(i)];
     std::vector<std::string> argv = {binary, "bookie"};
     for (const std::string& s : std::vector<std::string>{
              fmt::format("bookiePort={}", port), "advertisedAddress=127.0.0.1",
@@ -315,8 +407,9 @@ int run_cluster_up(const ClusterArgs& args) {
     for (const std::string& s : std::vector<std::string>{
              fmt::format("metadataStoreUrl={}", metadata_url),
           fmt::format("clusterName={}", args.cluster_name), std::string("bindAddress=127.0.0.1"),
-          std::string("advertisedAddress=127.0.0.1"), std::string("brokerServicePort=0"),
-          std::string("webServicePort=0"),
+          std::string("advertisedAddress=127.0.0.1"),
+          fmt::format("brokerServicePort={}", layout.broker_ports[static_cast<size_t>(i)].first),
+          fmt::format("webServicePort={}", layout.broker_ports[static_cast<size_t>(i)].second),
           fmt::format("managedLedgerDefaultEnsembleSize={}", ensemble),
           fmt::format("managedLedgerDefaultWriteQuorum={}", ensemble),
           fmt::format("managedLedgerDefaultAckQuorum={}", ensemble)}) {
@@ -373,7 +466,16 @@ int run_cluster_up(const ClusterArgs& args) {
     std::printf("cluster    %s %s %s\n", args.cluster_name.c_str(), service_url.c_str(),
                 cluster["serviceUrl"].get<std::string>().c_str());
   }
-  write_state(data, started, brokers, metadata_url);
+  // Every process still runs: one that started and then died (its port taken, its disk full)
+  // fails the whole `up`.
+  std::this_thread::sleep_for(500ms);
+  for (const auto& p : started) {
+    if (!alive(p.pid)) {
+      return fail(started, fmt::format("{} exited after it started; last lines of {}:\n{}",
+                                       p.name, p.log, last_lines(read_text(p.log), 15)));
+    }
+  }
+  write_state(data, started, brokers, metadata_url, layout);
   std::printf("metadata store %s\n", metadata_url.c_str());
   std::printf("cluster up: %d broker(s), %d bookie(s); stop it with `magnetar cluster down "
               "--data %s`\n",
@@ -403,8 +505,13 @@ int run_cluster_down(const ClusterArgs& args) {
       std::printf("stopped %s (pid %d)\n", p.name.c_str(), p.pid);
     }
   }
-  std::error_code ec;
-  fs::remove(data + "/cluster.json", ec);
+  // The layout stays for the next `up`; no process is recorded any more.
+  auto state = Json::parse(read_text(data + "/cluster.json"), nullptr, false);
+  if (state.is_object()) {
+    state["processes"] = Json::array();
+    std::ofstream out(data + "/cluster.json");
+    out << state.dump(2) << "\n";
+  }
   std::printf("cluster down: %d process(es) stopped\n", stopped);
   return 0;
 }

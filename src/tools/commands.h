@@ -41,6 +41,13 @@ int run_cluster_down(const ClusterArgs& args);
 struct StandaloneArgs {
   ServerArgs server;
   std::string data_dir = "data";  // --data-dir
+  // pulsar standalone's own options.
+  bool wipe_data = false;          // --wipe-data: start from empty storage
+  std::string advertised_address;  // -a, --advertised-address (advertisedAddress)
+  int bookkeeper_port = -1;        // --bookkeeper-port (bookiePort); -1: the configured one
+  int num_bookies = 1;             // --num-bookies: one is what standalone runs
+  bool no_functions_worker = false;  // -nfw, --no-functions-worker: there is none to skip
+  bool no_stream_storage = false;    // -nss, --no-stream-storage: there is none to skip
 };
 
 int run_standalone(const StandaloneArgs& args);
@@ -52,7 +59,10 @@ struct ShellArgs {
   int entries = 1000;                                  // simpletest -n
   int entry_size = 1024;                               // simpletest -s
   int64_t ledger_id = -1;
-  int64_t from = 0, to = -1;  // read-ledger --from --to
+  int64_t from = 0, to = -1;  // read-ledger --from --to (-fe -le)
+  bool print_entries = false;  // read-ledger -m: each entry's content
+  bool meta = false;           // list-ledgers -m: each ledger's metadata
+  bool readwrite = false, readonly = false, all_bookies = false;  // list-bookies -rw -ro -a
 };
 
 // `magnetar bookkeeper <command>`: BookKeeper's shell commands.

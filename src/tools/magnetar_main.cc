@@ -77,6 +77,22 @@ int main(int argc, char** argv) {
   add_server_options(standalone, standalone_args.server);
   standalone->add_option("--data-dir", standalone_args.data_dir,
                          "Where the standalone keeps its data (<dir>/standalone/...)");
+  standalone->add_option("--config", standalone_args.server.conf,
+                         "Same as --conf (pulsar standalone's name)");
+  standalone->add_flag("--wipe-data", standalone_args.wipe_data,
+                       "Delete the stored data (metadata, ledgers) before starting");
+  standalone->add_option("-a,--advertised-address", standalone_args.advertised_address,
+                         "advertisedAddress: the host name or IP clients are told");
+  standalone->add_option("--bookkeeper-port", standalone_args.bookkeeper_port,
+                         "bookiePort of the embedded bookie")
+      ->check(CLI::Range(0, 65535));
+  standalone->add_option("--num-bookies", standalone_args.num_bookies,
+                         "Bookies to run (standalone runs one)")
+      ->check(CLI::Range(1, 1));
+  standalone->add_flag("--no-functions-worker", standalone_args.no_functions_worker,
+                       "Accepted (-nfw) as pulsar standalone's: there are no functions to skip");
+  standalone->add_flag("--no-stream-storage", standalone_args.no_stream_storage,
+                       "Accepted (-nss) as pulsar standalone's: there is no stream storage");
 
   magnetar::tools::ShellArgs shell;
   auto* bk = app.add_subcommand("bookkeeper", "BookKeeper shell commands against the cluster");
@@ -91,16 +107,34 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   simple->add_option("-s,--entrySize", shell.entry_size, "Entry size in bytes")
       ->check(CLI::PositiveNumber);
-  bk->add_subcommand("list-bookies", "List the writable and read-only bookies");
-  bk->add_subcommand("list-ledgers", "List every ledger id");
+  // Our names and BookKeeper's (listbookies, listledgers, ledgermetadata, readledger,
+  // deleteledger), with BookKeeper's options.
+  auto* lb = bk->add_subcommand("list-bookies", "List the writable and read-only bookies");
+  lb->alias("listbookies");
+  lb->add_flag("--readwrite", shell.readwrite, "Only the writable bookies (-rw)");
+  lb->add_flag("--readonly", shell.readonly, "Only the read-only bookies (-ro)");
+  lb->add_flag("-a,--all", shell.all_bookies, "Every bookie, in one list");
+  lb->set_help_flag("--help", "Print this help message and exit");
+  lb->add_flag("-h,--hostnames")->description("Accepted as BookKeeper's (deprecated there)");
+  auto* ll = bk->add_subcommand("list-ledgers", "List every ledger id");
+  ll->alias("listledgers");
+  ll->add_flag("-m,--meta", shell.meta, "Print each ledger's metadata too");
   auto* lmd = bk->add_subcommand("ledger-metadata", "Print a ledger's metadata");
-  lmd->add_option("ledger_id", shell.ledger_id, "Ledger id")->required();
+  lmd->alias("ledgermetadata");
+  lmd->add_option("ledger_id", shell.ledger_id, "Ledger id");
+  lmd->add_option("-l,--ledgerid", shell.ledger_id, "Ledger id (BookKeeper's form)");
   auto* rl = bk->add_subcommand("read-ledger", "Print a ledger's entries, one per line");
-  rl->add_option("ledger_id", shell.ledger_id, "Ledger id")->required();
-  rl->add_option("--from", shell.from, "First entry id");
-  rl->add_option("--to", shell.to, "Last entry id (default: the last confirmed)");
+  rl->alias("readledger");
+  rl->add_option("ledger_id", shell.ledger_id, "Ledger id");
+  rl->add_option("-l,--ledgerid", shell.ledger_id, "Ledger id (BookKeeper's form)");
+  rl->add_option("--from,--firstentryid", shell.from, "First entry id (-fe)");
+  rl->add_option("--to,--lastentryid", shell.to,
+                 "Last entry id (-le; default: the last confirmed)");
+  rl->add_flag("-m,--msg", shell.print_entries, "Print each entry's content too");
   auto* dl = bk->add_subcommand("delete-ledger", "Delete a ledger");
-  dl->add_option("ledger_id", shell.ledger_id, "Ledger id")->required();
+  dl->alias("deleteledger");
+  dl->add_option("ledger_id", shell.ledger_id, "Ledger id");
+  dl->add_option("-l,--ledgerid", shell.ledger_id, "Ledger id (BookKeeper's form)");
   dl->add_flag("-f,--force")->description("Accepted for compatibility: the shell never asks");
 
   magnetar::tools::TokensArgs tokens;
@@ -140,10 +174,18 @@ int main(int argc, char** argv) {
     }
   }
 
-  // pulsar tokens spells its short options with one dash and two letters (-sk, -pk, -hs).
+  // pulsar tokens spells its short options with one dash and two letters (-sk, -pk, -hs),
+  // pulsar standalone some with three (-nfw, -nss).
   std::vector<std::string> args(argv + 1, argv + argc);
   for (auto& a : args) {
     if (a == "-sk" || a == "-pk" || a == "-hs") a = "-" + a;
+    if (a == "-nfw") a = "--no-functions-worker";
+    if (a == "-nss") a = "--no-stream-storage";
+    // bookkeeper shell's
+    if (a == "-rw") a = "--readwrite";
+    if (a == "-ro") a = "--readonly";
+    if (a == "-fe") a = "--firstentryid";
+    if (a == "-le") a = "--lastentryid";
   }
   std::reverse(args.begin(), args.end());
   try {
@@ -169,7 +211,7 @@ int main(int argc, char** argv) {
     return magnetar::tools::run_tokens(tokens);
   }
   if (bk->parsed()) {
-    shell.command = bk->get_subcommands().front()->get_name();
+    shell.command = bk->get_subcommands().front()->get_name();  // our name, whichever was typed
     return magnetar::tools::run_bookkeeper_shell(shell);
   }
   return 0;

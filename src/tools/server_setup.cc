@@ -7,13 +7,25 @@
 
 #include "bookie/cookie.h"
 #include "common/logging.h"
+#include "net/resolve.h"
 
 namespace magnetar::tools {
 
-Status load_server_config(ConfigSchema& schema, const ServerArgs& args) {
-  if (!args.conf.empty()) MAGNETAR_TRY(schema.load_file(args.conf));
+
+Status load_server_config(ConfigSchema& schema, const ServerArgs& args,
+                          std::string_view default_file) {
+  const std::string conf = !args.conf.empty() || default_file.empty()
+                               ? args.conf
+                               : home_conf_file(default_file);
+  if (!conf.empty()) {
+    MAGNETAR_TRY(schema.load_file(conf));
+    if (args.conf.empty()) log::Logger("config").info("configuration read from {}", conf);
+  }
   MAGNETAR_TRY(schema.apply_environment());
   for (const std::string& s : args.sets) MAGNETAR_TRY(schema.apply_assignment(s, "--set"));
+  if (const std::string ignored = schema.ignored_warning(); !ignored.empty()) {
+    log::Logger("config").warn("{}", ignored);
+  }
   return Status::OK();
 }
 
@@ -45,8 +57,18 @@ void RunningBookie::stop() {
   bookie.reset();
 }
 
-Result<RunningBookie> start_bookie(const bookie::BookieConfig& config,
+Result<RunningBookie> start_bookie(const bookie::BookieConfig& given,
                                    std::shared_ptr<metadata::MetadataStore> cluster_store) {
+  // A bookie's id is address:port with an IP address (as BookKeeper's with
+  // useHostNameAsBookieID=false): an advertised host name is resolved, once, here.
+  bookie::BookieConfig config = given;
+  auto ip = net::resolve_listen_address(config.advertised_address);
+  if (!ip.ok()) return Status(ip.status().code(), "advertisedAddress " + ip.status().message());
+  if (*ip != config.advertised_address) {
+    log::Logger("bookie").info("advertisedAddress {} resolves to {}: the bookie's id is {}:{}",
+                               config.advertised_address, *ip, *ip, config.bookie_port);
+    config.advertised_address = *ip;
+  }
   MAGNETAR_TRY(bookie::check_and_stamp_cookie(config, *cluster_store));
   RunningBookie running;
   auto opened = bookie::Bookie::open(config);
@@ -73,15 +95,46 @@ static Task<Status> ensure_node(metadata::MetadataStore& store, std::string path
   co_return Status::OK();
 }
 
+// The cluster's URLs in its node (other fields, such as peerClusterNames, kept) when they are
+// not this broker's: a standalone is its cluster's only broker.
+static Task<Status> follow_cluster_urls(metadata::MetadataStore& store, std::string path,
+                                        nlohmann::json urls) {
+  auto node = co_await store.get(path);
+  if (!node.ok()) co_return node.status();
+  if (!node->has_value()) co_return Status::OK();  // just created, or removed meanwhile
+  auto cluster = nlohmann::json::parse((*node)->value, nullptr, false);
+  if (!cluster.is_object()) cluster = nlohmann::json::object();
+  bool changed = false;
+  for (const char* key : {"serviceUrl", "brokerServiceUrl", "serviceUrlTls", "brokerServiceUrlTls"}) {
+    const std::string want = urls.value(key, "");
+    if (cluster.value(key, "") == want) continue;
+    if (want.empty()) {
+      cluster.erase(key);
+    } else {
+      cluster[key] = want;
+    }
+    changed = true;
+  }
+  if (!changed) co_return Status::OK();
+  metadata::PutOptions same;
+  same.expected_version = (*node)->stat.version;
+  auto put = co_await store.put(path, cluster.dump(), same);
+  co_return put.ok() ? Status::OK() : put.status();
+}
+
 Task<Status> bootstrap_cluster(metadata::MetadataStore& configuration,
-                               const broker::BrokerConfig& c) {
+                               const broker::BrokerConfig& c, ClusterUrls urls) {
   nlohmann::json cluster = {{"serviceUrl", c.web_service_url()},
                             {"brokerServiceUrl", c.service_url()}};
   if (c.web_service_port_tls) cluster["serviceUrlTls"] = c.web_service_url_tls();
   if (c.broker_service_port_tls) cluster["brokerServiceUrlTls"] = c.service_url_tls();
-  Status st =
-      co_await ensure_node(configuration, "/admin/clusters/" + c.cluster_name, cluster.dump());
+  const std::string path = "/admin/clusters/" + c.cluster_name;
+  Status st = co_await ensure_node(configuration, path, cluster.dump());
   if (!st.ok()) co_return st;
+  if (urls == ClusterUrls::kFollowThisBroker) {
+    st = co_await follow_cluster_urls(configuration, path, cluster);
+    if (!st.ok()) co_return st;
+  }
   const nlohmann::json tenant = {{"adminRoles", nlohmann::json::array()},
                                  {"allowedClusters", {c.cluster_name}}};
   st = co_await ensure_node(configuration, "/admin/policies/public", tenant.dump());
@@ -92,14 +145,16 @@ Task<Status> bootstrap_cluster(metadata::MetadataStore& configuration,
   co_return st;
 }
 
-Result<metadata::MetadataStores> open_cluster_stores(const broker::BrokerConfig& c) {
+Result<metadata::MetadataStores> open_cluster_stores(const broker::BrokerConfig& c,
+                                                     ClusterUrls urls) {
   auto stores = run_sync<Result<metadata::MetadataStores>>(
       [&]() { return metadata::open_stores(c.metadata); });
   if (!stores.ok()) {
     return Status(stores.status().code(),
                   "cannot open the metadata store: " + stores.status().to_string());
   }
-  Status st = run_sync<Status>([&]() { return bootstrap_cluster(*stores->configuration, c); });
+  Status st =
+      run_sync<Status>([&]() { return bootstrap_cluster(*stores->configuration, c, urls); });
   if (!st.ok()) {
     return Status(st.code(), "cannot create the cluster, tenant public and namespace "
                              "public/default: " + st.to_string());

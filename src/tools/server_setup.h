@@ -2,6 +2,8 @@
 // What every server role does before it starts: layered configuration and signals.
 
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "bookie/bookie.h"
 #include "bookie/server/bookie_server.h"
@@ -14,8 +16,10 @@
 
 namespace magnetar::tools {
 
-// --conf file (if given), then MAGNETAR_* environment, then --set overrides.
-Status load_server_config(ConfigSchema& schema, const ServerArgs& args);
+// --conf file (else home_conf_file(default_file) when there is one), then MAGNETAR_*
+// environment, then --set overrides; Pulsar keys not acted on are listed in one warning.
+Status load_server_config(ConfigSchema& schema, const ServerArgs& args,
+                          std::string_view default_file = "");
 
 // Blocks SIGINT and SIGTERM in the calling thread; threads started afterwards inherit the
 // mask, so the signals stay pending for wait_for_shutdown_signal(). Call before starting any
@@ -36,9 +40,15 @@ struct RunningBookie {
 Result<RunningBookie> start_bookie(const bookie::BookieConfig& config,
                                    std::shared_ptr<metadata::MetadataStore> cluster_store);
 
+// Whether a starting broker rewrites its cluster's URLs (serviceUrl, brokerServiceUrl and
+// their TLS forms) when they differ from its own: a standalone does (its ports or address may
+// have changed since it created the cluster); a broker of a cluster does not.
+enum class ClusterUrls { kKeep, kFollowThisBroker };
+
 // Opens the metadata stores of `c` and bootstraps the cluster (bootstrap_cluster); errors
 // say which step failed.
-Result<metadata::MetadataStores> open_cluster_stores(const broker::BrokerConfig& c);
+Result<metadata::MetadataStores> open_cluster_stores(const broker::BrokerConfig& c,
+                                                     ClusterUrls urls = ClusterUrls::kKeep);
 
 // Logs and prints (for scripts waiting on stdout) that `what` ("broker", "standalone") is
 // running, with its service URLs, TLS ones included when those ports are open.
@@ -49,6 +59,7 @@ void announce_running(const log::Logger& log, const char* what, const broker::Br
 // cluster (its URLs from `c`), the tenant `public` and the namespace `public/default` (as
 // Pulsar's initialize-cluster-metadata and standalone do).
 Task<Status> bootstrap_cluster(metadata::MetadataStore& configuration,
-                               const broker::BrokerConfig& c);
+                               const broker::BrokerConfig& c,
+                               ClusterUrls urls = ClusterUrls::kKeep);
 
 }  // namespace magnetar::tools

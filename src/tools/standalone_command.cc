@@ -1,7 +1,8 @@
-// `magnetar standalone [--conf FILE] [--set key=value ...] [--data-dir DIR]`: one process
-// with the embedded RocksDB metadata store, one bookie and the broker, as `pulsar
-// standalone`. The cluster `standalone`, tenant `public` and namespace `public/default` are
-// created at the first start.
+// `magnetar standalone [--conf FILE] [--set key=value ...] [--data-dir DIR] [--wipe-data]
+// [-a HOST] [--bookkeeper-port N] [-nfw] [-nss]`: one process with the embedded RocksDB
+// metadata store, one bookie and the broker, as `pulsar standalone`. The cluster
+// `standalone`, tenant `public` and namespace `public/default` are created at the first
+// start; the cluster's URLs follow the standalone's ports and address at every start.
 
 #include <fmt/format.h>
 
@@ -23,14 +24,14 @@ int run_standalone(const StandaloneArgs& args) {
   config.managed_ledger.ensemble_size = 1;
   config.managed_ledger.write_quorum = 1;
   config.managed_ledger.ack_quorum = 1;
-  config.metadata.metadata_store_url =
-      "rocksdb://" +
-      (std::filesystem::absolute(args.data_dir) / "standalone" / "metadata").string();
+  // The metadata store and the bookie's directories default to places under --data-dir: empty
+  // in the configuration (and its template) means there.
+  config.metadata.metadata_store_url.clear();
   const auto root = std::filesystem::absolute(args.data_dir) / "standalone";
   bookie::BookieConfig bookie_config;
   bookie_config.bookie_port = 3181;
-  bookie_config.journal_directories = {(root / "bookkeeper" / "journal").string()};
-  bookie_config.ledger_directories = {(root / "bookkeeper" / "ledgers").string()};
+  bookie_config.journal_directories.clear();
+  bookie_config.ledger_directories.clear();
   ConfigSchema schema("standalone");
   broker::bind_broker_config(schema, &config);
   schema.bind("bookiePort", &bookie_config.bookie_port, "Port of the embedded bookie")
@@ -38,21 +39,49 @@ int run_standalone(const StandaloneArgs& args) {
   bookie::bind_bookie_storage_config(schema, &bookie_config);
   if (args.server.print_template) {
     std::fputs(schema.render_template().c_str(), stdout);
+    std::fputs("\n# Left empty, metadataStoreUrl, journalDirectories and ledgerDirectories are "
+               "under --data-dir\n# (data/standalone/metadata, .../bookkeeper/journal, "
+               ".../bookkeeper/ledgers).\n",
+               stdout);
     return 0;
   }
   block_shutdown_signals();
   log::Logger log("standalone");
-  Status st = load_server_config(schema, args.server);
+  Status st = load_server_config(schema, args.server, "standalone.conf");
+  if (st.ok() && !args.advertised_address.empty()) {
+    st = schema.apply_flag("advertisedAddress", args.advertised_address);
+  }
+  if (st.ok() && args.bookkeeper_port >= 0) {
+    st = schema.apply_flag("bookiePort", std::to_string(args.bookkeeper_port));
+  }
   if (!st.ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
     return 2;
+  }
+  if (config.metadata.metadata_store_url.empty()) {
+    config.metadata.metadata_store_url = "rocksdb://" + (root / "metadata").string();
+  }
+  if (bookie_config.journal_directories.empty()) {
+    bookie_config.journal_directories = {(root / "bookkeeper" / "journal").string()};
+  }
+  if (bookie_config.ledger_directories.empty()) {
+    bookie_config.ledger_directories = {(root / "bookkeeper" / "ledgers").string()};
+  }
+  if (args.wipe_data) {
+    std::error_code ec;
+    std::filesystem::remove_all(root, ec);
+    if (ec) {
+      std::fprintf(stderr, "error: cannot wipe %s: %s\n", root.c_str(), ec.message().c_str());
+      return 1;
+    }
+    log.info("wiped the data in {}", root.string());
   }
   bookie_config.advertised_address = config.advertised_address;
   bookie_config.metadata = config.metadata;
   log.info("starting standalone (data in {}) with configuration:\n{}", root.string(),
            schema.describe_effective());
 
-  auto stores = open_cluster_stores(config);
+  auto stores = open_cluster_stores(config, ClusterUrls::kFollowThisBroker);
   if (!stores.ok()) {
     log.error("{}", stores.status().message());
     return 1;

@@ -3,6 +3,9 @@
 // (testing/pulsar_test_client.h) and the brokers' HTTP API (curl-free: a raw HTTP GET/PUT
 // over a socket is enough here).
 
+#include <map>
+#include <thread>
+
 #include "broker_fixture.h"
 
 namespace magnetar::testing {
@@ -81,6 +84,51 @@ TEST_F(BrokerClusterTest, EitherBrokerReachesEveryTopicAndBundlesSpreadOverBoth)
       http(owner->web_port, "GET", "/admin/v2/persistent/public/default/spread-7/stats");
   ASSERT_EQ(ocode, 200) << obody;
   EXPECT_EQ(nlohmann::json::parse(obody).value("msgInCounter", 0), 1) << obody;
+}
+
+// A fresh namespace of 4 bundles, one topic of each looked up at the same moment: the
+// placements see each other and split the bundles 2 and 2 over the brokers.
+TEST_F(BrokerClusterTest, BundlesLookedUpAtTheSameMomentSpreadOverBothBrokers) {
+  start_broker();
+  start_broker();
+  ASSERT_FALSE(HasFailure());
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto ids = await(store_->children("/loadbalance/brokers"));
+    if (ids.ok() && ids->size() == 2) break;
+    run_for(100ms);
+  }
+  auto [made, made_body] = http(brokers_[0].web_port, "PUT", "/admin/v2/namespaces/public/four",
+                                R"({"bundles":{"numBundles":4}})");
+  ASSERT_EQ(made, 204) << made_body;
+  // One topic per bundle (the bundle endpoint places nothing).
+  std::map<std::string, std::string> topic_of_bundle;
+  for (int i = 0; topic_of_bundle.size() < 4 && i < 1000; ++i) {
+    const std::string name = fmt::format("at-once-{}", i);
+    auto [code, bundle] = http(brokers_[0].web_port, "GET",
+                               "/lookup/v2/topic/persistent/public/four/" + name + "/bundle");
+    ASSERT_EQ(code, 200) << bundle;
+    topic_of_bundle.emplace(bundle, "persistent://public/four/" + name);
+  }
+  ASSERT_EQ(topic_of_bundle.size(), 4u);
+  std::vector<std::thread> lookups;
+  std::vector<std::string> owners(4);
+  std::vector<int> redirects(4, 0);
+  size_t i = 0;
+  for (const auto& [bundle, topic] : topic_of_bundle) {
+    lookups.emplace_back([&, i, topic = topic]() {
+      owners[i] = resolve(brokers_[i % 2], topic, &redirects[i]);
+    });
+    ++i;
+  }
+  for (auto& t : lookups) t.join();
+  std::map<std::string, int> per_broker;
+  for (const auto& o : owners) {
+    ASSERT_FALSE(o.empty());
+    ++per_broker[o];
+  }
+  EXPECT_EQ(per_broker.size(), 2u);
+  for (const auto& [broker, n] : per_broker) EXPECT_EQ(n, 2) << broker;
 }
 
 TEST_F(BrokerClusterTest, BundleUnloadMovesTheTopicAndKeepsItsMessages) {

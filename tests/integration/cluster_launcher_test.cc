@@ -1,5 +1,7 @@
 // `magnetar cluster up` / `down` as a user runs them: a real cluster comes up on 127.0.0.1,
-// serves a message through each broker, and `down` leaves no process behind.
+// serves a message through each broker, and `down` leaves no process behind; `up` again on
+// the same directory brings the same cluster back on its ports with its messages, and
+// refuses another shape.
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -51,26 +53,106 @@ TEST(ClusterLauncherTest, UpServesThroughEveryBrokerAndDownStopsEverything) {
   for (const auto& p : j["processes"]) pids.push_back(p["pid"].get<int>());
   ASSERT_EQ(pids.size(), 5u);  // zookeeper, 2 bookies, 2 brokers
 
-  // Every broker answers lookups and takes a message for a topic it owns or redirects.
+  // The owner of a topic, found from `start` by following redirects as a client does.
+  auto owner_of = [](const std::string& topic, int start) {
+    int port = start;
+    bool authoritative = false;
+    for (int hop = 0; hop < 6; ++hop) {
+      PulsarTestClient::Options o;
+      o.port = port;
+      o.timeout = std::chrono::seconds(30);
+      auto c = PulsarTestClient::connect(o);
+      if (!c.ok()) return -1;
+      auto lookup = (*c)->lookup(topic, authoritative);
+      if (!lookup.ok()) return -1;
+      const std::string url = lookup->brokerserviceurl();
+      const int next = std::stoi(url.substr(url.rfind(':') + 1));
+      if (lookup->response() == wire::CommandLookupTopicResponse::Connect) return next;
+      authoritative = lookup->authoritative();
+      port = next;
+    }
+    return -1;
+  };
+  // Every broker answers lookups; a message is stored through each topic's owner.
+  std::vector<std::string> sent;
   for (size_t i = 0; i < ports.size(); ++i) {
+    const std::string topic = fmt::format("persistent://public/default/launcher-{}", i);
+    const int owner = owner_of(topic, ports[i]);
+    ASSERT_TRUE(owner == ports[0] || owner == ports[1]) << topic << " owned by " << owner;
     PulsarTestClient::Options o;
-    o.port = ports[i];
+    o.port = owner;
     auto c = PulsarTestClient::connect(o);
     ASSERT_TRUE(c.ok()) << c.status().to_string();
-    const std::string topic = fmt::format("persistent://public/default/launcher-{}", i);
-    auto lookup = (*c)->lookup(topic);
-    ASSERT_TRUE(lookup.ok()) << lookup.status().to_string();
-    if (lookup->response() == wire::CommandLookupTopicResponse::Connect &&
-        lookup->brokerserviceurl() == fmt::format("pulsar://127.0.0.1:{}", ports[i])) {
-      ASSERT_TRUE((*c)->create_producer(topic, 1).ok());
-      EXPECT_TRUE((*c)->send_message(1, 0, "hello").ok());
-    }
+    ASSERT_TRUE((*c)->create_producer(topic, 1).ok());
+    EXPECT_TRUE((*c)->send_message(1, 0, "hello").ok());
+    sent.push_back(topic);
+  }
+
+  // BookKeeper's shell commands, by BookKeeper's names and options, against the cluster.
+  const std::string shell =
+      fmt::format("{} bookkeeper --set metadataStoreUrl={}", binary, j["metadataStoreUrl"].get<std::string>());
+  auto [listed, listed_out] = run_command(shell + " listbookies -rw");
+  EXPECT_EQ(listed, 0) << listed_out;
+  EXPECT_EQ(listed_out.rfind("ReadWrite Bookies :\n127.0.0.1:", 0), 0u) << listed_out;
+  EXPECT_EQ(listed_out.find("Readonly"), std::string::npos) << listed_out;
+  auto [ledgers, ledgers_out] = run_command(shell + " listledgers");
+  EXPECT_EQ(ledgers, 0) << ledgers_out;
+  std::smatch first;
+  ASSERT_TRUE(std::regex_search(ledgers_out, first, std::regex(R"(ledgerID: (\d+))"))) << ledgers_out;
+  auto [meta, meta_out] = run_command(shell + " ledgermetadata -l " + first[1].str());
+  EXPECT_EQ(meta, 0) << meta_out;
+  EXPECT_EQ(meta_out.rfind("ledgerID: " + first[1].str() + "\n", 0), 0u) << meta_out;
+  auto [read, read_out] = run_command(shell + " readledger -l " + first[1].str() + " -fe 0 -le 0");
+  EXPECT_EQ(read, 0) << read_out;
+  if (!read_out.empty()) {
+    EXPECT_EQ(read_out.rfind("--------- Lid=" + first[1].str() + ", Eid=0, EntrySize=", 0), 0u)
+        << read_out;
   }
 
   auto [down, down_out] = run_command(fmt::format("{} cluster down --data {}", binary, dir.string()));
   EXPECT_EQ(down, 0) << down_out;
   EXPECT_NE(down_out.find("5 process(es) stopped"), std::string::npos) << down_out;
   for (int pid : pids) EXPECT_NE(::kill(pid, 0), 0) << "pid " << pid << " still runs";
+
+  // Another shape on the same data is refused, with the reason.
+  auto [other, other_out] = run_command(
+      fmt::format("{} cluster up --brokers 1 --bookies 2 --data {}", binary, dir.string()));
+  EXPECT_NE(other, 0) << other_out;
+  EXPECT_NE(other_out.find("with 2 broker(s) and 2 bookie(s)"), std::string::npos) << other_out;
+  // The same shape restarts it: the same brokers' URLs, the messages still there.
+  auto [restart, restart_out] = run_command(
+      fmt::format("{} cluster up --brokers 2 --bookies 2 --data {}", binary, dir.string()));
+  ASSERT_EQ(restart, 0) << restart_out;
+  EXPECT_NE(restart_out.find("restarting cluster local"), std::string::npos) << restart_out;
+  std::vector<int> again_ports;
+  for (std::sregex_iterator it(restart_out.begin(), restart_out.end(), broker_line), end;
+       it != end; ++it) {
+    again_ports.push_back(std::stoi((*it)[1]));
+  }
+  EXPECT_EQ(again_ports, ports) << restart_out;
+  // Wherever the topics are served now, what was sent is still stored: a reader from the
+  // earliest position gets it.
+  for (const std::string& topic : sent) {
+    const int owner = owner_of(topic, ports[0]);
+    ASSERT_TRUE(owner == ports[0] || owner == ports[1]) << topic << " owned by " << owner;
+    PulsarTestClient::Options o;
+    o.port = owner;
+    o.timeout = std::chrono::seconds(30);
+    auto c = PulsarTestClient::connect(o);
+    ASSERT_TRUE(c.ok()) << c.status().to_string();
+    ASSERT_TRUE((*c)->subscribe(topic, "after-restart", wire::CommandSubscribe::Exclusive, 1,
+                                wire::CommandSubscribe::Earliest)
+                    .ok());
+    ASSERT_TRUE((*c)->flow(1, 10).ok());
+    auto m = (*c)->receive_message(std::chrono::seconds(30));
+    ASSERT_TRUE(m.ok()) << topic << ": " << m.status().to_string();
+    EXPECT_EQ(m->payload.to_string(), "hello");
+  }
+  EXPECT_FALSE(sent.empty());
+  auto [down2, down2_out] =
+      run_command(fmt::format("{} cluster down --data {}", binary, dir.string()));
+  EXPECT_EQ(down2, 0) << down2_out;
+  EXPECT_NE(down2_out.find("5 process(es) stopped"), std::string::npos) << down2_out;
   std::filesystem::remove_all(dir);
 }
 

@@ -41,10 +41,12 @@ inline int free_port() {
 
 class Standalone {
  public:
-  // `settings`: extra `--set key=value` pairs.
-  explicit Standalone(std::filesystem::path dir, std::vector<std::string> settings = {})
+  // `settings`: extra `--set key=value` pairs; `args`: more arguments (flags, --conf FILE).
+  explicit Standalone(std::filesystem::path dir, std::vector<std::string> settings = {},
+                      std::vector<std::string> args = {})
       : dir_(std::move(dir)),
         settings_(std::move(settings)),
+        args_(std::move(args)),
         port_(free_port()),
         web_port_(free_port()),
         bookie_port_(free_port()) {}
@@ -66,6 +68,7 @@ class Standalone {
       args.push_back("--set");
       args.push_back(s);
     }
+    args.insert(args.end(), args_.begin(), args_.end());
     auto pid = testing::spawn_child(std::move(args), log, dir_.string());
     if (!pid.ok()) return ::testing::AssertionFailure() << pid.status().to_string();
     pid_ = *pid;
@@ -93,10 +96,21 @@ class Standalone {
   }
   int port() const { return port_; }
   int web_port() const { return web_port_; }
+  int bookie_port() const { return bookie_port_; }
+  void set_args(std::vector<std::string> args) { args_ = std::move(args); }
+  // The bookie's port is its identity (the cookie in its directories names it): a restart over
+  // the same data keeps it.
+  void set_bookie_port(int port) { bookie_port_ = port; }
+  // Everything the process logged (all runs).
+  std::string log() const {
+    std::ifstream in(dir_ / "standalone.log");
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
 
  private:
   std::filesystem::path dir_;
   std::vector<std::string> settings_;
+  std::vector<std::string> args_;
   int port_, web_port_, bookie_port_;
   pid_t pid_ = -1;
 };

@@ -51,6 +51,16 @@ class ClientToolTest : public client::test::ClientTest {
     o.err = err.str();
     return o;
   }
+  // magnetar-admin against the web port at `web` (serve_http()).
+  static Outcome admin(const std::string& web, std::vector<std::string> args) {
+    args.insert(args.begin(), {"--admin-url", web});
+    std::ostringstream out, err;
+    Outcome o;
+    o.code = run_admin(std::move(args), out, err);
+    o.out = out.str();
+    o.err = err.str();
+    return o;
+  }
 };
 
 TEST_F(ClientToolTest, ProducedMessagesAreConsumedWithKeyPropertiesAndContent) {
@@ -214,14 +224,8 @@ TEST_F(ClientToolTest, AdminShowsStoredBatchesAsPulsarAdminDoes) {
   evil.set_property("evil\r\nX-Injected", "1");
   evil.set_property("fine", "2");
   ASSERT_TRUE(plain.send(std::move(evil)).ok());
-  auto admin = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"--admin-url", web});
-    std::ostringstream out, err;
-    Outcome o;
-    o.code = run_admin(std::move(args), out, err);
-    o.out = out.str();
-    o.err = err.str();
-    return o;
+  auto admin = [&web](std::vector<std::string> args) {
+    return ClientToolTest::admin(web, std::move(args));
   };
   auto peeked = admin({"topics", "peek-messages", topic(), "-s", "sub", "-n", "4"});
   ASSERT_EQ(peeked.code, 0) << peeked.err;
@@ -300,14 +304,8 @@ TEST_F(ClientToolTest, AnUnknownNamespaceFailsAtOnceAndBadNamesAreRefused) {
 // on); with auto-creation off it is 404 "Topic not found".
 TEST_F(ClientToolTest, CreateSubscriptionOnAMissingTopicCreatesIt) {
   const std::string web = serve_http();
-  auto admin = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"--admin-url", web});
-    std::ostringstream out, err;
-    Outcome o;
-    o.code = run_admin(std::move(args), out, err);
-    o.out = out.str();
-    o.err = err.str();
-    return o;
+  auto admin = [&web](std::vector<std::string> args) {
+    return ClientToolTest::admin(web, std::move(args));
   };
   auto created = admin({"topics", "create-subscription", topic(), "-s", "s1"});
   ASSERT_EQ(created.code, 0) << created.err;
@@ -325,6 +323,119 @@ TEST_F(ClientToolTest, CreateSubscriptionOnAMissingTopicCreatesIt) {
   EXPECT_NE(err.str().find("Topic not found"), std::string::npos) << err.str();
 }
 
+// pulsar-admin's schemas, brokers, lookups and namespace options, printed as it prints them.
+TEST_F(ClientToolTest, AdminSchemasBrokersLookupsAsPulsarAdminPrintsThem) {
+  const std::string web = serve_http();
+  auto admin = [&web](std::vector<std::string> args) {
+    return ClientToolTest::admin(web, std::move(args));
+  };
+  const std::string file = ::testing::TempDir() + "/schema-" + client::test::test_name() + ".json";
+  {
+    std::ofstream f(file);
+    f << R"({"type":"JSON","schema":"{\"type\":\"record\",\"name\":\"U\",\"fields\":[]}","properties":{"b":"2","a":"1"}})";
+  }
+  auto uploaded = admin({"schemas", "upload", topic(), "-f", file});
+  ASSERT_EQ(uploaded.code, 0) << uploaded.err;
+  EXPECT_EQ(uploaded.out, "");
+  auto got = admin({"schemas", "get", topic()});
+  ASSERT_EQ(got.code, 0) << got.err;
+  // Pulsar's SchemaInfoWithVersion: version, then the info in its field order, the JSON
+  // definition embedded, properties sorted.
+  EXPECT_EQ(got.out.rfind("{\n  \"version\": 0,\n  \"schemaInfo\": {\n    \"name\": \"" +
+                              client::test::test_name() + "\",\n    \"schema\": {",
+                          0),
+            0u)
+      << got.out;
+  EXPECT_NE(got.out.find("\"type\": \"JSON\""), std::string::npos) << got.out;
+  EXPECT_LT(got.out.find("\"a\": \"1\""), got.out.find("\"b\": \"2\"")) << got.out;
+  auto compatible = admin({"schemas", "compatibility", topic(), "-f", file});
+  ASSERT_EQ(compatible.code, 0) << compatible.err;
+  EXPECT_NE(compatible.out.find("\"compatibility\" : true"), std::string::npos) << compatible.out;
+  EXPECT_EQ(admin({"schemas", "upload", topic(), "-f", "/no/such.json"}).err,
+            "Schema file /no/such.json is not found.\n\n");
+  EXPECT_EQ(admin({"schemas", "delete", topic()}).code, 0);
+  auto gone = admin({"schemas", "get", topic()});
+  EXPECT_EQ(gone.code, 1);
+  EXPECT_NE(gone.err.find("Schema is deleted"), std::string::npos) << gone.err;
+
+  // brokers get-runtime-config: "key    value" lines; clusters list -c marks this cluster.
+  auto runtime = admin({"brokers", "get-runtime-config"});
+  ASSERT_EQ(runtime.code, 0) << runtime.err;
+  EXPECT_NE(runtime.out.find("\nclusterName    "), std::string::npos) << runtime.out;
+  const size_t at = runtime.out.find("\nclusterName    ") + std::string("\nclusterName    ").size();
+  const std::string own = runtime.out.substr(at, runtime.out.find('\n', at) - at);
+  ASSERT_EQ(admin({"clusters", "create", own, "--url", web}).code, 0);
+  ASSERT_EQ(admin({"clusters", "create", "elsewhere", "--url", web}).code, 0);
+  auto clusters = admin({"clusters", "list", "-c"});
+  ASSERT_EQ(clusters.code, 0) << clusters.err;
+  EXPECT_NE(clusters.out.find(own + "(*)\n"), std::string::npos) << clusters.out;
+  EXPECT_NE(clusters.out.find("elsewhere\n"), std::string::npos) << clusters.out;
+
+  // Lookups print the broker URL; a partitioned lookup each partition's.
+  ASSERT_EQ(admin({"topics", "create-partitioned-topic", topic("-p"), "-p", "2"}).code, 0);
+  auto looked = admin({"topics", "lookup", topic()});
+  ASSERT_EQ(looked.code, 0) << looked.err;
+  EXPECT_EQ(looked.out, url() + "\n");
+  auto partitions = admin({"topics", "partitioned-lookup", topic("-p")});
+  ASSERT_EQ(partitions.code, 0) << partitions.err;
+  EXPECT_EQ(partitions.out, fmt::format("persistent://public/default/{0}-p-partition-0    {1}\n"
+                                        "persistent://public/default/{0}-p-partition-1    {1}\n",
+                                        client::test::test_name(), url()));
+  EXPECT_NE(admin({"topics", "list-partitioned-topics", "public/default"}).out.find(topic("-p")),
+            std::string::npos);
+  auto compact = admin({"topics", "compact", topic()});
+  EXPECT_EQ(compact.code, 1);
+  EXPECT_NE(compact.err.find("not supported"), std::string::npos);
+
+  // Namespace options.
+  EXPECT_EQ(admin({"namespaces", "get-auto-topic-creation", "public/default"}).out, "null\n");
+  EXPECT_EQ(admin({"namespaces", "set-auto-topic-creation", "public/default", "-e", "-t",
+                   "partitioned", "-n", "2"})
+                .code,
+            0);
+  EXPECT_NE(admin({"namespaces", "get-auto-topic-creation", "public/default"})
+                .out.find("\"defaultNumPartitions\" : 2"),
+            std::string::npos);
+  EXPECT_EQ(admin({"namespaces", "set-auto-topic-creation", "public/default", "-e", "-t",
+                   "partitioned"})
+                .code,
+            1);  // the broker's 412: partitions needed
+  EXPECT_EQ(admin({"namespaces", "set-schema-compatibility-strategy", "public/default", "-c",
+                   "BACKWARD"})
+                .code,
+            0);
+  EXPECT_EQ(admin({"namespaces", "get-schema-compatibility-strategy", "public/default"}).out,
+            "BACKWARD\n");
+
+  // An unknown subcommand is named, with the close ones.
+  auto unknown = admin({"topics", "lokup", topic()});
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_EQ(unknown.err.rfind("Unmatched argument at index 3: 'lokup'\nDid you mean: lookup", 0),
+            0u)
+      << unknown.err;
+}
+
+// -vs registers the schema (schemas get shows it); a producer of another type is refused; a
+// consumer with -st auto_consume takes the topic whatever its schema; -m NonDurable leaves
+// no subscription behind.
+TEST_F(ClientToolTest, ValueSchemaSchemaTypeAndSubscriptionMode) {
+  const std::string web = serve_http();
+  auto produced = run({"produce", topic(), "-m", "hello", "-vs", "string"});
+  ASSERT_EQ(produced.code, 0) << produced.err;
+  auto got = admin(web, {"schemas", "get", topic()});
+  ASSERT_EQ(got.code, 0) << got.err;
+  EXPECT_NE(got.out.find("\"type\": \"STRING\""), std::string::npos) << got.out;
+  auto other = run({"produce", topic(), "-m", "{}", "-vs", "json:{\"type\":\"record\"}"});
+  EXPECT_EQ(other.code, 1);
+  EXPECT_NE(other.err.find("Error while producing messages"), std::string::npos) << other.err;
+  ASSERT_EQ(run({"produce", topic(), "-m", "again", "-vs", "string"}).code, 0);
+  auto consumed = run({"consume", topic(), "-s", "auto", "-st", "auto_consume", "-p", "Earliest",
+                       "-n", "2", "-m", "NonDurable"});
+  ASSERT_EQ(consumed.code, 0) << consumed.err;
+  EXPECT_NE(consumed.out.find("content:hello"), std::string::npos) << consumed.out;
+  EXPECT_EQ(admin(web, {"topics", "subscriptions", topic()}).out, "");  // non-durable: gone
+}
+
 TEST_F(ClientToolTest, BadArgumentsExitOneWithAMessage) {
   auto no_messages = run({"produce", topic()});
   EXPECT_EQ(no_messages.code, 1);
@@ -340,9 +451,15 @@ TEST_F(ClientToolTest, BadArgumentsExitOneWithAMessage) {
   EXPECT_EQ(bad_id.code, 1);
   // Pulsar's multi-letter options: ours by name, the others refused by name, never misread
   // as one-letter clusters (-vs was -v -s: print the version and exit 0, sending nothing).
-  auto schema = run({"produce", topic(), "-m", "hello", "-vs", "string"});
-  EXPECT_EQ(schema.code, 1);
-  EXPECT_EQ(schema.err, "pulsar-client's option -vs is not supported here\n");
+  auto refused = run({"produce", topic(), "-m", "hello", "-ekv", "x"});
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_EQ(refused.err, "pulsar-client's option -ekv is not supported here\n");
+  auto bad_schema = run({"produce", topic(), "-m", "hello", "-vs", "nonsense"});
+  EXPECT_EQ(bad_schema.code, 1);
+  EXPECT_NE(bad_schema.err.find("Invalid value schema 'nonsense'"), std::string::npos);
+  EXPECT_EQ(run({"produce", topic(), "-m", "x", "-vs", "json"}).code, 1);  // needs a definition
+  EXPECT_EQ(run({"consume", topic(), "-s", "s", "-st", "avro"}).code, 1);
+  EXPECT_EQ(run({"consume", topic(), "-s", "s", "-m", "Sometimes"}).code, 1);
   auto unknown = run({"consume", topic(), "-s", "s", "-zz"});
   EXPECT_EQ(unknown.code, 1);
   EXPECT_EQ(unknown.err, "Unknown option: '-zz'\n");

@@ -57,6 +57,11 @@ struct ConsumerOptions {
   BatchReceivePolicy batch_receive_policy;
   std::map<std::string, std::string> properties;
   bool read_compacted = false;
+  // Pulsar's subscriptionMode: Durable keeps the subscription (and its position) on the
+  // broker; NonDurable (false) has it go away with the last consumer.
+  bool durable = true;
+  // Checked against the topic's on subscribe; unset: bytes (no check).
+  std::optional<SchemaInfo> schema;
   // Pattern consumers: how often the namespace is checked for new matching topics.
   std::chrono::milliseconds pattern_auto_discovery_period{60'000};
   // Acknowledgements are grouped: sent together at most this long after the first one

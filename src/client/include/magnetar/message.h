@@ -21,6 +21,15 @@
 
 namespace magnetar::client {
 
+// A schema declared by a producer or consumer (Pulsar's SchemaInfo): the type by Pulsar's name
+// ("STRING", "JSON", "AVRO", ...; "AUTO_CONSUME" for a consumer that takes any), the
+// definition (the JSON text of a JSON or AVRO schema), properties. Without one: bytes.
+struct SchemaInfo {
+  std::string type;
+  std::string definition;
+  std::map<std::string, std::string> properties;
+};
+
 class MessageId {
  public:
   // The earliest id.

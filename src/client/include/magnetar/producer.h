@@ -61,6 +61,8 @@ struct ProducerOptions {
   HashingScheme hashing_scheme = HashingScheme::kJavaStringHash;
   // Messages larger than the broker's limit are split into chunks (batching must be off).
   bool chunking_enabled = false;
+  // Registered with the topic on creation (an incompatible one fails it); unset: bytes.
+  std::optional<SchemaInfo> schema;
 };
 
 using SendCallback = std::function<void(Result<MessageId>)>;

@@ -1,0 +1,300 @@
+// The servers started as a Pulsar user starts Pulsar's: `magnetar standalone` with pulsar
+// standalone's flags (-nfw -nss --wipe-data --advertised-address --bookkeeper-port) and with
+// Pulsar's own standalone.conf; `magnetar broker` with Pulsar's broker.conf and `magnetar
+// bookie` with BookKeeper's bookkeeper.conf; a failed first start that leaves nothing in the
+// way of the next; a restart on other ports that the cluster's URLs follow; a Grafana
+// dashboard written for Pulsar's metric names finding every series it asks for.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "http/http_client.h"
+#include "standalone_process.h"
+#include "testing/child_process.h"
+#include "testing/pulsar_test_client.h"
+
+#ifndef MAGNETAR_PULSAR_CONF_DIR
+#error "tests/integration/CMakeLists.txt passes MAGNETAR_PULSAR_CONF_DIR"
+#endif
+#ifndef MAGNETAR_DASHBOARD
+#error "tests/integration/CMakeLists.txt passes MAGNETAR_DASHBOARD, the Grafana dashboard"
+#endif
+
+namespace magnetar {
+namespace {
+
+using namespace std::chrono_literals;
+using Json = nlohmann::json;
+using testing::PulsarTestClient;
+using testing::Standalone;
+
+const std::string kConfDir = MAGNETAR_PULSAR_CONF_DIR;
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             fmt::format("magnetar-habits-{}-{}", name, ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// GET on 127.0.0.1:port; status and body (status 0 when it could not connect).
+std::pair<int, std::string> http_get(int port, const std::string& target) {
+  http::ClientOptions o;
+  o.timeout = 10s;
+  o.max_redirects = 0;
+  http::HttpClient client(o);
+  http::HttpRequest request;
+  request.method = "GET";
+  request.url = fmt::format("http://127.0.0.1:{}{}", port, target);
+  auto got = client.send_blocking(std::move(request));
+  if (!got.ok()) return {0, got.status().to_string()};
+  return {got->status, got->body};
+}
+
+// Produces one message to `topic` on 127.0.0.1:port; an error when it was not stored.
+Status produce_one(int port, const std::string& topic) {
+  PulsarTestClient::Options o;
+  o.port = port;
+  o.timeout = 10s;
+  auto c = PulsarTestClient::connect(o);
+  if (!c.ok()) return c.status();
+  auto p = (*c)->create_producer(topic, 1);
+  if (!p.ok()) return p.status();
+  auto sent = (*c)->send_message(1, 0, "hello");
+  return sent.ok() ? Status::OK() : sent.status();
+}
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(PulsarHabitsTest, StandaloneTakesPulsarsFlagsAndItsStandaloneConf) {
+  const auto dir = fresh_dir("flags");
+  Standalone s(dir);
+  s.set_args({"-nfw", "-nss", "--conf", kConfDir + "/standalone.conf", "--advertised-address",
+              "localhost", "--bookkeeper-port", std::to_string(s.bookie_port())});
+  ASSERT_TRUE(s.start());
+  const std::string log = s.log();
+  // Pulsar's keys we do not act on: one warning naming them.
+  EXPECT_EQ(occurrences(log, "accepted but not acted on by the standalone"), 1u) << log;
+  EXPECT_NE(log.find("webSocketServiceEnabled"), std::string::npos);
+  // The advertised host name is in the cluster's URLs and in lookups.
+  auto [status, body] = http_get(s.web_port(), "/admin/v2/clusters/standalone");
+  ASSERT_EQ(status, 200) << body;
+  const Json cluster = Json::parse(body, nullptr, false);
+  EXPECT_EQ(cluster.value("serviceUrl", ""), fmt::format("http://localhost:{}", s.web_port()));
+  EXPECT_EQ(cluster.value("brokerServiceUrl", ""), fmt::format("pulsar://localhost:{}", s.port()));
+  auto lookup = http_get(s.web_port(), "/lookup/v2/topic/persistent/public/default/t");
+  ASSERT_EQ(lookup.first, 200) << lookup.second;
+  EXPECT_EQ(Json::parse(lookup.second, nullptr, false).value("brokerUrl", ""),
+            fmt::format("pulsar://localhost:{}", s.port()));
+  // The embedded bookie listens on what the host name resolves to: messages are stored.
+  Status st = produce_one(s.port(), "persistent://public/default/t");
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  s.kill();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PulsarHabitsTest, AFailedFirstStartLeavesNothingInTheWayOfTheNext) {
+  const auto dir = fresh_dir("failed");
+  Standalone s(dir);
+  {
+    // The web port is taken: the first start fails after the metadata and the bookie
+    // started.
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(s.web_port()));
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::listen(fd, 1), 0);
+    EXPECT_FALSE(s.start());
+    ::close(fd);
+  }
+  ASSERT_TRUE(s.start()) << s.log();
+  Status st = produce_one(s.port(), "persistent://public/default/after-failure");
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  s.kill();
+
+  // Started again on other broker ports over the same data: the cluster's URLs follow, the
+  // topic is still there; --wipe-data starts from nothing.
+  Standalone moved(dir);
+  moved.set_bookie_port(s.bookie_port());
+  ASSERT_TRUE(moved.start());
+  auto [status, body] = http_get(moved.web_port(), "/admin/v2/clusters/standalone");
+  ASSERT_EQ(status, 200) << body;
+  EXPECT_EQ(Json::parse(body, nullptr, false).value("brokerServiceUrl", ""),
+            fmt::format("pulsar://127.0.0.1:{}", moved.port()));
+  const std::string stats = "/admin/v2/persistent/public/default/after-failure/stats";
+  EXPECT_EQ(http_get(moved.web_port(), stats).first, 200);
+  moved.kill();
+  moved.set_args({"--wipe-data"});
+  ASSERT_TRUE(moved.start());
+  EXPECT_EQ(http_get(moved.web_port(), stats).first, 404);
+  EXPECT_EQ(http_get(moved.web_port(), "/admin/v2/namespaces/public").first, 200);
+  moved.kill();
+  std::filesystem::remove_all(dir);
+}
+
+// Runs `magnetar <role> --conf <Pulsar's file> --set ...` until `ready` shows in its log.
+::testing::AssertionResult runs_until(const std::filesystem::path& dir, std::vector<std::string> args,
+                                      const std::string& ready, std::string* log_text) {
+  const std::string log = (dir / "server.log").string();
+  auto pid = testing::spawn_child(std::move(args), log, dir.string());
+  if (!pid.ok()) return ::testing::AssertionFailure() << pid.status().to_string();
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  bool up = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(log);
+    *log_text = std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (log_text->find(ready) != std::string::npos) {
+      up = true;
+      break;
+    }
+    if (testing::reap_child(*pid, false).has_value()) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ::kill(*pid, SIGTERM);
+  const auto status = testing::reap_child(*pid, true);
+  if (!up) return ::testing::AssertionFailure() << "not ready:\n" << *log_text;
+  if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+    return ::testing::AssertionFailure() << "did not stop cleanly:\n" << *log_text;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST(PulsarHabitsTest, PulsarsBrokerConfAndBookKeepersConfStartOurServers) {
+  const auto dir = fresh_dir("confs");
+  std::string log;
+  EXPECT_TRUE(runs_until(
+      dir,
+      {MAGNETAR_BINARY, "broker", "--conf", kConfDir + "/broker.conf", "--set",
+       "clusterName=habits", "--set", "metadataStoreUrl=rocksdb://" + (dir / "meta").string(),
+       "--set", "bindAddress=127.0.0.1", "--set", "advertisedAddress=localhost", "--set",
+       fmt::format("brokerServicePort={}", testing::free_port()), "--set",
+       fmt::format("webServicePort={}", testing::free_port())},
+      "broker ready", &log));
+  EXPECT_EQ(occurrences(log, "accepted but not acted on by the broker"), 1u) << log;
+
+  EXPECT_TRUE(runs_until(
+      dir,
+      {MAGNETAR_BINARY, "bookie", "--conf", kConfDir + "/bookkeeper.conf", "--set",
+       "metadataStoreUrl=rocksdb://" + (dir / "bk-meta").string(), "--set",
+       "journalDirectories=" + (dir / "journal").string(), "--set",
+       "ledgerDirectories=" + (dir / "ledgers").string(), "--set",
+       fmt::format("bookiePort={}", testing::free_port())},
+      "serving the bookie protocol", &log));
+  EXPECT_EQ(occurrences(log, "accepted but not acted on by the bookie"), 1u) << log;
+  std::filesystem::remove_all(dir);
+}
+
+// Every Pulsar series deploy/grafana/magnetar-overview.json queries (its panels: rates,
+// throughput, counters, storage, backlog, latency and entry-size buckets, subscriptions,
+// connections). The test checks the dashboard asks for exactly these, then that a standalone
+// with traffic exports each.
+const std::set<std::string> kDashboardSeries = {
+    "pulsar_active_connections", "pulsar_average_msg_size",
+    "pulsar_connection_closed_total_count", "pulsar_connection_created_total_count",
+    "pulsar_consumers_count", "pulsar_entry_size_count", "pulsar_entry_size_le_100_kb",
+    "pulsar_entry_size_le_128", "pulsar_entry_size_le_16_kb", "pulsar_entry_size_le_1_kb",
+    "pulsar_entry_size_le_1_mb", "pulsar_entry_size_le_2_kb", "pulsar_entry_size_le_4_kb",
+    "pulsar_entry_size_le_512", "pulsar_entry_size_le_overflow", "pulsar_entry_size_sum",
+    "pulsar_in_bytes_total", "pulsar_in_messages_total", "pulsar_msg_backlog",
+    "pulsar_out_bytes_total", "pulsar_out_messages_total", "pulsar_producers_count",
+    "pulsar_rate_in", "pulsar_rate_out", "pulsar_storage_backlog_size",
+    "pulsar_storage_logical_size", "pulsar_storage_read_rate", "pulsar_storage_size",
+    "pulsar_storage_write_latency_count", "pulsar_storage_write_latency_le_0_5",
+    "pulsar_storage_write_latency_le_1", "pulsar_storage_write_latency_le_10",
+    "pulsar_storage_write_latency_le_100", "pulsar_storage_write_latency_le_1000",
+    "pulsar_storage_write_latency_le_20", "pulsar_storage_write_latency_le_200",
+    "pulsar_storage_write_latency_le_5", "pulsar_storage_write_latency_le_50",
+    "pulsar_storage_write_latency_overflow", "pulsar_storage_write_latency_sum",
+    "pulsar_storage_write_rate", "pulsar_subscription_back_log",
+    "pulsar_subscription_consumers_count", "pulsar_subscription_msg_rate_out",
+    "pulsar_subscription_msg_rate_redeliver", "pulsar_subscription_msg_throughput_out",
+    "pulsar_subscription_unacked_messages", "pulsar_subscriptions_count", "pulsar_throughput_in",
+    "pulsar_throughput_out", "pulsar_topics_count",
+};
+
+// The metric names in the PromQL of every panel target.
+std::set<std::string> dashboard_series(const std::string& path) {
+  std::ifstream in(path);
+  const Json dashboard = Json::parse(in, nullptr, false);
+  std::set<std::string> names;
+  if (!dashboard.is_object()) return names;
+  const std::regex metric("pulsar_[a-z0-9_]+");
+  for (const auto& panel : dashboard.value("panels", Json::array())) {
+    for (const auto& target : panel.value("targets", Json::array())) {
+      const std::string expr = target.value("expr", "");
+      for (auto it = std::sregex_iterator(expr.begin(), expr.end(), metric);
+           it != std::sregex_iterator(); ++it) {
+        names.insert(it->str());
+      }
+    }
+  }
+  return names;
+}
+
+// The names of the series with samples in a Prometheus exposition.
+std::set<std::string> exported_series(const std::string& exposition) {
+  std::set<std::string> names;
+  std::istringstream in(exposition);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    names.insert(line.substr(0, line.find_first_of("{ ")));
+  }
+  return names;
+}
+
+TEST(PulsarHabitsTest, TheGrafanaDashboardFindsEverySeriesItAsksFor) {
+  EXPECT_EQ(dashboard_series(MAGNETAR_DASHBOARD), kDashboardSeries);
+  const auto dir = fresh_dir("grafana");
+  Standalone s(dir, {"statsUpdateFrequencyInSecs=1"});
+  ASSERT_TRUE(s.start());
+  PulsarTestClient::Options o;
+  o.port = s.port();
+  o.timeout = 10s;
+  auto c = PulsarTestClient::connect(o);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  const std::string topic = "persistent://public/default/dashboard";
+  ASSERT_TRUE((*c)->subscribe(topic, "sub", wire::CommandSubscribe::Shared, 7).ok());
+  ASSERT_TRUE((*c)->flow(7, 100).ok());
+  ASSERT_TRUE((*c)->create_producer(topic, 1).ok());
+  for (uint64_t i = 0; i < 20; ++i) ASSERT_TRUE((*c)->send_message(1, i, "m").ok());
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE((*c)->receive_message(5s).ok());
+  std::set<std::string> missing;
+  for (int i = 0; i < 100; ++i) {  // until a stats period has passed
+    const auto exported = exported_series(http_get(s.web_port(), "/metrics").second);
+    missing.clear();
+    for (const auto& name : kDashboardSeries) {
+      if (!exported.count(name)) missing.insert(name);
+    }
+    if (missing.empty()) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(missing.empty()) << "not exported: " << ::testing::PrintToString(missing);
+  s.kill();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace magnetar
