@@ -98,6 +98,7 @@ std::vector<std::string> rewrite_single_dash_options(std::vector<std::string> ar
   static const std::map<std::string, std::string> kLongNames = {
       {"-ttl", "--messageTTL"}, {"-lt", "--limitTime"},    {"-bt", "--type"},
       {"-force", "--force"},    {"-td", "--topic-domain"},
+      {"-gpb", "--get-precise-backlog"},
   };
   for (std::string& arg : args) {
     if (arg == "--") break;
@@ -150,6 +151,7 @@ int run_admin(std::vector<std::string> args, std::ostream& out, std::ostream& er
   add_namespace_commands(app, table);
   add_topic_commands(app, table);
   add_broker_commands(app, table);
+  add_broker_stats_commands(app, table);
   add_schema_commands(app, table);
 
   if (auto done = parse_command_line(app, rewrite_single_dash_options(std::move(args)), out, err))

@@ -49,6 +49,61 @@ void add_broker_commands(CLI::App& app, CommandTable& table) {
 
   CLI::App* version = g->add_subcommand("version", "Get the version of the broker");
   table.on(version, [](Session& s) { return s.print_value("/admin/v2/brokers/version"); });
+
+  // namespaces <cluster> --url host:port: the bundles that broker owns, as pulsar-admin prints
+  // its map of NamespaceOwnershipStatus.
+  auto owned_cluster = std::make_shared<std::string>();
+  auto owned_url = std::make_shared<std::string>();
+  CLI::App* owned = g->add_subcommand("namespaces", "List the namespace bundles a broker owns");
+  owned->add_option("cluster", *owned_cluster, "Cluster name")->required();
+  owned->add_option("-u,--url", *owned_url, "The broker's web address, host:port")->required();
+  table.on(owned, [owned_cluster, owned_url](Session& s) {
+    std::string broker = *owned_url;
+    if (auto scheme = broker.find("://"); scheme != std::string::npos) {
+      broker = broker.substr(scheme + 3);
+    }
+    while (!broker.empty() && broker.back() == '/') broker.pop_back();
+    auto response = s.call("GET", "/admin/v2/brokers/" + encode_segment(*owned_cluster) + "/" +
+                                      encode_segment(broker) + "/ownedNamespaces");
+    if (!response) return 1;
+    const Json map = Session::parse(*response);
+    if (!map.is_object()) return 0;
+    for (const auto& [bundle, status] : map.items()) {
+      s.out() << bundle << "    [broker_assignment=" << status.value("broker_assignment", "")
+              << " is_controlled=" << (status.value("is_controlled", false) ? "true" : "false")
+              << " is_active=" << (status.value("is_active", false) ? "true" : "false") << "]\n";
+    }
+    return 0;
+  });
+}
+
+// `magnetar-admin broker-stats ...`: /admin/v2/broker-stats.
+void add_broker_stats_commands(CLI::App& app, CommandTable& table) {
+  CLI::App* g = add_group(app, "broker-stats", "Operations to collect broker statistics");
+  // Printed as pulsar-admin prints them: compact JSON, or indented with -i.
+  auto add = [&](const char* name, const char* description, std::string path) {
+    auto indent = std::make_shared<bool>(false);
+    CLI::App* cmd = g->add_subcommand(name, description);
+    cmd->add_flag("-i,--indent", *indent, "Indent the JSON output");
+    table.on(cmd, [indent, path = std::move(path)](Session& s) {
+      auto response = s.call("GET", path);
+      if (!response) return 1;
+      s.out() << Session::parse(*response).dump(*indent ? 4 : -1) << "\n";
+      return 0;
+    });
+  };
+  add("topics", "The stats of every topic this broker serves, by namespace and bundle",
+      "/admin/v2/broker-stats/topics");
+  add("load-report", "This broker's load report", "/admin/v2/broker-stats/load-report");
+  add("monitoring-metrics", "The broker's metrics in Pulsar's JSON form",
+      "/admin/v2/broker-stats/metrics");
+  add("mbeans", "The broker's JMX beans (none: not a JVM)", "/admin/v2/broker-stats/mbeans");
+  auto allocator = std::make_shared<std::string>();
+  CLI::App* alloc = g->add_subcommand("allocator-stats", "A Netty allocator's stats");
+  alloc->add_option("allocator", *allocator, "Allocator name")->required();
+  table.on(alloc, [allocator](Session& s) {
+    return s.print_value("/admin/v2/broker-stats/allocator-stats/" + encode_segment(*allocator));
+  });
 }
 
 }  // namespace magnetar::cli

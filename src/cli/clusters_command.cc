@@ -91,6 +91,24 @@ void add_cluster_commands(CLI::App& app, CommandTable& table) {
     return s.change("PUT", cluster_path(create->name), cluster_data(*create));
   });
 
+  auto peers_name = std::make_shared<std::string>();
+  auto peers = std::make_shared<std::string>();
+  CLI::App* peers_cmd =
+      group->add_subcommand("update-peer-clusters", "Set the peer clusters of a cluster");
+  peers_cmd->add_option("cluster", *peers_name, "Cluster name")->required();
+  peers_cmd->add_option("--peer-clusters", *peers, "Comma separated peer cluster names")
+      ->required();
+  table.on(peers_cmd, [peers_name, peers](Session& s) {
+    return s.change("POST", cluster_path(*peers_name) + "/peers", Json(split_list(*peers)).dump());
+  });
+  auto get_peers = std::make_shared<std::string>();
+  CLI::App* get_peers_cmd =
+      group->add_subcommand("get-peer-clusters", "Get the peer clusters of a cluster");
+  get_peers_cmd->add_option("cluster", *get_peers, "Cluster name")->required();
+  table.on(get_peers_cmd, [get_peers](Session& s) {
+    return s.print_list(cluster_path(*get_peers) + "/peers");
+  });
+
   auto update = std::make_shared<ClusterArgs>();
   CLI::App* update_cmd =
       group->add_subcommand("update", "Update the configuration of a cluster (replaces it)");

@@ -38,6 +38,7 @@ void add_tenant_commands(CLI::App& app, CommandTable& table);
 void add_namespace_commands(CLI::App& app, CommandTable& table);
 void add_topic_commands(CLI::App& app, CommandTable& table);
 void add_broker_commands(CLI::App& app, CommandTable& table);
+void add_broker_stats_commands(CLI::App& app, CommandTable& table);
 void add_schema_commands(CLI::App& app, CommandTable& table);
 
 }  // namespace magnetar::cli

@@ -84,6 +84,41 @@ Run getter(std::string suffix, bool list = false) {
   };
 }
 
+// get-retention: Pulsar's RetentionPolicies in its field order (time, then size).
+int get_retention(Session& s, const NamespaceArgs& a) {
+  auto path = ns_path(s, a.name, "/retention");
+  if (!path) return 1;
+  auto response = s.call("GET", *path);
+  if (!response) return 1;
+  const Json j = Session::parse(*response);
+  if (!j.is_object()) {
+    s.print(j);
+    return 0;
+  }
+  s.out() << fmt::format("{{\n  \"retentionTimeInMinutes\" : {},\n  \"retentionSizeInMB\" : {}\n}}\n",
+                         j.value("retentionTimeInMinutes", Json(0)).dump(),
+                         j.value("retentionSizeInMB", Json(0)).dump());
+  return 0;
+}
+
+// get-backlog-quotas: pulsar-admin prints the map with each BacklogQuota's toString().
+int get_backlog_quotas(Session& s, const NamespaceArgs& a) {
+  auto path = ns_path(s, a.name, "/backlogQuotaMap");
+  if (!path) return 1;
+  auto response = s.call("GET", *path);
+  if (!response) return 1;
+  const Json map = Session::parse(*response);
+  if (!map.is_object()) return 0;
+  for (const auto& [type, q] : map.items()) {
+    if (!q.is_object()) continue;
+    const Json size = q.contains("limitSize") ? q["limitSize"] : q.value("limit", Json(-1));
+    s.out() << fmt::format("{}    BacklogQuotaImpl(limit={}, limitSize={}, limitTime={}, policy={})\n",
+                           type, size.dump(), size.dump(), q.value("limitTime", Json(-1)).dump(),
+                           q.value("policy", ""));
+  }
+  return 0;
+}
+
 // `method` on <suffix> without a body.
 Run changer(std::string method, std::string suffix) {
   return
@@ -359,7 +394,7 @@ void add_namespace_commands(CLI::App& app, CommandTable& table) {
                       "Retention time (eg: 100m, 3h, 2d, 5w; no unit: seconds; -1: none)")
             ->required();
       });
-  add(g, table, "get-retention", "Get the retention policy of a namespace", getter("/retention"));
+  add(g, table, "get-retention", "Get the retention policy of a namespace", get_retention);
   add(g, table, "remove-retention", "Remove the retention policy of a namespace",
       changer("DELETE", "/retention"));
 
@@ -386,7 +421,7 @@ void add_namespace_commands(CLI::App& app, CommandTable& table) {
                       "Quota type: destination_storage (default) or message_age; also -bt");
       });
   add(g, table, "get-backlog-quotas", "Get the backlog quota policies of a namespace",
-      getter("/backlogQuotaMap"));
+      get_backlog_quotas);
   add(g, table, "remove-backlog-quota", "Remove a backlog quota policy of a namespace",
       remove_backlog_quota, [](CLI::App* c, NamespaceArgs& a) {
         c->add_option("-t,--type", a.type,

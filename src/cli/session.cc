@@ -225,7 +225,7 @@ int Session::argument_error(std::string_view message) {
 }
 
 bool Session::confirm(std::string_view question) {
-  err_ << question << " (y/n): " << std::flush;
+  out_ << question << " (Y or N) " << std::flush;  // as pulsar-admin asks
   std::string answer;
   if (!std::getline(in_, answer)) return false;
   return answer == "y" || answer == "Y" || answer == "yes" || answer == "Yes";

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <ostream>
 
@@ -38,6 +39,9 @@ struct TopicArgs {
   bool applied = false;
   bool global = false;
   std::string domain;
+  // partitioned-lookup --sort-by-broker, stats --get-precise-backlog (ours is always precise)
+  bool sort_by_broker = false;
+  bool precise_backlog = false;
   // grant-permission, revoke-permission
   std::string role;
   std::vector<std::string> actions;
@@ -232,14 +236,26 @@ int partitioned_lookup(Session& s, const TopicArgs& a) {
   const int n = m.is_object() ? m.value("partitions", 0) : 0;
   auto base = topic_path(a.name);
   if (!base.ok()) return s.argument_error(base.status().message());
-  const std::string topic = "persistent://" + base->substr(std::string_view("/admin/v2/persistent/").size());
+  const std::string topic =
+      "persistent://" + base->substr(std::string_view("/admin/v2/persistent/").size());
+  // --sort-by-broker: pulsar-admin's map of broker -> [its partitions].
+  std::map<std::string, std::vector<std::string>> by_broker;
   for (int i = 0; i < n; ++i) {
     const std::string partition = fmt::format("{}-partition-{}", topic, i);
     auto url = lookup_url(s, partition);
     if (!url) return 1;
     auto broker = lookup_broker(s, *url);
     if (!broker) return 1;
-    s.out() << partition << "    " << *broker << "\n";
+    if (a.sort_by_broker) {
+      by_broker[*broker].push_back(partition);
+    } else {
+      s.out() << partition << "    " << *broker << "\n";
+    }
+  }
+  for (const auto& [broker, partitions] : by_broker) {
+    std::string list;
+    for (const auto& p : partitions) list += (list.empty() ? "" : ", ") + p;
+    s.out() << broker << "    [" << list << "]\n";
   }
   return 0;
 }
@@ -275,7 +291,42 @@ void add_topic_commands(CLI::App& app, CommandTable& table) {
     return 0;
   });
   add(g, table, "partitioned-lookup", "Look up the brokers serving a partitioned topic's partitions",
-      partitioned_lookup);
+      partitioned_lookup, [](CLI::App* c, TopicArgs& a) {
+        c->add_flag("-s,--sort-by-broker", a.sort_by_broker, "Group the partitions by broker");
+      });
+  add(g, table, "bundle-range", "Get the namespace bundle a topic belongs to",
+      [](Session& s, const TopicArgs& a) {
+        auto url = lookup_url(s, a.name);
+        return url ? s.print_value(*url + "/bundle") : 1;
+      });
+  add(g, table, "partitioned-stats-internal", "Get the internal stats of each partition",
+      [](Session& s, const TopicArgs& a) {
+        auto meta_path = topic_url(s, a.name, "/partitions");
+        if (!meta_path) return 1;
+        auto meta = s.call("GET", *meta_path);
+        if (!meta) return 1;
+        const Json m = Session::parse(*meta);
+        const int n = m.is_object() ? m.value("partitions", 0) : 0;
+        Json out = {{"metadata", {{"partitions", n}}}, {"partitions", Json::object()}};
+        auto base = topic_path(a.name);
+        if (!base.ok()) return s.argument_error(base.status().message());
+        const std::string topic =
+            "persistent://" + base->substr(std::string_view("/admin/v2/persistent/").size());
+        for (int i = 0; i < n; ++i) {
+          const std::string partition = fmt::format("{}-partition-{}", topic, i);
+          auto path = topic_url(s, partition, "/internalStats");
+          if (!path) return 1;
+          auto raw = s.send("GET", *path);
+          if (raw.ok() && raw->status == 404) continue;  // not created yet
+          if (raw.ok() && raw->status / 100 == 2) {
+            out["partitions"][partition] = Session::parse(*raw);
+            continue;
+          }
+          if (!s.call("GET", *path)) return 1;  // prints the failure
+        }
+        s.print(out);
+        return 0;
+      });
   for (const char* name : {"compact", "compaction-status"}) {
     add(g, table, name,
         std::string(name) == "compact" ? "Compact a topic" : "Status of a topic's compaction",
@@ -393,7 +444,10 @@ void add_topic_commands(CLI::App& app, CommandTable& table) {
         c->add_option("-r,--role", a.role, "Client role to which revoke permissions")->required();
       });
 
-  add(g, table, "stats", "Get the stats of a topic", getter("/stats"));
+  add(g, table, "stats", "Get the stats of a topic", getter("/stats"), [](CLI::App* c, TopicArgs& a) {
+    c->add_flag("--get-precise-backlog", a.precise_backlog,
+                "Accepted as pulsar-admin's: the backlog is always exact here");
+  });
   add(
       g, table, "partitioned-stats", "Get the stats of a partitioned topic",
       [](Session& s, const TopicArgs& a) {

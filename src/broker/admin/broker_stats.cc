@@ -6,8 +6,12 @@
 //                                           load manager)
 //   GET /admin/v2/broker-stats/metrics      [] (Pulsar's JMX-style metrics are not kept;
 //                                           /metrics has them in Prometheus form)
+//   GET /admin/v2/broker-stats/mbeans       [] (no JVM, no beans)
+//   GET /admin/v2/broker-stats/allocator-stats/{name}  404: there are no Netty allocators
 //
 // Every route needs a super user, as in Pulsar.
+
+#include <fmt/format.h>
 
 #include <memory>
 #include <string>
@@ -66,9 +70,17 @@ void add_broker_stats(http::Router& router, std::shared_ptr<const BrokerContext>
   });
   router.add("GET", root + "/load-report", super,
              [ctx](const Request&, const PathParams&) { return load_report(ctx->load); });
-  router.add("GET", root + "/metrics", super,
-             [](const Request&, const PathParams&) -> Task<Response> {
-               co_return ok_json(Json::array());
+  for (const char* empty : {"/metrics", "/mbeans"}) {
+    router.add("GET", root + empty, super,
+               [](const Request&, const PathParams&) -> Task<Response> {
+                 co_return ok_json(Json::array());
+               });
+  }
+  router.add("GET", root + "/allocator-stats/{allocator}", super,
+             [](const Request&, const PathParams& p) -> Task<Response> {
+               co_return error(404, fmt::format("No allocator {}: Magnetar has no Netty "
+                                                "allocators (see /metrics for its memory)",
+                                                p.at("allocator")));
              });
 }
 
