@@ -7,6 +7,9 @@ ASAN_DIR    ?= build/asan
 FUZZ_SECONDS ?= 20
 CTEST_FLAGS ?= --output-on-failure -j $(JOBS) --timeout 600
 export CCACHE_DIR ?= $(HOME)/.cache/ccache
+# Paths under the checkout are hashed relative to it: a clone elsewhere (a CI checkout) hits the
+# cache filled by another.
+export CCACHE_BASEDIR ?= $(CURDIR)
 
 .PHONY: all deps configure build build-asan test test-release test-asan fuzz run bench clean format
 
