@@ -226,22 +226,30 @@ std::optional<std::string> lookup_broker(Session& s, const std::string& url) {
   return j.is_object() ? j.value("brokerUrl", "") : std::string();
 }
 
-// Each partition and its broker, as pulsar-admin prints a map.
-int partitioned_lookup(Session& s, const TopicArgs& a) {
-  auto meta_path = topic_url(s, a.name, "/partitions");
-  if (!meta_path) return 1;
+// The names of a partitioned topic's partitions (none when it is not partitioned), or nullopt
+// after printing why not.
+std::optional<std::vector<std::string>> partition_names(Session& s, const std::string& name) {
+  auto meta_path = topic_url(s, name, "/partitions");
+  if (!meta_path) return std::nullopt;
   auto meta = s.call("GET", *meta_path);
-  if (!meta) return 1;
+  if (!meta) return std::nullopt;
   const Json m = Session::parse(*meta);
   const int n = m.is_object() ? m.value("partitions", 0) : 0;
-  auto base = topic_path(a.name);
-  if (!base.ok()) return s.argument_error(base.status().message());
+  const std::string base = *topic_path(name);  // valid: topic_url checked it
   const std::string topic =
-      "persistent://" + base->substr(std::string_view("/admin/v2/persistent/").size());
-  // --sort-by-broker: pulsar-admin's map of broker -> [its partitions].
+      "persistent://" + base.substr(std::string_view("/admin/v2/persistent/").size());
+  std::vector<std::string> names;
+  for (int i = 0; i < n; ++i) names.push_back(fmt::format("{}-partition-{}", topic, i));
+  return names;
+}
+
+// Each partition and its broker, as pulsar-admin prints a map; --sort-by-broker: each
+// broker and its partitions.
+int partitioned_lookup(Session& s, const TopicArgs& a) {
+  auto partitions = partition_names(s, a.name);
+  if (!partitions) return 1;
   std::map<std::string, std::vector<std::string>> by_broker;
-  for (int i = 0; i < n; ++i) {
-    const std::string partition = fmt::format("{}-partition-{}", topic, i);
+  for (const std::string& partition : *partitions) {
     auto url = lookup_url(s, partition);
     if (!url) return 1;
     auto broker = lookup_broker(s, *url);
@@ -252,11 +260,31 @@ int partitioned_lookup(Session& s, const TopicArgs& a) {
       s.out() << partition << "    " << *broker << "\n";
     }
   }
-  for (const auto& [broker, partitions] : by_broker) {
+  for (const auto& [broker, names] : by_broker) {
     std::string list;
-    for (const auto& p : partitions) list += (list.empty() ? "" : ", ") + p;
+    for (const auto& p : names) list += (list.empty() ? "" : ", ") + p;
     s.out() << broker << "    [" << list << "]\n";
   }
+  return 0;
+}
+
+// Each partition's internal stats, in Pulsar's PartitionedManagedLedgerInfo shape.
+int partitioned_stats_internal(Session& s, const TopicArgs& a) {
+  auto partitions = partition_names(s, a.name);
+  if (!partitions) return 1;
+  Json out = {{"metadata", {{"partitions", partitions->size()}}}, {"partitions", Json::object()}};
+  for (const std::string& partition : *partitions) {
+    auto path = topic_url(s, partition, "/internalStats");
+    if (!path) return 1;
+    auto raw = s.send("GET", *path);
+    if (raw.ok() && raw->status == 404) continue;  // not created yet
+    if (raw.ok() && raw->status / 100 == 2) {
+      out["partitions"][partition] = Session::parse(*raw);
+      continue;
+    }
+    if (!s.call("GET", *path)) return 1;  // prints the failure
+  }
+  s.print(out);
   return 0;
 }
 
@@ -300,33 +328,7 @@ void add_topic_commands(CLI::App& app, CommandTable& table) {
         return url ? s.print_value(*url + "/bundle") : 1;
       });
   add(g, table, "partitioned-stats-internal", "Get the internal stats of each partition",
-      [](Session& s, const TopicArgs& a) {
-        auto meta_path = topic_url(s, a.name, "/partitions");
-        if (!meta_path) return 1;
-        auto meta = s.call("GET", *meta_path);
-        if (!meta) return 1;
-        const Json m = Session::parse(*meta);
-        const int n = m.is_object() ? m.value("partitions", 0) : 0;
-        Json out = {{"metadata", {{"partitions", n}}}, {"partitions", Json::object()}};
-        auto base = topic_path(a.name);
-        if (!base.ok()) return s.argument_error(base.status().message());
-        const std::string topic =
-            "persistent://" + base->substr(std::string_view("/admin/v2/persistent/").size());
-        for (int i = 0; i < n; ++i) {
-          const std::string partition = fmt::format("{}-partition-{}", topic, i);
-          auto path = topic_url(s, partition, "/internalStats");
-          if (!path) return 1;
-          auto raw = s.send("GET", *path);
-          if (raw.ok() && raw->status == 404) continue;  // not created yet
-          if (raw.ok() && raw->status / 100 == 2) {
-            out["partitions"][partition] = Session::parse(*raw);
-            continue;
-          }
-          if (!s.call("GET", *path)) return 1;  // prints the failure
-        }
-        s.print(out);
-        return 0;
-      });
+      partitioned_stats_internal);
   for (const char* name : {"compact", "compaction-status"}) {
     add(g, table, name,
         std::string(name) == "compact" ? "Compact a topic" : "Status of a topic's compaction",

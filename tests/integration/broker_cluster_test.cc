@@ -18,12 +18,7 @@ TEST_F(BrokerClusterTest, EitherBrokerReachesEveryTopicAndBundlesSpreadOverBoth)
   start_broker();
   ASSERT_FALSE(HasFailure());
   // Both registered.
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto ids = await(store_->children("/loadbalance/brokers"));
-    if (ids.ok() && ids->size() == 2) break;
-    run_for(100ms);
-  }
+  wait_for_registered_brokers(2);
   auto [code, body] = http(brokers_[0].web_port, "GET", "/admin/v2/brokers/test");
   ASSERT_EQ(code, 200) << body;
   EXPECT_EQ(nlohmann::json::parse(body).size(), 2u) << body;
@@ -92,12 +87,7 @@ TEST_F(BrokerClusterTest, BundlesLookedUpAtTheSameMomentSpreadOverBothBrokers) {
   start_broker();
   start_broker();
   ASSERT_FALSE(HasFailure());
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto ids = await(store_->children("/loadbalance/brokers"));
-    if (ids.ok() && ids->size() == 2) break;
-    run_for(100ms);
-  }
+  wait_for_registered_brokers(2);
   auto [made, made_body] = http(brokers_[0].web_port, "PUT", "/admin/v2/namespaces/public/four",
                                 R"({"bundles":{"numBundles":4}})");
   ASSERT_EQ(made, 204) << made_body;

@@ -149,6 +149,16 @@ class BrokerClusterFixture : public ClusterFixture {
     return c.ok() ? std::move(c).value() : nullptr;
   }
 
+  // Until `n` brokers are registered with the load manager (at most 10 s).
+  void wait_for_registered_brokers(size_t n) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < until) {
+      auto ids = await(store_->children("/loadbalance/brokers"));
+      if (ids.ok() && ids->size() == n) return;
+      run_for(std::chrono::milliseconds(100));
+    }
+  }
+
   const BrokerChild* broker_by_url(const std::string& url) const {
     for (const auto& b : brokers_) {
       if (b.url() == url && b.pid > 0) return &b;
