@@ -316,21 +316,25 @@ Task<std::vector<TopicLoad>> TopicRegistry::topic_loads() {
   co_return out;
 }
 
-Task<TopicRegistry::AutoCreation> TopicRegistry::auto_creation(std::string ns) {
+TopicRegistry::AutoCreation TopicRegistry::auto_creation_of(std::string_view policies) const {
   AutoCreation broker{config_.allow_auto_topic_creation,
                       config_.allow_auto_topic_creation_type == "partitioned",
                       config_.default_num_partitions};
-  auto node = co_await stores_.configuration->get(namespace_policies_path(ns));
-  if (!node.ok() || !node->has_value()) co_return broker;
-  const auto policies = nlohmann::json::parse((*node)->value, nullptr, false);
-  if (!policies.is_object() || !policies.contains("autoTopicCreationOverride")) co_return broker;
-  const auto& o = policies["autoTopicCreationOverride"];
-  if (!o.is_object()) co_return broker;
+  const auto j = nlohmann::json::parse(policies, nullptr, false);
+  if (!j.is_object() || !j.contains("autoTopicCreationOverride")) return broker;
+  const auto& o = j["autoTopicCreationOverride"];
+  if (!o.is_object()) return broker;
   AutoCreation own;
   own.allowed = o.value("allowAutoTopicCreation", false);
   own.partitioned = o.value("topicType", "non-partitioned") == "partitioned";
   own.partitions = o.value("defaultNumPartitions", config_.default_num_partitions);
-  co_return own;
+  return own;
+}
+
+Task<TopicRegistry::AutoCreation> TopicRegistry::auto_creation(std::string ns) {
+  auto node = co_await stores_.configuration->get(namespace_policies_path(ns));
+  co_return auto_creation_of(node.ok() && node->has_value() ? std::string_view((*node)->value)
+                                                            : std::string_view());
 }
 
 Task<std::vector<std::pair<protocol::TopicName, std::string>>>
@@ -370,14 +374,15 @@ Task<Result<int>> TopicRegistry::partitions(protocol::TopicName name, bool auto_
   }
   // A missing namespace is said at once (as Pulsar 3.3+ does), so that clients fail fast
   // instead of retrying the lookup until their operation timeout.
-  auto ns = co_await namespace_exists(name.namespace_name());
+  // One read of the namespace's policies: whether it exists, and what auto-creation makes.
+  auto ns = co_await stores_.configuration->get(namespace_policies_path(name.namespace_name()));
   if (!ns.ok()) co_return ns.status();
-  if (!*ns) {
+  if (!ns->has_value()) {
     co_return Status(Errc::kNotFound, fmt::format("Tenant or namespace or topic does not exist: {}",
                                                   name.namespace_name()));
   }
   if (!auto_create) co_return 0;
-  const AutoCreation creation = co_await auto_creation(name.namespace_name());
+  const AutoCreation creation = auto_creation_of((*ns)->value);
   if (!creation.allowed || !creation.partitioned || creation.partitions <= 0) co_return 0;
   // An existing non-partitioned topic stays non-partitioned.
   const std::string ml_path = mledger::managed_ledger_path(name.persistence_name());

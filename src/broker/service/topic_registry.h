@@ -24,6 +24,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -76,6 +77,8 @@ class TopicRegistry final : public BundleTopics {
     int partitions = 0;
   };
   Task<AutoCreation> auto_creation(std::string ns);
+  // The same from the namespace's policies JSON (empty or without an override: the broker's).
+  AutoCreation auto_creation_of(std::string_view policies) const;
   // Whether a client's use may create the topic: auto_creation() allows it, or a partition of
   // an existing partitioned topic (created on demand, as Pulsar does).
   Task<bool> may_auto_create(protocol::TopicName name);
