@@ -12,9 +12,8 @@
 //   /admin/v2/persistent/{t}/{ns}/{topic}/permissions/{role}       POST  actions (destination_auth)
 //                                                                  DELETE
 //
-// Every route needs an admin of the tenant. Changing a grant while the broker has no
-// authorization (authorizationEnabled=false) answers 501 "Authorization is not enabled", as
-// Pulsar does; reading them works either way.
+// Every route needs an admin of the tenant. Grants are kept whether or not the broker
+// authorizes (authorizationEnabled), as Pulsar 3.x/4.x keeps them: they apply once it does.
 
 #include <fmt/format.h>
 
@@ -40,10 +39,6 @@ using http::PathParams;
 using http::Permission;
 using http::Request;
 using http::Response;
-
-Response not_enabled() {
-  return error(501, "Authorization is not enabled");
-}
 
 // The object at p.auth_policies.<key>, made when absent or malformed.
 Json& grants_of(Json& policies, const char* key) {
@@ -75,7 +70,6 @@ class Permissions {
   }
 
   Task<Response> grant(NamespaceName ns, std::string role, const Request& req) {
-    if (!ctx_->options.authorization_enabled) co_return not_enabled();
     if (!ns.valid()) co_return invalid_namespace_name();
     if (!valid_role(role)) co_return error(412, "Invalid role name");
     auto actions = parse_actions(req);
@@ -89,7 +83,6 @@ class Permissions {
   }
 
   Task<Response> revoke(NamespaceName ns, std::string role) {
-    if (!ctx_->options.authorization_enabled) co_return not_enabled();
     if (!ns.valid()) co_return invalid_namespace_name();
     if (!valid_role(role)) co_return error(412, "Invalid role name");
     const Mutation change = [&role](Json& p) -> std::optional<Response> {
@@ -101,7 +94,6 @@ class Permissions {
 
   Task<Response> grant_subscription(NamespaceName ns, std::string subscription,
                                     const Request& req) {
-    if (!ctx_->options.authorization_enabled) co_return not_enabled();
     if (!ns.valid()) co_return invalid_namespace_name();
     auto body = parse_body(req);
     if (auto* r = std::get_if<Response>(&body)) co_return std::move(*r);
@@ -122,7 +114,6 @@ class Permissions {
   }
 
   Task<Response> revoke_subscription(NamespaceName ns, std::string subscription, std::string role) {
-    if (!ctx_->options.authorization_enabled) co_return not_enabled();
     if (!ns.valid()) co_return invalid_namespace_name();
     const Mutation change = [&subscription, &role](Json& p) -> std::optional<Response> {
       Json& subs = grants_of(p, "subscription_auth_roles");
@@ -193,7 +184,6 @@ class TopicPermissions {
   }
 
   Task<Response> grant(const PathParams& p, const Request& req) {
-    if (!options().authorization_enabled) co_return not_enabled();
     auto checked = co_await checked_topic(broker(), p);
     if (auto* answer = std::get_if<Response>(&checked)) co_return std::move(*answer);
     const protocol::TopicName name = std::get<protocol::TopicName>(std::move(checked));
@@ -218,7 +208,6 @@ class TopicPermissions {
 
   // The role's grant on the topic and on its partitions; 412 when the topic has none.
   Task<Response> revoke(const PathParams& p) {
-    if (!options().authorization_enabled) co_return not_enabled();
     auto checked = co_await checked_topic(broker(), p);
     if (auto* answer = std::get_if<Response>(&checked)) co_return std::move(*answer);
     const protocol::TopicName name = std::get<protocol::TopicName>(std::move(checked));

@@ -80,7 +80,6 @@ class AdminResourcesTest : public ::testing::Test {
     ASSERT_TRUE(server.ok()) << server.status().to_string();
     server_ = std::move(server).value();
     AdminResourcesOptions admin;
-    admin.authorization_enabled = true;  // without it grants answer 501
     add_admin_resource_routes(*server_, metadata::MetadataStores{cluster_, configuration_}, admin);
   }
 

@@ -73,7 +73,6 @@ class AdminToolTest : public ::testing::Test {
     ASSERT_TRUE(server.ok()) << server.status().to_string();
     server_ = std::move(server).value();
     broker::AdminResourcesOptions admin;
-    admin.authorization_enabled = true;  // grants answer 501 without
     broker::add_admin_resource_routes(*server_, metadata::MetadataStores{cluster_, configuration_},
                                       admin);
   }
