@@ -67,6 +67,13 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
                   fmt::format("replicationStartAt '{}': must be latest or earliest",
                               b->config_.replication_start_at));
   }
+  if (b->config_.broker_delete_inactive_topics_mode != "delete_when_no_subscriptions" &&
+      b->config_.broker_delete_inactive_topics_mode != "delete_when_subscriptions_caught_up") {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("brokerDeleteInactiveTopicsMode '{}': must be "
+                              "delete_when_no_subscriptions or delete_when_subscriptions_caught_up",
+                              b->config_.broker_delete_inactive_topics_mode));
+  }
   // Authentication settings are checked before any port is bound, as the TLS files are.
   auto authentication = Authentication::create(b->config_);
   if (!authentication.ok()) return authentication.status();

@@ -94,7 +94,7 @@ Result<std::unique_ptr<BrokerServer>> BrokerServer::start(BrokerConfig config,
   AdminResourcesOptions admin;
   admin.cluster_name = config.cluster_name;
   admin.default_number_of_namespace_bundles = config.default_number_of_namespace_bundles;
-  admin.authorization_enabled = config.authorization_enabled;
+  admin.allow_auto_update_schema = config.is_allow_auto_update_schema;
   add_admin_routes(*s->web_, stores, admin, b->services(), s->load_.get());
   if (s->load_) {
     LoadManager* load = s->load_.get();

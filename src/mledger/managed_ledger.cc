@@ -84,6 +84,14 @@ int64_t ManagedLedger::now_ms() const {
   return wall_ms();
 }
 
+void ManagedLedger::set_persistence(int32_t ensemble, int32_t write_quorum, int32_t ack_quorum,
+                                    double mark_delete_rate) {
+  config_.ensemble_size = ensemble;
+  config_.write_quorum = write_quorum;
+  config_.ack_quorum = ack_quorum;
+  config_.mark_delete_rate_limit = mark_delete_rate;
+}
+
 void ManagedLedger::set_retention(double time_minutes, int64_t size_mb) {
   config_.retention_time_minutes = time_minutes;
   config_.retention_size_mb = size_mb;

@@ -100,6 +100,9 @@ class ManagedLedger : public std::enable_shared_from_this<ManagedLedger> {
   const ManagedLedgerConfig& config() const { return config_; }
   // Retention from namespace policies (takes effect at the next trim).
   void set_retention(double time_minutes, int64_t size_mb);
+  // The quorums of the ledgers created from now on, and the cursors' mark-delete rate limit.
+  void set_persistence(int32_t ensemble, int32_t write_quorum, int32_t ack_quorum,
+                       double mark_delete_rate);
 
   // --- Writes ---
   // Appends an entry; `done` is called on this ledger's executor, in add order.

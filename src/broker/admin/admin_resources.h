@@ -50,8 +50,8 @@ struct AdminResourcesOptions {
   std::string cluster_name = "standalone";
   // Bundles of a namespace created without a bundles policy (defaultNumberOfNamespaceBundles).
   int32_t default_number_of_namespace_bundles = 4;
-  // authorizationEnabled: without it, changing a grant answers 501 (Pulsar's answer).
-  bool authorization_enabled = false;
+  // isAllowAutoUpdateSchema: what a namespace without the policy answers.
+  bool allow_auto_update_schema = true;
 };
 
 // The clusters, tenants and namespaces resources alone (an admin server without a broker):

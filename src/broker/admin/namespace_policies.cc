@@ -1,6 +1,8 @@
 // The per-policy routes of a namespace, /admin/v2/namespaces/{tenant}/{namespace}/{policy}:
-// retention, messageTTL, backlogQuotaMap and backlogQuota, deduplication, replication,
-// autoTopicCreation, schemaCompatibilityStrategy and bundles, each a field of the namespace's Policies node read, or changed by compare-and-set.
+// those of policy_fields.h (messageTTL, deduplication, persistence, ...), retention,
+// backlogQuotaMap and backlogQuota, replication, autoTopicCreation,
+// schemaCompatibilityStrategy and bundles, each a field of the namespace's Policies node
+// read, or changed by compare-and-set.
 // Every route needs an admin of the tenant, as Pulsar's policy operations do. Answers: 200
 // with the value, 204 when an optional policy is unset (some read as {} or [] instead), 204
 // after a change.
@@ -17,6 +19,7 @@
 #include "broker/admin/admin_nodes.h"
 #include "broker/admin/admin_routes.h"
 #include "broker/admin/policies_json.h"
+#include "broker/admin/policy_fields.h"
 
 namespace magnetar::broker::admin {
 
@@ -31,17 +34,15 @@ class NamespacePolicies {
  public:
   explicit NamespacePolicies(std::shared_ptr<const AdminContext> ctx) : ctx_(std::move(ctx)) {}
 
-  // What GET of a policy answers when the namespace does not set it.
-  enum class Unset { kNoContent, kEmptyObject, kEmptyList, kUndefined };
   // GET of one policy field (`field` a string literal).
   Task<Response> get_policy(NamespaceName ns, const char* field, Unset unset);
   // DELETE of one policy field (`field` a string literal).
   Task<Response> remove_policy(NamespaceName ns, const char* field);
   Task<Response> set_retention(NamespaceName ns, const Request& req);
-  Task<Response> set_message_ttl(NamespaceName ns, const Request& req);
+  // POST of a policy_fields() one.
+  Task<Response> set_field(NamespaceName ns, const Request& req, const PolicyField& f);
   Task<Response> set_backlog_quota(NamespaceName ns, const Request& req);
   Task<Response> remove_backlog_quota(NamespaceName ns, const Request& req);
-  Task<Response> set_deduplication(NamespaceName ns, const Request& req);
   Task<Response> set_replication(NamespaceName ns, const Request& req);
   Task<Response> set_auto_topic_creation(NamespaceName ns, const Request& req);
   Task<Response> set_schema_compatibility(NamespaceName ns, const Request& req);
@@ -52,8 +53,6 @@ class NamespacePolicies {
 
   const std::shared_ptr<const AdminContext> ctx_;
 };
-
-using Unset = NamespacePolicies::Unset;
 
 Task<Response> NamespacePolicies::get_policy(NamespaceName ns, const char* field, Unset unset) {
   if (!ns.valid()) co_return invalid_namespace_name();
@@ -71,6 +70,10 @@ Task<Response> NamespacePolicies::get_policy(NamespaceName ns, const char* field
   if (unset == Unset::kEmptyObject) co_return ok_json(Json::object());
   if (unset == Unset::kEmptyList) co_return ok_json(Json::array());
   if (unset == Unset::kUndefined) co_return ok_json(Json("UNDEFINED"));
+  if (unset == Unset::kFalse) co_return ok_json(Json(false));
+  if (unset == Unset::kBrokerSchemaAutoUpdate) {
+    co_return ok_json(Json(ctx_->options.allow_auto_update_schema));
+  }
   co_return no_content();  // Pulsar answers an unset policy (null) with 204
 }
 
@@ -104,32 +107,31 @@ Task<Response> NamespacePolicies::set_retention(NamespaceName ns, const Request&
   co_return co_await update_policies(ns, set);
 }
 
-Task<Response> NamespacePolicies::set_message_ttl(NamespaceName ns, const Request& req) {
+Task<Response> NamespacePolicies::set_field(NamespaceName ns, const Request& req,
+                                            const PolicyField& f) {
   if (!ns.valid()) co_return invalid_namespace_name();
   auto body = parse_body(req);
   if (auto* r = std::get_if<Response>(&body)) co_return std::move(*r);
-  auto ttl = integer_in(std::get<0>(body), kInt32Min, kInt32Max);
-  if (!ttl) co_return error(400, "The message TTL must be a 32-bit integer (seconds)");
-  if (*ttl < 0) co_return error(412, "Invalid value for message TTL");
-  const int64_t seconds = *ttl;
-  const Mutation set = [seconds](Json& p) -> std::optional<Response> {
-    p["message_ttl_in_seconds"] = seconds;
+  auto parsed = f.parse(std::get<0>(body));
+  if (auto* r = std::get_if<Response>(&parsed)) co_return std::move(*r);
+  const Json& value = std::get<0>(parsed);
+  if (std::string_view(f.namespace_route) == "isAllowAutoUpdateSchema" && value == true &&
+      req.query.count("allowAutoUpdateSchemaWithReplicator") &&
+      req.query.at("allowAutoUpdateSchemaWithReplicator") == "false") {
+    co_return error(400, "Can not enable for all producers but denies for replicators, which is "
+                         "meaningless");
+  }
+  const char* field = f.namespace_field;
+  const Mutation set = [&value, field](Json& p) -> std::optional<Response> {
+    p[field] = value;
     return std::nullopt;
   };
   co_return co_await update_policies(ns, set);
 }
 
-// The backlogQuotaType query parameter (default destination_storage), or nullopt when unknown.
-std::optional<std::string> quota_type(const Request& req) {
-  auto it = req.query.find("backlogQuotaType");
-  if (it == req.query.end() || it->second.empty()) return std::string("destination_storage");
-  if (!is_backlog_quota_type(it->second)) return std::nullopt;
-  return it->second;
-}
-
 Task<Response> NamespacePolicies::set_backlog_quota(NamespaceName ns, const Request& req) {
   if (!ns.valid()) co_return invalid_namespace_name();
-  auto type = quota_type(req);
+  auto type = backlog_quota_type(req);
   if (!type) co_return error(400, "backlogQuotaType must be destination_storage or message_age");
   auto body = parse_body(req);
   if (auto* r = std::get_if<Response>(&body)) co_return std::move(*r);
@@ -151,7 +153,7 @@ Task<Response> NamespacePolicies::set_backlog_quota(NamespaceName ns, const Requ
 
 Task<Response> NamespacePolicies::remove_backlog_quota(NamespaceName ns, const Request& req) {
   if (!ns.valid()) co_return invalid_namespace_name();
-  auto type = quota_type(req);
+  auto type = backlog_quota_type(req);
   if (!type) co_return error(400, "backlogQuotaType must be destination_storage or message_age");
   const Mutation remove = [&type](Json& p) -> std::optional<Response> {
     if (p.contains("backlog_quota_map") && p["backlog_quota_map"].is_object()) {
@@ -160,19 +162,6 @@ Task<Response> NamespacePolicies::remove_backlog_quota(NamespaceName ns, const R
     return std::nullopt;
   };
   co_return co_await update_policies(ns, remove);
-}
-
-Task<Response> NamespacePolicies::set_deduplication(NamespaceName ns, const Request& req) {
-  if (!ns.valid()) co_return invalid_namespace_name();
-  auto body = parse_body(req);
-  if (auto* r = std::get_if<Response>(&body)) co_return std::move(*r);
-  if (!std::get<0>(body).is_boolean()) co_return error(400, "The body must be true or false");
-  const bool enabled = std::get<0>(body).get<bool>();
-  const Mutation set = [enabled](Json& p) -> std::optional<Response> {
-    p["deduplicationEnabled"] = enabled;
-    return std::nullopt;
-  };
-  co_return co_await update_policies(ns, set);
 }
 
 Task<Response> NamespacePolicies::set_replication(NamespaceName ns, const Request& req) {
@@ -279,15 +268,18 @@ void add_namespace_policies(http::Router& router, std::shared_ptr<const AdminCon
   get("retention", "retention_policies", Unset::kNoContent);
   set("POST", "retention", &NamespacePolicies::set_retention);
   remove("retention", "retention_policies");
-  get("messageTTL", "message_ttl_in_seconds", Unset::kNoContent);
-  set("POST", "messageTTL", &NamespacePolicies::set_message_ttl);
-  remove("messageTTL", "message_ttl_in_seconds");
+  for (const PolicyField& f : policy_fields()) {
+    if (f.namespace_route == nullptr) continue;
+    get(f.namespace_route, f.namespace_field, f.namespace_unset);
+    router.add("POST", ns + f.namespace_route, admin,
+               [self, &f](const Request& req, const PathParams& p) {
+                 return self->set_field(namespace_of(p), req, f);
+               });
+    remove(f.namespace_route, f.namespace_field);
+  }
   get("backlogQuotaMap", "backlog_quota_map", Unset::kEmptyObject);
   set("POST", "backlogQuota", &NamespacePolicies::set_backlog_quota);
   set("DELETE", "backlogQuota", &NamespacePolicies::remove_backlog_quota);
-  get("deduplication", "deduplicationEnabled", Unset::kNoContent);
-  set("POST", "deduplication", &NamespacePolicies::set_deduplication);
-  remove("deduplication", "deduplicationEnabled");
   get("replication", "replication_clusters", Unset::kEmptyList);
   set("POST", "replication", &NamespacePolicies::set_replication);
   get("autoTopicCreation", "autoTopicCreationOverride", Unset::kNoContent);

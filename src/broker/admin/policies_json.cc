@@ -384,6 +384,13 @@ OrResponse<Json> parse_backlog_quota(const Json& j) {
   return Json{{"limitSize", limit_size}, {"limitTime", limit_time}, {"policy", policy}};
 }
 
+std::optional<std::string> backlog_quota_type(const http::Request& req) {
+  auto it = req.query.find("backlogQuotaType");
+  if (it == req.query.end() || it->second.empty()) return std::string("destination_storage");
+  if (!is_backlog_quota_type(it->second)) return std::nullopt;
+  return it->second;
+}
+
 OrResponse<std::vector<std::string>> parse_auth_actions(const Json& j) {
   if (j.is_null()) return error(400, "A list of actions is required");
   auto list = parse_string_list(j, "actions");

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -83,6 +84,8 @@ OrResponse<Json> parse_retention(const Json& j);
 OrResponse<Json> parse_backlog_quota(const Json& j);
 // destination_storage or message_age.
 bool is_backlog_quota_type(std::string_view s);
+// The backlogQuotaType query parameter (default destination_storage); nullopt when unknown.
+std::optional<std::string> backlog_quota_type(const http::Request& req);
 // A list of AuthAction names, sorted and without duplicates.
 OrResponse<std::vector<std::string>> parse_auth_actions(const Json& j);
 // Pulsar's rule between the two: a backlog quota must be reached before retention would let

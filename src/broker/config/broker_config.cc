@@ -90,6 +90,37 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
       .range(1, 100000);
   s.bind("brokerDeduplicationEnabled", &c->broker_deduplication_enabled,
          "Drop messages a producer resends (same producer name and sequence id)");
+  s.bind("brokerDeduplicationEntriesInterval", &c->broker_deduplication_entries_interval,
+         "Stored entries between two snapshots of the deduplication state")
+      .range(1, 100000000);
+  s.bind("brokerDeduplicationSnapshotIntervalSeconds",
+         &c->broker_deduplication_snapshot_interval_seconds,
+         "Seconds after which unsnapshotted deduplication state is snapshotted (0: never)")
+      .range(0, 86400 * 365);
+  s.bind("brokerDeleteInactiveTopicsEnabled", &c->broker_delete_inactive_topics_enabled,
+         "Delete topics without producers, consumers (and, per the mode, subscriptions)");
+  s.bind("brokerDeleteInactiveTopicsFrequencySeconds",
+         &c->broker_delete_inactive_topics_frequency_seconds,
+         "Period of the inactive topics check")
+      .range(1, 86400 * 365);
+  s.bind("brokerDeleteInactiveTopicsMode", &c->broker_delete_inactive_topics_mode,
+         "delete_when_no_subscriptions or delete_when_subscriptions_caught_up");
+  s.bind("brokerDeleteInactiveTopicsMaxInactiveDurationSeconds",
+         &c->broker_delete_inactive_topics_max_inactive_duration_seconds,
+         "Seconds a topic is inactive before it is deleted (-1: the check's frequency)")
+      .range(-1, 86400 * 365 * 100.0);
+  s.bind("maxProducersPerTopic", &c->max_producers_per_topic,
+         "Producers a topic accepts (0: no limit)")
+      .range(0, 1e9);
+  s.bind("maxConsumersPerTopic", &c->max_consumers_per_topic,
+         "Consumers a topic accepts (0: no limit)")
+      .range(0, 1e9);
+  s.bind("isAllowAutoUpdateSchema", &c->is_allow_auto_update_schema,
+         "Producers may register new schema versions");
+  s.bind("isSchemaValidationEnforced", &c->is_schema_validation_enforced,
+         "Producers without a schema are refused on topics that have one");
+  s.bind("topicLevelPoliciesEnabled", &c->topic_level_policies_enabled,
+         "Serve the topic-level policies of the admin API");
   s.bind("replicationStartAt", &c->replication_start_at,
          "Where a replicator starts on an existing topic: latest (new messages only) or "
          "earliest (everything still stored)");

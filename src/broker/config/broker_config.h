@@ -46,6 +46,26 @@ struct BrokerConfig {
   std::string allow_auto_topic_creation_type = "non-partitioned";  // allowAutoTopicCreationType
   int32_t default_num_partitions = 1;                              // defaultNumPartitions
   bool broker_deduplication_enabled = false;                       // brokerDeduplicationEnabled
+  int32_t broker_deduplication_entries_interval = 1000;  // brokerDeduplicationEntriesInterval
+  int32_t broker_deduplication_snapshot_interval_seconds = 120;
+  // brokerDeduplicationSnapshotIntervalSeconds (0: snapshots by entries only)
+  // Topics nobody uses are deleted (policies.h InactiveTopicPolicy), checked every
+  // brokerDeleteInactiveTopicsFrequencySeconds.
+  bool broker_delete_inactive_topics_enabled = true;  // brokerDeleteInactiveTopicsEnabled
+  int32_t broker_delete_inactive_topics_frequency_seconds = 60;
+  std::string broker_delete_inactive_topics_mode = "delete_when_no_subscriptions";
+  // brokerDeleteInactiveTopicsMaxInactiveDurationSeconds (-1: unset, the frequency)
+  int32_t broker_delete_inactive_topics_max_inactive_duration_seconds = -1;
+  int64_t broker_delete_inactive_topics_max_inactive_seconds() const {
+    return broker_delete_inactive_topics_max_inactive_duration_seconds >= 0
+               ? broker_delete_inactive_topics_max_inactive_duration_seconds
+               : broker_delete_inactive_topics_frequency_seconds;
+  }
+  int32_t max_producers_per_topic = 0;           // maxProducersPerTopic (0: no limit)
+  int32_t max_consumers_per_topic = 0;           // maxConsumersPerTopic (0: no limit)
+  bool is_allow_auto_update_schema = true;       // isAllowAutoUpdateSchema
+  bool is_schema_validation_enforced = false;    // isSchemaValidationEnforced
+  bool topic_level_policies_enabled = true;      // topicLevelPoliciesEnabled
   // Geo-replication (src/broker/replication): where a new replicator's cursor starts on a
   // topic that existed before replication to that cluster was enabled, and how many sends
   // one replicator keeps in flight.

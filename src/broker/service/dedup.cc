@@ -183,9 +183,20 @@ Position Deduplication::last_replicated(const std::string& source) const {
 }
 
 void Deduplication::stored(Position position) {
-  if (++persisted_since_snapshot_ < 1000) return;
+  last_stored_ = position;
+  if (persisted_since_snapshot_++ == 0) unsnapshotted_since_ = std::chrono::steady_clock::now();
+  if (persisted_since_snapshot_ >= snapshot_entries_) snapshot();
+}
+
+void Deduplication::maybe_snapshot(std::chrono::steady_clock::time_point now) {
+  if (persisted_since_snapshot_ == 0 || snapshot_seconds_ == 0) return;
+  if (now - unsnapshotted_since_ >= std::chrono::seconds(snapshot_seconds_)) snapshot();
+}
+
+void Deduplication::snapshot() {
   persisted_since_snapshot_ = 0;
   auto cursor = cursor_;
+  const Position position = last_stored_;
   std::map<std::string, int64_t> snapshot = to_snapshot(persisted_);
   spawn_in(gate_, executor_, [cursor, position, snapshot]() -> Task<void> {
     (void)co_await cursor->mark_delete(position, snapshot);

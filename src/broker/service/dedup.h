@@ -11,14 +11,18 @@
 //   below the stored position is one this topic applied already: it is acknowledged and not
 //   stored again. Nothing is skipped: a position above the stored one is always new.
 //
-// Both are snapshotted every 1,000 stored entries as the properties of the `pulsar.dedup`
-// cursor's mark-delete (brokerDeduplicationEntriesInterval; a source's position as
-// `pulsar.repl.<source>_LID` / `_EID`), and rebuilt on load from that snapshot plus the
-// entries after it. Producer names starting with `pulsar.repl.` are never producer-deduplicated,
+// Both are snapshotted as the properties of the `pulsar.dedup` cursor's mark-delete (a
+// source's position as `pulsar.repl.<source>_LID` / `_EID`) every
+// brokerDeduplicationEntriesInterval stored entries (1,000), and, when fewer came, every
+// snapshot interval (brokerDeduplicationSnapshotIntervalSeconds, 120, or the namespace's or
+// topic's deduplicationSnapshotIntervalSeconds; 0: by entries only) after the first entry
+// not in a snapshot; rebuilt on load from that snapshot plus the entries after it. Producer names starting with `pulsar.repl.` are never producer-deduplicated,
 // so the two kinds of keys cannot collide.
 //
 // Threading: on the topic's loop.
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -54,6 +58,15 @@ class Deduplication {
     persisted_.producers.clear();
   }
 
+  // Snapshots every `entries` stored entries (at least 1) and `seconds` after an entry
+  // not in a snapshot yet (0: no timed snapshots).
+  void set_snapshot_interval(int64_t entries, int64_t seconds) {
+    snapshot_entries_ = std::max<int64_t>(1, entries);
+    snapshot_seconds_ = std::max<int64_t>(0, seconds);
+  }
+  // Called periodically: takes the timed snapshot when it is due.
+  void maybe_snapshot(std::chrono::steady_clock::time_point now);
+
   // Classifies a producer's send; kNew also records it as pushed.
   Verdict check(const std::string& producer, int64_t sequence_id, int64_t highest);
   // The send's entry is stored at `position`.
@@ -83,6 +96,7 @@ class Deduplication {
   static std::map<std::string, int64_t> to_snapshot(const State& state);
   static void replay(const mledger::Entry& entry, State& state);
   void stored(mledger::Position position);
+  void snapshot();
 
   std::shared_ptr<mledger::ManagedCursor> cursor_;
   Executor executor_;
@@ -91,6 +105,11 @@ class Deduplication {
   State pushed_;
   State persisted_;
   int64_t persisted_since_snapshot_ = 0;
+  mledger::Position last_stored_;
+  // When the oldest entry not in a snapshot was stored (meaningful while some are).
+  std::chrono::steady_clock::time_point unsnapshotted_since_;
+  int64_t snapshot_entries_ = 1000;
+  int64_t snapshot_seconds_ = 120;
 };
 
 }  // namespace magnetar::broker

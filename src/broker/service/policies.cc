@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+
 #include "broker/service/entry_metadata.h"
 #include "broker/service/producer.h"
 #include "broker/service/topic.h"
@@ -10,39 +12,124 @@ namespace magnetar::broker {
 
 using mledger::Position;
 
-TopicPolicies topic_policies(const BrokerConfig& config, std::string_view policies_json) {
+namespace {
+
+using Json = nlohmann::json;
+
+// Where one level keeps each policy: Pulsar's Policies and TopicPolicies name them apart.
+struct FieldNames {
+  const char* ttl;
+  const char* retention;
+  const char* quotas;
+  const char* dedup;
+  const char* dedup_interval;
+  const char* persistence;
+  const char* inactive;
+  const char* max_producers;
+  const char* max_consumers;
+  const char* auto_update;  // nullptr: not a topic policy
+  const char* validation;
+};
+
+constexpr FieldNames kNamespaceFields{
+    "message_ttl_in_seconds",  "retention_policies",   "backlog_quota_map",
+    "deduplicationEnabled",    "deduplicationSnapshotIntervalSeconds", "persistence",
+    "inactive_topic_policies", "max_producers_per_topic", "max_consumers_per_topic",
+    "is_allow_auto_update_schema", "schema_validation_enforced"};
+constexpr FieldNames kTopicFields{
+    "messageTTLInSeconds",   "retentionPolicies",   "backLogQuotaMap",
+    "deduplicationEnabled",  "deduplicationSnapshotIntervalSeconds", "persistence",
+    "inactiveTopicPolicies", "maxProducerPerTopic", "maxConsumerPerTopic",
+    nullptr,                 "schemaValidationEnforced"};
+
+const Json* field(const Json& obj, const char* name) {
+  if (name == nullptr) return nullptr;
+  auto it = obj.find(name);
+  return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+
+void set_int(const Json& obj, const char* name, int64_t& out) {
+  if (const Json* v = field(obj, name); v && v->is_number_integer()) out = v->get<int64_t>();
+}
+
+void set_int(const Json& obj, const char* name, int32_t& out) {
+  if (const Json* v = field(obj, name); v && v->is_number_integer()) {
+    const auto n = v->get<int64_t>();
+    if (n >= 0 && n <= INT32_MAX) out = static_cast<int32_t>(n);
+  }
+}
+
+void set_bool(const Json& obj, const char* name, bool& out) {
+  if (const Json* v = field(obj, name); v && v->is_boolean()) out = v->get<bool>();
+}
+
+// Overrides what `level` (one Policies or TopicPolicies node) sets.
+void overlay(TopicPolicies& p, const Json& level, const FieldNames& names) {
+  if (!level.is_object()) return;
+  set_int(level, names.ttl, p.message_ttl_seconds);
+  if (const Json* quotas = field(level, names.quotas); quotas && quotas->is_object()) {
+    if (const Json* q = field(*quotas, "destination_storage"); q && q->is_object()) {
+      p.backlog_quota_bytes = q->value("limitSize", q->value("limit", p.backlog_quota_bytes));
+      p.backlog_quota_policy = q->value("policy", p.backlog_quota_policy);
+    }
+  }
+  set_bool(level, names.dedup, p.deduplication);
+  set_int(level, names.dedup_interval, p.dedup_snapshot_interval_seconds);
+  if (const Json* r = field(level, names.retention); r && r->is_object()) {
+    p.ledger.retention_time_minutes = r->value("retentionTimeInMinutes", 0.0);
+    p.ledger.retention_size_mb = r->value("retentionSizeInMB", int64_t{0});
+  }
+  if (const Json* q = field(level, names.persistence); q && q->is_object()) {
+    set_int(*q, "bookkeeperEnsemble", p.ledger.ensemble_size);
+    set_int(*q, "bookkeeperWriteQuorum", p.ledger.write_quorum);
+    set_int(*q, "bookkeeperAckQuorum", p.ledger.ack_quorum);
+    if (const Json* rate = field(*q, "managedLedgerMaxMarkDeleteRate"); rate && rate->is_number()) {
+      p.ledger.mark_delete_rate_limit = rate->get<double>();
+    }
+  }
+  if (const Json* i = field(level, names.inactive); i && i->is_object()) {
+    set_bool(*i, "deleteWhileInactive", p.inactive.delete_while_inactive);
+    set_int(*i, "maxInactiveDurationSeconds", p.inactive.max_inactive_seconds);
+    if (const Json* mode = field(*i, "inactiveTopicDeleteMode"); mode && mode->is_string()) {
+      p.inactive.mode = mode->get<std::string>();
+    }
+  }
+  set_int(level, names.max_producers, p.max_producers);
+  set_int(level, names.max_consumers, p.max_consumers);
+  set_bool(level, names.auto_update, p.schema_auto_update);
+  set_bool(level, names.validation, p.schema_validation_enforced);
+}
+
+}  // namespace
+
+TopicPolicies topic_policies(const BrokerConfig& config, std::string_view namespace_json,
+                             std::string_view global_topic_json,
+                             std::string_view local_topic_json) {
   TopicPolicies p;
   p.ledger = config.managed_ledger;
   p.deduplication = config.broker_deduplication_enabled;
+  p.dedup_snapshot_interval_seconds = config.broker_deduplication_snapshot_interval_seconds;
   p.message_ttl_seconds = config.ttl_duration_default_in_seconds;
   p.backlog_quota_bytes = config.backlog_quota_default_limit_bytes;
   p.backlog_quota_policy = config.backlog_quota_default_retention_policy;
-  auto policies = nlohmann::json::parse(policies_json, nullptr, false);
-  if (!policies.is_object()) return p;
-  if (policies.contains("message_ttl_in_seconds") &&
-      policies["message_ttl_in_seconds"].is_number_integer()) {
-    p.message_ttl_seconds = policies["message_ttl_in_seconds"].get<int64_t>();
-  }
-  const auto& quotas = policies.value("backlog_quota_map", nlohmann::json());
-  if (quotas.is_object() && quotas.contains("destination_storage") &&
-      quotas["destination_storage"].is_object()) {
-    const auto& q = quotas["destination_storage"];
-    p.backlog_quota_bytes = q.value("limitSize", q.value("limit", p.backlog_quota_bytes));
-    p.backlog_quota_policy = q.value("policy", p.backlog_quota_policy);
-  }
-  if (policies.contains("deduplicationEnabled") && policies["deduplicationEnabled"].is_boolean()) {
-    p.deduplication = policies["deduplicationEnabled"].get<bool>();
-  }
-  const auto& clusters = policies.value("replication_clusters", nlohmann::json());
-  if (clusters.is_array()) {
-    for (const auto& c : clusters) {
+  p.inactive.delete_while_inactive = config.broker_delete_inactive_topics_enabled;
+  p.inactive.max_inactive_seconds = config.broker_delete_inactive_topics_max_inactive_seconds();
+  p.inactive.mode = config.broker_delete_inactive_topics_mode;
+  p.max_producers = config.max_producers_per_topic;
+  p.max_consumers = config.max_consumers_per_topic;
+  p.schema_auto_update = config.is_allow_auto_update_schema;
+  p.schema_validation_enforced = config.is_schema_validation_enforced;
+  const Json ns = Json::parse(namespace_json, nullptr, false);
+  overlay(p, ns, kNamespaceFields);
+  if (const Json* clusters = ns.is_object() ? field(ns, "replication_clusters") : nullptr;
+      clusters && clusters->is_array()) {
+    for (const auto& c : *clusters) {
       if (c.is_string()) p.replication_clusters.push_back(c.get<std::string>());
     }
   }
-  const auto& retention = policies.value("retention_policies", nlohmann::json());
-  if (retention.is_object()) {
-    p.ledger.retention_time_minutes = retention.value("retentionTimeInMinutes", 0.0);
-    p.ledger.retention_size_mb = retention.value("retentionSizeInMB", int64_t{0});
+  for (std::string_view topic_json : {global_topic_json, local_topic_json}) {
+    if (topic_json.empty()) continue;
+    overlay(p, Json::parse(topic_json, nullptr, false), kTopicFields);
   }
   return p;
 }
@@ -78,6 +165,26 @@ Task<int> expire_messages(PersistentTopic& topic, int64_t seconds, std::string o
     }
   }
   co_return moved;
+}
+
+bool inactive_topic_to_delete(PersistentTopic& topic, std::chrono::steady_clock::time_point now) {
+  const InactiveTopicPolicy& policy = topic.policies().inactive;
+  bool in_use = topic.has_clients() || topic.has_replicators();
+  for (const auto& [name, sub] : topic.subscriptions()) {
+    if (in_use) break;
+    in_use = policy.mode != "delete_when_subscriptions_caught_up" ||
+             sub->cursor().backlog_entries() > 0;
+  }
+  if (in_use) {
+    topic.mark_active(now);
+    return false;
+  }
+  if (!policy.delete_while_inactive) return false;
+  const auto idle = now - topic.last_active();
+  if (idle < std::chrono::seconds(policy.max_inactive_seconds)) return false;
+  // Retention keeps the topic (its data) as long as it keeps data.
+  const mledger::Millis retention = topic.ledger().config().retention_time();
+  return retention.count() >= 0 && idle >= retention;
 }
 
 bool backlog_quota_exceeded(PersistentTopic& topic) {

@@ -163,7 +163,7 @@ Task<Result<int64_t>> SchemaRegistry::remove(protocol::TopicName topic, bool for
 }
 
 Task<Result<int64_t>> SchemaRegistry::get_or_create(protocol::TopicName topic,
-                                                    wire::Schema schema) {
+                                                    wire::Schema schema, bool may_add) {
   const std::string node = path(topic);
   for (int attempt = 0; attempt < 10; ++attempt) {
     auto got = co_await store_.get(node);
@@ -183,6 +183,10 @@ Task<Result<int64_t>> SchemaRegistry::get_or_create(protocol::TopicName topic,
     if (!live.ok()) co_return live.status();
     for (const auto& v : *live) {
       if (same_schema(v.schema, schema)) co_return v.version;
+    }
+    if (!may_add) {
+      co_return Status(Error::kIncompatibleSchema,
+                       "Schema not found and schema auto updating is disabled.");
     }
     if (!live->empty()) {
       const wire::Schema& latest = live->back().schema;

@@ -46,9 +46,11 @@ class SchemaRegistry {
   // next version), or with `force` the whole history. Returns the marker's version (the
   // last version with `force`). Errors: kNotFound when there is no schema.
   Task<Result<int64_t>> remove(protocol::TopicName topic, bool force);
-  // The version of `schema`, stored first when new. Errors: kIncompatibleSchema
-  // (service/errors.h), the store's.
-  Task<Result<int64_t>> get_or_create(protocol::TopicName topic, wire::Schema schema);
+  // The version of `schema`, stored first when new (unless not `may_add`: the namespace's
+  // or topic's auto-update policy is off). Errors: kIncompatibleSchema (service/errors.h),
+  // the store's.
+  Task<Result<int64_t>> get_or_create(protocol::TopicName topic, wire::Schema schema,
+                                      bool may_add = true);
 
   // Pulsar's schema version on the wire: 8 bytes, big-endian.
   static std::string encode_version(int64_t version);

@@ -79,6 +79,10 @@ void Subscription::remove_metrics() {
 }
 
 Status Subscription::add_consumer(const std::shared_ptr<Consumer>& consumer, SubType type) {
+  if (const int32_t max = topic_.policies().max_consumers;
+      max > 0 && topic_.consumer_count() >= static_cast<size_t>(max)) {
+    return Status(Error::kConsumerBusy, "Topic reached max consumers limit");
+  }
   if (type != dispatcher_->type()) {
     if (!consumers().empty()) {
       return Status(Error::kConsumerBusy,

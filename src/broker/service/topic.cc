@@ -71,6 +71,14 @@ Result<PersistentTopic::Added> PersistentTopic::add_producer(const std::shared_p
       return Status(Error::kQuotaExceededHold, message);
     }
   }
+  if (const int32_t max = policies_.max_producers; max > 0 && !p->replicator()) {
+    size_t local = 0;
+    for (const auto& [key, existing] : producers_) local += existing->replicator() ? 0 : 1;
+    if (local >= static_cast<size_t>(max)) {
+      return Status(Error::kProducerBusy,
+                    fmt::format("Topic '{}' reached max producers limit", name_.to_string()));
+    }
+  }
   for (const auto& [key, existing] : producers_) {
     if (existing->name() == p->name()) {
       return Status(Error::kProducerBusy,
@@ -146,6 +154,8 @@ Task<Status> PersistentTopic::enable_deduplication() {
     dedup_->enable_producers();
   } else {
     dedup_ = std::move(*dedup);
+    dedup_->set_snapshot_interval(config_.broker_deduplication_entries_interval,
+                                  policies_.dedup_snapshot_interval_seconds);
   }
   co_return Status::OK();
 }
@@ -155,7 +165,13 @@ Task<void> PersistentTopic::apply_policies(TopicPolicies policies) {
   const bool dedup_before = deduplication_enabled();
   const bool dedup_after = policies.deduplication;
   ml_->set_retention(policies.ledger.retention_time_minutes, policies.ledger.retention_size_mb);
+  ml_->set_persistence(policies.ledger.ensemble_size, policies.ledger.write_quorum,
+                       policies.ledger.ack_quorum, policies.ledger.mark_delete_rate_limit);
   policies_ = std::move(policies);
+  if (dedup_) {
+    dedup_->set_snapshot_interval(config_.broker_deduplication_entries_interval,
+                                  policies_.dedup_snapshot_interval_seconds);
+  }
   if (dedup_after && !dedup_before) {
     Status st = co_await enable_deduplication();
     if (!st.ok()) {
@@ -171,7 +187,11 @@ Task<Status> PersistentTopic::enable_replicated_deduplication() {
   if (dedup_) co_return Status::OK();
   auto dedup = co_await Deduplication::open(*ml_, executor_, gate_, false);
   if (!dedup.ok()) co_return dedup.status();
-  if (!dedup_) dedup_ = std::move(*dedup);
+  if (!dedup_) {
+    dedup_ = std::move(*dedup);
+    dedup_->set_snapshot_interval(config_.broker_deduplication_entries_interval,
+                                  policies_.dedup_snapshot_interval_seconds);
+  }
   co_return Status::OK();
 }
 
@@ -400,6 +420,12 @@ PersistentTopic::Totals PersistentTopic::totals() const {
     t.consumers += static_cast<int64_t>(sub->consumers().size());
   }
   return t;
+}
+
+size_t PersistentTopic::consumer_count() const {
+  size_t n = 0;
+  for (const auto& [name, sub] : subscriptions_) n += sub->consumers().size();
+  return n;
 }
 
 std::vector<std::shared_ptr<const Producer>> PersistentTopic::replicator_producers() const {

@@ -8,6 +8,7 @@
 // goes through the sinks of consumer_sink.h, which hop to the connection's loop.
 // Lifetime: owned by the topic registry while loaded; coroutines of the topic keep it alive.
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -74,6 +75,17 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   void remove_producer(uint64_t producer_id, const ProducerSink* owner);
   // Disconnects every producer (CLOSE_PRODUCER); they may come back.
   void disconnect_producers();
+  // Consumers of all its subscriptions.
+  size_t consumer_count() const;
+  // Since when nobody uses the topic (the inactive topic policy; set at load and by
+  // mark_active()).
+  std::chrono::steady_clock::time_point last_active() const { return last_active_; }
+  void mark_active(std::chrono::steady_clock::time_point now) { last_active_ = now; }
+  bool has_replicators() const { return replicators_ != nullptr; }
+  // Takes the deduplication snapshot when its interval has passed.
+  void snapshot_deduplication_if_due(std::chrono::steady_clock::time_point now) {
+    if (dedup_) dedup_->maybe_snapshot(now);
+  }
   // The producers that are other clusters' replicators.
   std::vector<std::shared_ptr<const Producer>> replicator_producers() const;
 
@@ -156,6 +168,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   std::unique_ptr<Deduplication> dedup_;
   std::shared_ptr<const TopicReplicators> replicators_;
   TopicPolicies policies_;
+  std::chrono::steady_clock::time_point last_active_ = std::chrono::steady_clock::now();
   TopicMetrics metrics_;
   std::shared_ptr<metrics::Gauge> topics_count_;  // of the namespace, on this broker
   std::map<std::string, std::shared_ptr<Subscription>> subscriptions_;

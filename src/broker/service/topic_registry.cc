@@ -23,21 +23,31 @@ TopicRegistry::TopicRegistry(std::vector<Loop> loops, metadata::MetadataStores s
     loops_.push_back(std::make_unique<LoopState>(LoopState{loop, {}, {}, {}}));
   if (loops_.empty() || !stores_.configuration) return;
   const Executor first = loops_[0]->loop.executor;
-  auto changed = [this](const metadata::Notification& n) {
+  // A namespace's Policies node, or a topic's policy node: "tenant/ns" of its path, or empty.
+  auto namespace_of_path = [](std::string_view path) -> std::string {
+    for (std::string_view prefix :
+         {"/admin/policies/", "/admin/topic-policies/", "/admin/local-topic-policies/"}) {
+      if (path.substr(0, prefix.size()) != prefix) continue;
+      std::string_view rest = path.substr(prefix.size());
+      const size_t slash = rest.find('/');
+      if (slash == 0 || slash == std::string_view::npos || slash + 1 == rest.size()) return {};
+      const size_t end = rest.find('/', slash + 1);
+      const bool namespace_node = prefix == "/admin/policies/";
+      // A namespace node has exactly two components, a topic's node more.
+      if (namespace_node != (end == std::string_view::npos)) return {};
+      return std::string(rest.substr(0, end));
+    }
+    return {};
+  };
+  auto changed = [this, namespace_of_path](const metadata::Notification& n) {
+    const bool topic_node = n.path.find("topic-policies/") != std::string::npos;
     if (n.type != metadata::NotificationType::kCreated &&
-        n.type != metadata::NotificationType::kModified) {
+        n.type != metadata::NotificationType::kModified &&
+        !(topic_node && n.type == metadata::NotificationType::kDeleted)) {
       return;
     }
-    constexpr std::string_view kPrefix = "/admin/policies/";
-    std::string_view rest(n.path);
-    if (rest.substr(0, kPrefix.size()) != kPrefix) return;
-    rest.remove_prefix(kPrefix.size());
-    const size_t slash = rest.find('/');
-    if (slash == 0 || slash == std::string_view::npos || slash + 1 == rest.size() ||
-        rest.find('/', slash + 1) != std::string_view::npos) {
-      return;
-    }
-    policies_changed(std::string(rest));
+    std::string ns = namespace_of_path(n.path);
+    if (!ns.empty()) policies_changed(std::move(ns));
   };
   auto session = [this](metadata::SessionEvent e) {
     if (e == metadata::SessionEvent::kReconnected ||
@@ -45,12 +55,18 @@ TopicRegistry::TopicRegistry(std::vector<Loop> loops, metadata::MetadataStores s
       policies_changed({});
     }
   };
-  policy_listeners_.push_back(stores_.configuration->add_listener(first, changed));
-  policy_listeners_.push_back(stores_.configuration->add_session_listener(first, session));
+  std::vector<metadata::MetadataStore*> watched{stores_.configuration.get()};
+  if (stores_.cluster && stores_.cluster != stores_.configuration) {
+    watched.push_back(stores_.cluster.get());
+  }
+  for (metadata::MetadataStore* store : watched) {
+    policy_listeners_.emplace_back(store, store->add_listener(first, changed));
+    policy_listeners_.emplace_back(store, store->add_session_listener(first, session));
+  }
 }
 
 TopicRegistry::~TopicRegistry() {
-  for (auto id : policy_listeners_) stores_.configuration->remove_listener(id);
+  for (auto [store, id] : policy_listeners_) store->remove_listener(id);
 }
 
 void TopicRegistry::policies_changed(std::string ns) {
@@ -94,16 +110,25 @@ Task<void> TopicRegistry::apply_namespace_policies(std::string ns) {
     co_return;
   }
   if (!node->has_value()) co_return;  // deleted: its topics are unloaded by the deletion
-  const TopicPolicies policies = topic_policies(config_, (*node)->value);
+  const std::string namespace_json = (*node)->value;
   int applied = 0;
   for (auto& state : loops_) {
     LoopState* s = state.get();
-    auto apply = [s, ns, policies]() -> Task<int> {
+    auto apply = [this, s, ns, namespace_json]() -> Task<int> {
       std::vector<std::shared_ptr<PersistentTopic>> in_namespace;
       for (const auto& [key, topic] : s->topics) {
         if (topic->name().namespace_name() == ns) in_namespace.push_back(topic);
       }
-      for (auto& topic : in_namespace) co_await topic->apply_policies(policies);
+      for (auto& topic : in_namespace) {
+        auto policies = co_await policies_of(topic->name(), namespace_json);
+        if (!policies.ok()) {
+          log_.with("topic", topic->name().to_string())
+              .warn("cannot read changed policies: {} (read again when the store reconnects)",
+                    policies.status().to_string());
+          continue;
+        }
+        co_await topic->apply_policies(std::move(*policies));
+      }
       co_return static_cast<int>(in_namespace.size());
     };
     auto n = co_await run_on<int>(s->loop.executor, std::move(apply));
@@ -112,6 +137,20 @@ Task<void> TopicRegistry::apply_namespace_policies(std::string ns) {
   if (applied > 0) {
     log_.with("namespace", ns).info("applied changed policies to {} loaded topics", applied);
   }
+}
+
+Task<Result<TopicPolicies>> TopicRegistry::policies_of(const protocol::TopicName& name,
+                                                       std::string namespace_json) {
+  std::string levels[2];  // global, local
+  if (config_.topic_level_policies_enabled) {
+    for (const bool global : {true, false}) {
+      metadata::MetadataStore& store = global ? *stores_.configuration : *stores_.cluster;
+      auto node = co_await store.get(topic_policies_path(name, global));
+      if (!node.ok()) co_return node.status();
+      if (node->has_value()) levels[global ? 0 : 1] = (*node)->value;
+    }
+  }
+  co_return topic_policies(config_, namespace_json, levels[0], levels[1]);
 }
 
 size_t TopicRegistry::loop_index(const std::string& topic) const {
@@ -182,12 +221,17 @@ Task<Result<std::shared_ptr<PersistentTopic>>> TopicRegistry::load_topic(LoopSta
                      ns.ok() ? fmt::format("namespace {} does not exist", name.namespace_name())
                              : ns.status().message());
   }
-  const TopicPolicies policies = topic_policies(config_, (*ns)->value);
   Status owned = co_await namespaces_.check_ownership(name, (*ns)->value);
   if (!owned.ok()) {
     finish();
     co_return owned;
   }
+  auto read = co_await policies_of(name, (*ns)->value);
+  if (!read.ok()) {
+    finish();
+    co_return read.status();
+  }
+  const TopicPolicies policies = std::move(*read);
   const std::string ml_name = name.persistence_name();
   if (!create) {
     auto exists = co_await stores_.cluster->exists(mledger::managed_ledger_path(ml_name));
@@ -445,10 +489,13 @@ Task<void> TopicRegistry::maintain(size_t index) {
       milliseconds(static_cast<int64_t>(config_.backlog_quota_check_interval_seconds * 1000));
   const auto stats_period =
       milliseconds(static_cast<int64_t>(config_.stats_update_frequency_seconds * 1000));
-  const auto tick = std::clamp(std::min({ttl_period, quota_period, stats_period}),
+  const auto gc_period =
+      milliseconds(int64_t{config_.broker_delete_inactive_topics_frequency_seconds} * 1000);
+  const auto tick = std::clamp(std::min({ttl_period, quota_period, stats_period, gc_period}),
                                milliseconds(10), milliseconds(1000));
   auto next_ttl = std::chrono::steady_clock::now() + ttl_period;
   auto next_quota = std::chrono::steady_clock::now() + quota_period;
+  auto next_gc = std::chrono::steady_clock::now() + gc_period;
   auto last_stats = std::chrono::steady_clock::now();
   state->tick = std::make_unique<asio::steady_timer>(state->loop.executor);
   while (!stopped_) {
@@ -457,20 +504,33 @@ Task<void> TopicRegistry::maintain(size_t index) {
     co_await state->tick->async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (stopped_) co_return;
     const auto now = std::chrono::steady_clock::now();
-    const bool ttl_due = now >= next_ttl, quota_due = now >= next_quota;
+    const bool ttl_due = now >= next_ttl, quota_due = now >= next_quota, gc_due = now >= next_gc;
     if (ttl_due) next_ttl = now + ttl_period;
     if (quota_due) next_quota = now + quota_period;
+    if (gc_due) next_gc = now + gc_period;
     if (now - last_stats >= stats_period) {
       const double seconds = std::chrono::duration<double>(now - last_stats).count();
       last_stats = now;
       for (auto& [name, topic] : state->topics) topic->update_rates(seconds);
     }
-    for (auto& [name, topic] : state->topics) topic->refresh_metrics();
-    if (!ttl_due && !quota_due) continue;
+    for (auto& [name, topic] : state->topics) {
+      topic->refresh_metrics();
+      topic->snapshot_deduplication_if_due(now);
+    }
+    if (!ttl_due && !quota_due && !gc_due) continue;
     auto topics = state->topics;
     for (auto& [name, topic] : topics) {
+      if (stopped_) co_return;
       if (ttl_due) co_await expire_messages(*topic);
       if (quota_due) co_await enforce_backlog_quota(*topic);
+      if (gc_due && inactive_topic_to_delete(*topic, now)) {
+        Status st = co_await delete_topic(topic->name(), false);
+        if (st.ok()) {
+          log_.with("topic", name).info("deleted the inactive topic (inactive topic policy)");
+        } else if (!st.is(Errc::kNotFound)) {
+          log_.with("topic", name).warn("cannot delete the inactive topic: {}", st.to_string());
+        }
+      }
     }
   }
 }

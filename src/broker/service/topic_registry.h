@@ -30,6 +30,7 @@
 
 #include "broker/config/broker_config.h"
 #include "broker/namespace/bundle_topics.h"
+#include "broker/service/policies.h"
 #include "common/asio.h"
 #include "common/gate.h"
 #include "common/logging.h"
@@ -132,6 +133,10 @@ class TopicRegistry final : public BundleTopics {
   void policies_changed(std::string ns);
   Task<void> apply_changed_policies();
   Task<void> apply_namespace_policies(std::string ns);
+  // The policies of `name` (a partition: its partitioned topic's) with its namespace's
+  // Policies node `namespace_json`: reads the topic's global and local policy nodes.
+  Task<Result<TopicPolicies>> policies_of(const protocol::TopicName& name,
+                                          std::string namespace_json);
 
   std::vector<std::unique_ptr<LoopState>> loops_;
   const metadata::MetadataStores stores_;
@@ -142,7 +147,7 @@ class TopicRegistry final : public BundleTopics {
   log::Logger log_{"broker"};
   std::atomic<bool> stopped_{false};
   // Policy watch. On the first loop: the namespaces to read again, whether the worker runs.
-  std::vector<metadata::ListenerId> policy_listeners_;
+  std::vector<std::pair<metadata::MetadataStore*, metadata::ListenerId>> policy_listeners_;
   std::set<std::string> policies_dirty_;
   bool policies_worker_ = false;
   // Bumped at every policy notification: a load that read its namespace's policies before a

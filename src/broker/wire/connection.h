@@ -155,7 +155,8 @@ class Connection final : public ConsumerSink,
 
   // The version (on the wire) of a schema, stored first when new: for PRODUCER, SUBSCRIBE
   // and GET_OR_CREATE_SCHEMA alike. Errors: to_server_failure(status, MetadataError).
-  Task<Result<std::string>> register_schema(protocol::TopicName topic, wire::Schema schema);
+  Task<Result<std::string>> register_schema(protocol::TopicName topic, wire::Schema schema,
+                                            bool may_add = true);
   // The topic of a PRODUCER or SUBSCRIBE, loaded (created when `may_create` and
   // auto-creation allow it); null when the failure has been answered to `request_id`.
   Task<std::shared_ptr<PersistentTopic>> topic_for(uint64_t request_id, protocol::TopicName name,

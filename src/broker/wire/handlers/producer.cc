@@ -67,15 +67,39 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
     }
     std::shared_ptr<PersistentTopic> t = co_await self->topic_for(req.request_id(), *name, true);
     if (!t) co_return;
+    // The namespace's or topic's schema policies, read on the topic's loop.
+    struct SchemaRules {
+      bool auto_update = true;
+      bool validation_enforced = false;
+    };
+    auto read_rules = [t]() -> Task<SchemaRules> {
+      co_return SchemaRules{t->policies().schema_auto_update,
+                            t->policies().schema_validation_enforced};
+    };
+    const SchemaRules rules = *co_await run_on<SchemaRules>(t->executor(), std::move(read_rules));
     std::string schema_version;
     if (req.has_schema() && SchemaRegistry::is_storable(req.schema())) {
-      auto version = co_await self->register_schema(*name, req.schema());
+      auto version = co_await self->register_schema(*name, req.schema(), rules.auto_update);
       if (!version.ok()) {
         self->send_error(req.request_id(),
                          to_server_failure(version.status(), wire::MetadataError));
         co_return;
       }
       schema_version = *version;
+    } else if (rules.validation_enforced) {
+      auto latest = co_await self->context_.schemas.latest(*name);
+      if (!latest.ok()) {
+        self->send_error(req.request_id(), to_server_failure(latest.status(), wire::MetadataError));
+        co_return;
+      }
+      if (std::holds_alternative<StoredSchema>(*latest)) {
+        self->send_error(req.request_id(),
+                         ServerFailure{wire::IncompatibleSchema,
+                                       "Producers cannot connect or send message without a schema "
+                                       "to topics with a schema if SchemaValidationEnforced is "
+                                       "enabled"});
+        co_return;
+      }
     }
     if (self->closed_) co_return;
     std::string producer_name = req.has_producer_name() && !req.producer_name().empty()

@@ -31,8 +31,8 @@ std::optional<protocol::TopicName> topic_or_answer(Connection& cnx, const wire::
 }  // namespace
 
 Task<Result<std::string>> Connection::register_schema(protocol::TopicName topic,
-                                                      wire::Schema schema) {
-  auto version = co_await context_.schemas.get_or_create(topic, std::move(schema));
+                                                      wire::Schema schema, bool may_add) {
+  auto version = co_await context_.schemas.get_or_create(topic, std::move(schema), may_add);
   if (!version.ok()) co_return version.status();
   co_return SchemaRegistry::encode_version(*version);
 }
