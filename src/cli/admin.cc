@@ -98,7 +98,7 @@ std::vector<std::string> rewrite_single_dash_options(std::vector<std::string> ar
   static const std::map<std::string, std::string> kLongNames = {
       {"-ttl", "--messageTTL"}, {"-lt", "--limitTime"},    {"-bt", "--type"},
       {"-force", "--force"},    {"-td", "--topic-domain"},
-      {"-gpb", "--get-precise-backlog"},
+      {"-gpb", "--get-precise-backlog"}, {"-ap", "--applied"},
   };
   for (std::string& arg : args) {
     if (arg == "--") break;

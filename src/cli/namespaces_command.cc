@@ -7,6 +7,7 @@
 
 #include "cli/arguments.h"
 #include "cli/commands.h"
+#include "cli/policy_commands.h"
 
 namespace magnetar::cli {
 
@@ -19,19 +20,11 @@ struct NamespaceArgs {
   std::vector<std::string> clusters;
   // delete, clear-backlog
   bool force = false;
-  // set-retention
-  std::string size;
-  std::string time;
-  // set-message-ttl
-  std::string ttl;
-  // set-backlog-quota, remove-backlog-quota
-  std::string limit;
-  std::string limit_time;
-  std::string policy;
-  std::string type = "destination_storage";
-  // set-deduplication
+  // set-auto-topic-creation, set-is-allow-auto-update-schema, set-schema-validation-enforce
   bool enable = false;
   bool disable = false;
+  std::string replicator;  // --enable-for-replicator
+  bool applied = false;     // get-schema-validation-enforce
   // set-clusters
   std::string cluster_list;
   // set-auto-topic-creation (with enable, disable), set-schema-compatibility-strategy
@@ -84,41 +77,6 @@ Run getter(std::string suffix, bool list = false) {
   };
 }
 
-// get-retention: Pulsar's RetentionPolicies in its field order (time, then size).
-int get_retention(Session& s, const NamespaceArgs& a) {
-  auto path = ns_path(s, a.name, "/retention");
-  if (!path) return 1;
-  auto response = s.call("GET", *path);
-  if (!response) return 1;
-  const Json j = Session::parse(*response);
-  if (!j.is_object()) {
-    s.print(j);
-    return 0;
-  }
-  s.out() << fmt::format("{{\n  \"retentionTimeInMinutes\" : {},\n  \"retentionSizeInMB\" : {}\n}}\n",
-                         j.value("retentionTimeInMinutes", Json(0)).dump(),
-                         j.value("retentionSizeInMB", Json(0)).dump());
-  return 0;
-}
-
-// get-backlog-quotas: pulsar-admin prints the map with each BacklogQuota's toString().
-int get_backlog_quotas(Session& s, const NamespaceArgs& a) {
-  auto path = ns_path(s, a.name, "/backlogQuotaMap");
-  if (!path) return 1;
-  auto response = s.call("GET", *path);
-  if (!response) return 1;
-  const Json map = Session::parse(*response);
-  if (!map.is_object()) return 0;
-  for (const auto& [type, q] : map.items()) {
-    if (!q.is_object()) continue;
-    const Json size = q.contains("limitSize") ? q["limitSize"] : q.value("limit", Json(-1));
-    s.out() << fmt::format("{}    BacklogQuotaImpl(limit={}, limitSize={}, limitTime={}, policy={})\n",
-                           type, size.dump(), size.dump(), q.value("limitTime", Json(-1)).dump(),
-                           q.value("policy", ""));
-  }
-  return 0;
-}
-
 // `method` on <suffix> without a body.
 Run changer(std::string method, std::string suffix) {
   return
@@ -127,10 +85,6 @@ Run changer(std::string method, std::string suffix) {
         if (!path) return 1;
         return s.change(method, *path);
       };
-}
-
-bool valid_quota_type(const std::string& type) {
-  return type == "destination_storage" || type == "message_age";
 }
 
 int create(Session& s, const NamespaceArgs& a) {
@@ -146,82 +100,6 @@ int create(Session& s, const NamespaceArgs& a) {
   return s.change("PUT", *path, policies.empty() ? "" : policies.dump());
 }
 
-int set_retention(Session& s, const NamespaceArgs& a) {
-  auto path = ns_path(s, a.name, "/retention");
-  if (!path) return 1;
-  auto size = parse_size(a.size);
-  if (!size.ok()) return s.argument_error(size.status().message());
-  auto seconds = parse_relative_seconds(a.time, /*allow_infinite=*/true);
-  if (!seconds.ok()) return s.argument_error(seconds.status().message());
-  const int64_t size_mb = *size == -1 ? -1 : *size / (1024 * 1024);
-  const int64_t minutes = *seconds == -1 ? -1 : *seconds / 60;
-  return s.change("POST", *path,
-                  Json{{"retentionTimeInMinutes", minutes}, {"retentionSizeInMB", size_mb}}.dump());
-}
-
-int set_message_ttl(Session& s, const NamespaceArgs& a) {
-  auto path = ns_path(s, a.name, "/messageTTL");
-  if (!path) return 1;
-  auto seconds = parse_relative_seconds(a.ttl);
-  if (!seconds.ok()) return s.argument_error(seconds.status().message());
-  return s.change("POST", *path, std::to_string(*seconds));
-}
-
-int set_backlog_quota(Session& s, const NamespaceArgs& a) {
-  if (!valid_quota_type(a.type)) {
-    return s.argument_error(
-        fmt::format("Invalid backlog quota type '{}': destination_storage or message_age", a.type));
-  }
-  if (a.policy != "producer_request_hold" && a.policy != "producer_exception" &&
-      a.policy != "consumer_backlog_eviction") {
-    return s.argument_error(fmt::format(
-        "Invalid retention policy type '{}'. Valid options are: [producer_request_hold, "
-        "producer_exception, consumer_backlog_eviction]",
-        a.policy));
-  }
-  int64_t limit_size = -1;
-  int64_t limit_time = -1;
-  if (!a.limit.empty()) {
-    auto size = parse_size(a.limit);
-    if (!size.ok()) return s.argument_error(size.status().message());
-    limit_size = *size;
-  }
-  if (!a.limit_time.empty()) {
-    auto seconds = parse_relative_seconds(a.limit_time, /*allow_infinite=*/true);
-    if (!seconds.ok()) return s.argument_error(seconds.status().message());
-    limit_time = *seconds;
-  }
-  if (a.type == "destination_storage" && a.limit.empty()) {
-    return s.argument_error("Quota type of 'destination_storage' needs a size limit (--limit)");
-  }
-  if (a.type == "message_age" && a.limit_time.empty()) {
-    return s.argument_error("Quota type of 'message_age' needs a time limit (--limitTime)");
-  }
-  auto path = ns_path(s, a.name, "/backlogQuota?backlogQuotaType=" + a.type);
-  if (!path) return 1;
-  return s.change(
-      "POST", *path,
-      Json{{"limitSize", limit_size}, {"limitTime", limit_time}, {"policy", a.policy}}.dump());
-}
-
-int remove_backlog_quota(Session& s, const NamespaceArgs& a) {
-  if (!valid_quota_type(a.type)) {
-    return s.argument_error(
-        fmt::format("Invalid backlog quota type '{}': destination_storage or message_age", a.type));
-  }
-  auto path = ns_path(s, a.name, "/backlogQuota?backlogQuotaType=" + a.type);
-  if (!path) return 1;
-  return s.change("DELETE", *path);
-}
-
-int set_deduplication(Session& s, const NamespaceArgs& a) {
-  if (a.enable == a.disable)
-    return s.argument_error("Need to specify either --enable or --disable");
-  auto path = ns_path(s, a.name, "/deduplication");
-  if (!path) return 1;
-  return s.change("POST", *path, a.enable ? "true" : "false");
-}
-
 int set_auto_topic_creation(Session& s, const NamespaceArgs& a) {
   if (a.enable == a.disable) {
     return s.argument_error("Need to specify either --enable or --disable");
@@ -234,6 +112,25 @@ int set_auto_topic_creation(Session& s, const NamespaceArgs& a) {
   auto path = ns_path(s, a.name, "/autoTopicCreation");
   if (!path) return 1;
   return s.change("POST", *path, o.dump());
+}
+
+// set-is-allow-auto-update-schema, set-schema-validation-enforce: a bare boolean; the
+// replicators' own auto-update setting rides as ?allowAutoUpdateSchemaWithReplicator=.
+Run boolean_setter(std::string suffix) {
+  return [suffix = std::move(suffix)](Session& s, const NamespaceArgs& a) {
+    if (a.enable == a.disable) {
+      return s.argument_error("Need to specify either --enable or --disable");
+    }
+    std::string query;
+    if (!a.replicator.empty()) {
+      if (a.replicator != "true" && a.replicator != "false") {
+        return s.argument_error("--enable-for-replicator takes true or false");
+      }
+      query = "?allowAutoUpdateSchemaWithReplicator=" + a.replicator;
+    }
+    auto path = ns_path(s, a.name, suffix + query);
+    return path ? s.change("POST", *path, a.enable ? "true" : "false") : 1;
+  };
 }
 
 int set_schema_compatibility(Session& s, const NamespaceArgs& a) {
@@ -386,58 +283,6 @@ void add_namespace_commands(CLI::App& app, CommandTable& table) {
   add(g, table, "get-clusters", "Get the replication clusters of a namespace",
       getter("/replication", true));
 
-  add(g, table, "set-retention", "Set the retention policy of a namespace", set_retention,
-      [](CLI::App* c, NamespaceArgs& a) {
-        c->add_option("-s,--size", a.size, "Retention size limit (eg: 10M, 16G, 3T; -1: none)")
-            ->required();
-        c->add_option("-t,--time", a.time,
-                      "Retention time (eg: 100m, 3h, 2d, 5w; no unit: seconds; -1: none)")
-            ->required();
-      });
-  add(g, table, "get-retention", "Get the retention policy of a namespace", get_retention);
-  add(g, table, "remove-retention", "Remove the retention policy of a namespace",
-      changer("DELETE", "/retention"));
-
-  add(g, table, "set-message-ttl", "Set the message TTL of a namespace", set_message_ttl,
-      [](CLI::App* c, NamespaceArgs& a) {
-        c->add_option("--messageTTL", a.ttl,
-                      "Message TTL (eg: 3600, 100m, 3h, 2d, 5w; 0 disables TTL); also -ttl")
-            ->required();
-      });
-  add(g, table, "get-message-ttl", "Get the message TTL of a namespace", getter("/messageTTL"));
-  add(g, table, "remove-message-ttl", "Remove the message TTL of a namespace",
-      changer("DELETE", "/messageTTL"));
-
-  add(g, table, "set-backlog-quota", "Set a backlog quota policy of a namespace", set_backlog_quota,
-      [](CLI::App* c, NamespaceArgs& a) {
-        c->add_option("-l,--limit", a.limit, "Size limit (eg: 10M, 16G)");
-        c->add_option("--limitTime", a.limit_time,
-                      "Time limit (eg: 3600, 100m, 3h, 2d, 5w); also -lt");
-        c->add_option("-p,--policy", a.policy,
-                      "What to do at the limit: producer_request_hold, producer_exception or "
-                      "consumer_backlog_eviction")
-            ->required();
-        c->add_option("-t,--type", a.type,
-                      "Quota type: destination_storage (default) or message_age; also -bt");
-      });
-  add(g, table, "get-backlog-quotas", "Get the backlog quota policies of a namespace",
-      get_backlog_quotas);
-  add(g, table, "remove-backlog-quota", "Remove a backlog quota policy of a namespace",
-      remove_backlog_quota, [](CLI::App* c, NamespaceArgs& a) {
-        c->add_option("-t,--type", a.type,
-                      "Quota type: destination_storage (default) or message_age; also -bt");
-      });
-
-  add(g, table, "set-deduplication", "Enable or disable message deduplication on a namespace",
-      set_deduplication, [](CLI::App* c, NamespaceArgs& a) {
-        c->add_flag("-e,--enable", a.enable, "Enable deduplication");
-        c->add_flag("-d,--disable", a.disable, "Disable deduplication");
-      });
-  add(g, table, "get-deduplication", "Get the deduplication setting of a namespace",
-      getter("/deduplication"));
-  add(g, table, "remove-deduplication", "Remove the deduplication setting of a namespace",
-      changer("DELETE", "/deduplication"));
-
   add(g, table, "set-auto-topic-creation", "Enable or disable auto topic creation on a namespace",
       set_auto_topic_creation, [](CLI::App* c, NamespaceArgs& a) {
         c->add_flag("-e,--enable", a.enable, "Allow topics to be created on first use");
@@ -462,6 +307,44 @@ void add_namespace_commands(CLI::App& app, CommandTable& table) {
   add(g, table, "get-schema-compatibility-strategy",
       "Get the schema compatibility strategy of a namespace",
       getter("/schemaCompatibilityStrategy"));
+
+  add(g, table, "set-is-allow-auto-update-schema",
+      "Allow producers (or not) to add a new schema version to a namespace's topics",
+      boolean_setter("/isAllowAutoUpdateSchema"), [](CLI::App* c, NamespaceArgs& a) {
+        c->add_flag("-e,--enable", a.enable, "Allow it");
+        c->add_flag("-d,--disable", a.disable, "Do not allow it");
+        c->add_option("--enable-for-replicator", a.replicator,
+                      "true or false: the same for geo-replicators' producers");
+      });
+  add(g, table, "get-is-allow-auto-update-schema",
+      "Whether producers may add a new schema version to a namespace's topics",
+      getter("/isAllowAutoUpdateSchema"));
+  add(g, table, "set-schema-validation-enforce",
+      "Refuse (or not) producers without a schema on a namespace's topics that have one",
+      boolean_setter("/schemaValidationEnforced"), [](CLI::App* c, NamespaceArgs& a) {
+        c->add_flag("-e,--enable", a.enable, "Refuse them");
+        c->add_flag("-d,--disable", a.disable, "Accept them");
+      });
+  add(
+      g, table, "get-schema-validation-enforce",
+      "Whether producers without a schema are refused on a namespace's topics that have one",
+      [](Session& s, const NamespaceArgs& a) {
+        auto path = ns_path(s, a.name,
+                            a.applied ? "/schemaValidationEnforced?applied=true"
+                                      : "/schemaValidationEnforced");
+        return path ? s.print_value(*path) : 1;
+      },
+      [](CLI::App* c, NamespaceArgs& a) {
+        c->add_flag("-a,--applied", a.applied, "The value in force (the broker's when unset)");
+      });
+
+  // The policies a namespace shares with a topic (message TTL, retention, backlog quotas,
+  // deduplication, persistence, inactive topic policies, producer and consumer limits).
+  add_policy_commands(g, table,
+                      {false, "namespace", "tenant/namespace",
+                       [](Session& s, const std::string& name, std::string_view suffix) {
+                         return ns_path(s, name, suffix);
+                       }});
 
   add(g, table, "unload", "Unload a namespace, or one of its bundles, from its broker", unload,
       [](CLI::App* c, NamespaceArgs& a) {

@@ -11,6 +11,7 @@
 
 #include "cli/arguments.h"
 #include "cli/commands.h"
+#include "cli/policy_commands.h"
 #include "cli/stored_messages.h"
 
 namespace magnetar::cli {
@@ -594,6 +595,14 @@ void add_topic_commands(CLI::App& app, CommandTable& table) {
                 << field("entryId") << ":" << field("partitionIndex") << "\n";
         return 0;
       });
+
+  // Topic-level policies (message TTL, retention, backlog quotas, deduplication, persistence,
+  // inactive topic policies, producer and consumer limits), each with -g and get's -ap.
+  add_policy_commands(g, table,
+                      {true, "topic", "persistent://tenant/namespace/topic",
+                       [](Session& s, const std::string& name, std::string_view suffix) {
+                         return topic_url(s, name, suffix);
+                       }});
 }
 
 }  // namespace magnetar::cli
