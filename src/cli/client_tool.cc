@@ -14,7 +14,7 @@
 #include "cli/command_line.h"
 #include "cli/interrupt.h"
 #include "cli/message_format.h"
-#include "cli/token_bucket.h"
+#include "common/token_bucket.h"
 #include "common/version.h"
 #include "magnetar/client.h"
 #include "protocol/schema_type.h"

@@ -29,7 +29,7 @@
 
 #include "cli/client_conf.h"
 #include "cli/perf_run.h"
-#include "cli/token_bucket.h"
+#include "common/token_bucket.h"
 #include "common/asio.h"
 #include "common/buffer.h"
 #include "ledger/bookkeeper.h"

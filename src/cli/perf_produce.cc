@@ -11,7 +11,7 @@
 
 #include "cli/message_format.h"
 #include "cli/perf_run.h"
-#include "cli/token_bucket.h"
+#include "common/token_bucket.h"
 
 namespace magnetar::cli {
 

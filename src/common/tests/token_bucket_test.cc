@@ -1,10 +1,10 @@
 // TokenBucket with a simulated clock: waits, bursts, the long-run rate.
 
-#include "cli/token_bucket.h"
+#include "common/token_bucket.h"
 
 #include <gtest/gtest.h>
 
-namespace magnetar::cli {
+namespace magnetar {
 namespace {
 
 using namespace std::chrono_literals;
@@ -45,5 +45,19 @@ TEST(TokenBucketTest, OversleepingCallerStillGetsTheRate) {
   EXPECT_LT(seconds, 10.1);
 }
 
+TEST(TokenBucketTest, TakesManyTokensAtOnceAndSaysWhenOneIsBack) {
+  const auto t0 = Clock::time_point{} + 1h;
+  TokenBucket bucket(1000, 1000, t0);  // e.g. bytes per second
+  EXPECT_EQ(bucket.available(t0), 1000);
+  EXPECT_EQ(bucket.take(600, t0), Clock::duration::zero());
+  EXPECT_EQ(bucket.wait_for_one(t0), Clock::duration::zero());
+  // 900 more borrow 500: half a second before they are paid back, and a millisecond more
+  // before one token is there again.
+  EXPECT_EQ(std::chrono::duration_cast<std::chrono::milliseconds>(bucket.take(900, t0)), 500ms);
+  EXPECT_EQ(bucket.available(t0), -500);
+  EXPECT_EQ(std::chrono::duration_cast<std::chrono::milliseconds>(bucket.wait_for_one(t0)), 501ms);
+  EXPECT_EQ(bucket.wait_for_one(t0 + 501ms), Clock::duration::zero());
+}
+
 }  // namespace
-}  // namespace magnetar::cli
+}  // namespace magnetar
