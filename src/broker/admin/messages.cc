@@ -12,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include <ctime>
 #include <memory>
 #include <string>
 #include <utility>
@@ -23,6 +22,7 @@
 #include "broker/admin/topic_access.h"
 #include "broker/service/topic.h"
 #include "broker/service/topic_registry.h"
+#include "common/units.h"
 #include "protocol/compression.h"
 #include "protocol/frame.h"
 
@@ -35,15 +35,6 @@ using http::Permission;
 using http::Request;
 using http::Response;
 using mledger::Position;
-
-// ISO-8601 UTC with milliseconds, as Pulsar's X-Pulsar-publish-time.
-std::string iso_time(uint64_t epoch_ms) {
-  const std::time_t secs = static_cast<std::time_t>(epoch_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, epoch_ms % 1000);
-}
 
 // Whether a client's string may go into a header as it is (no CR, LF or other control
 // characters: producers choose keys, names and properties, and must not write headers).
@@ -86,12 +77,12 @@ Response message_response(const mledger::Entry& entry) {
   r.body = payload.to_string();
   r.headers["X-Pulsar-Message-ID"] =
       fmt::format("{}:{}", entry.position.ledger_id, entry.position.entry_id);
-  r.headers["X-Pulsar-publish-time"] = iso_time(md.publish_time());
+  r.headers["X-Pulsar-publish-time"] = format_iso_time(static_cast<int64_t>(md.publish_time()));
   if (md.has_event_time() && md.event_time() > 0) {
-    r.headers["X-Pulsar-event-time"] = iso_time(md.event_time());
+    r.headers["X-Pulsar-event-time"] = format_iso_time(static_cast<int64_t>(md.event_time()));
   }
   if (md.has_deliver_at_time() && md.deliver_at_time() > 0) {
-    r.headers["X-Pulsar-deliver-at-time"] = iso_time(static_cast<uint64_t>(md.deliver_at_time()));
+    r.headers["X-Pulsar-deliver-at-time"] = format_iso_time(md.deliver_at_time());
   }
   if (md.has_num_messages_in_batch()) {
     r.headers["X-Pulsar-num-batch-message"] = std::to_string(md.num_messages_in_batch());

@@ -35,5 +35,23 @@ TEST(ParseRelativeSecondsTest, TakesPulsarAdminTimes) {
   }
 }
 
+TEST(IsoTimeTest, FormatsAndParsesWhatPulsarAdminTakes) {
+  EXPECT_EQ(format_iso_time(1624906877123), "2021-06-28T19:01:17.123Z");
+  EXPECT_EQ(format_iso_time(1624906877120, true), "2021-06-28T19:01:17.12Z");
+  EXPECT_EQ(format_iso_time(1624906877000, true), "2021-06-28T19:01:17Z");
+  EXPECT_EQ(format_iso_time(0), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(*parse_iso_time("2021-06-28T19:01:17Z"), 1624906877000);
+  EXPECT_EQ(*parse_iso_time("2021-06-28T19:01:17.123Z"), 1624906877123);
+  EXPECT_EQ(*parse_iso_time("2021-06-28T21:01:17.5+02:00"), 1624906877500);
+  EXPECT_EQ(*parse_iso_time("2021-06-28T14:31-04:30"), 1624906860000);
+  EXPECT_EQ(*parse_iso_time("2000-02-29T00:00:00Z"), 951782400000);
+  EXPECT_EQ(*parse_iso_time("1969-12-31T23:59:59Z"), -1000);
+  for (const char* bad : {"", "2021-06-28", "2021-06-28T19:01:17", "2021-13-01T00:00Z",
+                          "2021-06-28 19:01:17Z", "2021-06-28T19:01:17+2:00",
+                          "2021-06-28T19:01:17.Z", "2021-06-28T19:01:17Zjunk", "now"}) {
+    EXPECT_FALSE(parse_iso_time(bad).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace magnetar
