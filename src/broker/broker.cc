@@ -45,6 +45,8 @@ Status listen_on(asio::ip::tcp::acceptor& acceptor, const asio::ip::address& add
 Broker::Broker(BrokerConfig config, metadata::MetadataStores stores)
     : config_(std::move(config)), stores_(std::move(stores)), log_(log::Logger("broker")) {}
 
+const DynamicConfig& Broker::dynamic_config() const { return topics_->dynamic_config(); }
+
 Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
                                               metadata::MetadataStores stores) {
   std::unique_ptr<Broker> b(new Broker(std::move(config), std::move(stores)));

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "broker/config/broker_config.h"
+#include "broker/config/dynamic_config.h"
 #include "broker/service/broker_services.h"
 #include "broker/service/metrics.h"
 #include "common/asio.h"
@@ -74,6 +75,8 @@ class Broker {
   // What the admin routes and connections use (service/broker_services.h).
   BrokerServices services();
   TopicRegistry& topics() { return *topics_; }
+  // The configuration in force: this broker's with the cluster's dynamic overrides.
+  const DynamicConfig& dynamic_config() const;
   SchemaRegistry& schemas() { return *schemas_; }
   NamespaceService& namespaces() { return *namespaces_; }
   int64_t connection_count() const;

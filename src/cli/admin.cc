@@ -99,6 +99,9 @@ std::vector<std::string> rewrite_single_dash_options(std::vector<std::string> ar
       {"-ttl", "--messageTTL"}, {"-lt", "--limitTime"},    {"-bt", "--type"},
       {"-force", "--force"},    {"-td", "--topic-domain"},
       {"-gpb", "--get-precise-backlog"}, {"-ap", "--applied"},
+      {"-md", "--msg-dispatch-rate"}, {"-bd", "--byte-dispatch-rate"},
+      {"-dt", "--dispatch-rate-period"}, {"-rp", "--relative-to-publish-rate"},
+      {"-sr", "--subscribe-rate"}, {"-st", "--subscribe-rate-period"},
   };
   for (std::string& arg : args) {
     if (arg == "--") break;

@@ -42,6 +42,23 @@ void add_broker_commands(CLI::App& app, CommandTable& table) {
       g->add_subcommand("list-dynamic-config", "Get the keys that may be updated at runtime");
   table.on(dynamic, [](Session& s) { return s.print_list("/admin/v2/brokers/configuration"); });
 
+  auto key = std::make_shared<std::string>();
+  auto value = std::make_shared<std::string>();
+  CLI::App* update =
+      g->add_subcommand("update-dynamic-config", "Override a dynamic key on every broker of the cluster");
+  update->add_option("-c,--config", *key, "The key (list-dynamic-config lists them)")->required();
+  update->add_option("-v,--value", *value, "Its new value")->required();
+  table.on(update, [key, value](Session& s) {
+    return s.change("POST", "/admin/v2/brokers/configuration/" + encode_segment(*key) + "/" +
+                                encode_segment(*value));
+  });
+  CLI::App* remove =
+      g->add_subcommand("delete-dynamic-config", "Drop the override of a dynamic key");
+  remove->add_option("-c,--config", *key, "The key")->required();
+  table.on(remove, [key](Session& s) {
+    return s.change("DELETE", "/admin/v2/brokers/configuration/" + encode_segment(*key));
+  });
+
   CLI::App* values = g->add_subcommand("get-all-dynamic-config",
                                        "Get the values of the keys updated at runtime");
   table.on(values,

@@ -36,6 +36,13 @@ struct PolicyArgs {
   // set-inactive-topic-policies
   std::string duration;
   std::string delete_mode;
+  // set-*-dispatch-rate, set-publish-rate, set-subscribe-rate (-1: not set)
+  int64_t msg_rate = -1;
+  int64_t byte_rate = -1;
+  int32_t period = 1;
+  bool relative = false;
+  int32_t subscribe_rate = -1;
+  int32_t subscribe_period = 30;
 };
 
 using Run = std::function<int(Session&, const PolicyArgs&)>;
@@ -63,6 +70,8 @@ class Commands {
   void add_all();
 
  private:
+  // set-/get-/remove- of the dispatch, publish and subscribe rates.
+  void add_rate_commands();
   // A subcommand taking the namespace or topic as its one positional argument.
   CLI::App* add(const std::string& name, const std::string& description, Run run,
                 const std::function<void(CLI::App*, PolicyArgs&)>& options = nullptr);
@@ -413,6 +422,91 @@ void Commands::add_all() {
         });
     add_get_remove(l.noun, l.what, route);
   }
+
+  add_rate_commands();
+}
+
+void Commands::add_rate_commands() {
+  const std::string of = target_->topic ? "a topic" : "a namespace";
+  struct Dispatch {
+    const char* noun;
+    const char* what;
+    const char* route;
+    bool relative;  // takes --relative-to-publish-rate
+  };
+  const Dispatch dispatches[] = {
+      {"dispatch-rate", "message dispatch rate", "dispatchRate", true},
+      {"subscription-dispatch-rate", "dispatch rate of each subscription",
+       "subscriptionDispatchRate", true},
+      // pulsar-admin namespaces set-replicator-dispatch-rate has no -rp (topics' has).
+      {"replicator-dispatch-rate", "dispatch rate of each replicator", "replicatorDispatchRate",
+       target_->topic},
+  };
+  for (const Dispatch& d : dispatches) {
+    const std::string route = d.route;
+    const bool relative = d.relative;
+    add(
+        std::string("set-") + d.noun, fmt::format("Set the {} of {}", d.what, of),
+        [t = target_, route](Session& s, const PolicyArgs& a) {
+          auto path = url(*t, s, a, route, false);
+          if (!path) return 1;
+          const Json body = {{"dispatchThrottlingRateInMsg", a.msg_rate},
+                             {"dispatchThrottlingRateInByte", a.byte_rate},
+                             {"relativeToPublishRate", a.relative},
+                             {"ratePeriodInSecond", a.period}};
+          return s.change("POST", *path, body.dump());
+        },
+        [relative](CLI::App* c, PolicyArgs& a) {
+          c->add_option("--msg-dispatch-rate", a.msg_rate,
+                        "Messages per period (-1: not limited); also -md");
+          c->add_option("--byte-dispatch-rate", a.byte_rate,
+                        "Bytes per period (-1: not limited); also -bd");
+          c->add_option("--dispatch-rate-period", a.period,
+                        "The period in seconds (default 1); also -dt");
+          if (relative) {
+            c->add_flag("--relative-to-publish-rate", a.relative,
+                        "The limit is the publish rate plus the rates given; also -rp");
+          }
+        });
+    add_get_remove(d.noun, d.what, route,
+                   ordered({"dispatchThrottlingRateInMsg", "dispatchThrottlingRateInByte",
+                            "relativeToPublishRate", "ratePeriodInSecond"}));
+  }
+
+  add(
+      "set-publish-rate", "Set the message publish rate of " + of,
+      [t = target_](Session& s, const PolicyArgs& a) {
+        auto path = url(*t, s, a, "publishRate", false);
+        if (!path) return 1;
+        const Json body = {{"publishThrottlingRateInMsg", a.msg_rate},
+                           {"publishThrottlingRateInByte", a.byte_rate}};
+        return s.change("POST", *path, body.dump());
+      },
+      [](CLI::App* c, PolicyArgs& a) {
+        c->add_option("-m,--msg-publish-rate", a.msg_rate,
+                      "Messages per second (-1: not limited)");
+        c->add_option("-b,--byte-publish-rate", a.byte_rate, "Bytes per second (-1: not limited)");
+      });
+  add_get_remove("publish-rate", "message publish rate", "publishRate",
+                 ordered({"publishThrottlingRateInMsg", "publishThrottlingRateInByte"}));
+
+  add(
+      "set-subscribe-rate", "Set the subscribe rate per consumer of " + of,
+      [t = target_](Session& s, const PolicyArgs& a) {
+        auto path = url(*t, s, a, "subscribeRate", false);
+        if (!path) return 1;
+        const Json body = {{"subscribeThrottlingRatePerConsumer", a.subscribe_rate},
+                           {"ratePeriodInSecond", a.subscribe_period}};
+        return s.change("POST", *path, body.dump());
+      },
+      [](CLI::App* c, PolicyArgs& a) {
+        c->add_option("--subscribe-rate", a.subscribe_rate,
+                      "Subscribes per consumer and period (-1: not limited); also -sr");
+        c->add_option("--subscribe-rate-period", a.subscribe_period,
+                      "The period in seconds (default 30); also -st");
+      });
+  add_get_remove("subscribe-rate", "subscribe rate per consumer", "subscribeRate",
+                 ordered({"subscribeThrottlingRatePerConsumer", "ratePeriodInSecond"}));
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ int run_broker(const ServerArgs& args) {
   announce_running(log, "broker", config, **server);
   const int signal = wait_for_shutdown_signal();
   log.info("signal {} received: stopping", signal);
-  (*server)->stop();
+  stop_broker_server(**server, log);
   server->reset();
   (void)run_sync<Status>([&]() { return stores->cluster->close(); });
   if (stores->configuration != stores->cluster) {

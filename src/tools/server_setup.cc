@@ -1,11 +1,15 @@
 #include "tools/server_setup.h"
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "bookie/cookie.h"
+#include "broker/broker.h"
 #include "common/logging.h"
 #include "net/resolve.h"
 
@@ -49,6 +53,19 @@ int wait_for_shutdown_signal() {
   int sig = 0;
   sigwait(&set, &sig);
   return sig;
+}
+
+void stop_broker_server(broker::BrokerServer& server, const log::Logger& log) {
+  const int64_t timeout_ms =
+      server.broker().dynamic_config().current()->broker_shutdown_timeout_ms;
+  if (timeout_ms > 0) {
+    std::thread([timeout_ms, log] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+      log.error("not stopped after brokerShutdownTimeoutMs={}: exiting", timeout_ms);
+      std::_Exit(1);
+    }).detach();
+  }
+  server.stop();
 }
 
 void RunningBookie::stop() {

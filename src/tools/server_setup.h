@@ -27,6 +27,10 @@ Status load_server_config(ConfigSchema& schema, const ServerArgs& args,
 void block_shutdown_signals();
 // Returns the first SIGINT/SIGTERM received (after block_shutdown_signals()).
 int wait_for_shutdown_signal();
+// The broker's stop after a signal: a stop that takes longer than the broker's
+// brokerShutdownTimeoutMs in force (its dynamic configuration's; 0: no limit) ends the
+// process with exit code 1. Then stops the server.
+void stop_broker_server(broker::BrokerServer& server, const log::Logger& log);
 
 // A bookie serving: its storage and its TCP server (stop the server before the bookie).
 struct RunningBookie {

@@ -103,7 +103,7 @@ int run_standalone(const StandaloneArgs& args) {
 
   const int signal = wait_for_shutdown_signal();
   log.info("signal {} received: stopping", signal);
-  (*server)->stop();
+  stop_broker_server(**server, log);
   server->reset();
   bookie->stop();
   (void)run_sync<Status>([&]() { return stores->cluster->close(); });

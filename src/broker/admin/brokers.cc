@@ -6,9 +6,14 @@
 //   GET /admin/v2/brokers/{cluster}/{broker}/ownedNamespaces  bundles owned by {broker} (307
 //                                                           to another registered broker)
 //   GET /admin/v2/brokers/configuration/runtime             every key of this broker and its
-//                                                           value (secrets masked, unlike Pulsar)
-//   GET /admin/v2/brokers/configuration[/values]            dynamic keys: none (an empty list,
-//                                                           an empty map)
+//                                                           value in force (secrets masked,
+//                                                           unlike Pulsar)
+//   GET /admin/v2/brokers/configuration                     the dynamic keys
+//   GET /admin/v2/brokers/configuration/values              the cluster's dynamic overrides
+//   POST /admin/v2/brokers/configuration/{key}/{value}      overrides a dynamic key (checked:
+//                                                           412 with why, where Pulsar stores
+//                                                           any value)
+//   DELETE /admin/v2/brokers/configuration/{key}            drops an override
 //   GET /admin/v2/brokers/internal-configuration            the metadata stores' URLs
 //   GET /admin/v2/brokers/ready, /version                   "ok" once serving; the version
 //
@@ -23,10 +28,13 @@
 #include <utility>
 #include <vector>
 
+#include "broker/admin/admin_nodes.h"
 #include "broker/admin/admin_routes.h"
+#include "broker/config/dynamic_config.h"
 #include "broker/config/broker_config.h"
 #include "broker/namespace/load_manager.h"
 #include "broker/namespace/namespace_service.h"
+#include "broker/service/topic_registry.h"
 #include "common/config.h"
 #include "common/version.h"
 
@@ -54,6 +62,10 @@ class Brokers {
   Task<Response> leader();
   Task<Response> owned_namespaces(std::string cluster, std::string broker, const Request& req);
   const BrokerConfig& config() const { return broker().config; }
+  const DynamicConfig& dynamic() const { return broker().topics.dynamic_config(); }
+  Task<Response> overrides();
+  Task<Response> set_override(std::string key, std::string value);
+  Task<Response> remove_override(std::string key);
 
  private:
   const BrokerServices& broker() const { return ctx_->services; }
@@ -128,6 +140,41 @@ Task<Response> Brokers::owned_namespaces(std::string cluster, std::string id, co
   co_return ok_json(out);
 }
 
+Task<Response> Brokers::overrides() {
+  auto loaded = co_await admin::load(*broker().stores.cluster, std::string(kDynamicConfigPath));
+  if (auto* r = std::get_if<Response>(&loaded)) co_return std::move(*r);
+  const auto& node = std::get<0>(loaded);
+  co_return ok_json(node ? node->value : Json::object());
+}
+
+Task<Response> Brokers::set_override(std::string key, std::string value) {
+  if (!DynamicConfig::is_dynamic(key)) co_return error(412, "Can't update non-dynamic configuration");
+  if (Status st = dynamic().check(key, value); !st.ok()) co_return error(412, st.message());
+  metadata::MetadataStore& store = *broker().stores.cluster;
+  const std::string path(kDynamicConfigPath);
+  metadata::PutOptions create;  // the node, if there is none yet
+  create.expected_version = -1;
+  auto made = co_await store.put_recursive(path, "{}", create);
+  if (!made.ok() && !made.status().is(Errc::kBadVersion)) co_return store_error(made.status());
+  const Mutation set = [&key, &value](Json& overrides) -> std::optional<Response> {
+    overrides[key] = value;
+    return std::nullopt;
+  };
+  co_return co_await update_node(store, path, set, "No dynamic configuration");
+}
+
+Task<Response> Brokers::remove_override(std::string key) {
+  if (!DynamicConfig::is_dynamic(key)) co_return error(412, "Can't delete non-dynamic configuration");
+  const Mutation remove = [&key](Json& overrides) -> std::optional<Response> {
+    overrides.erase(key);
+    return std::nullopt;
+  };
+  Response r = co_await update_node(*broker().stores.cluster, std::string(kDynamicConfigPath),
+                                    remove, "No dynamic configuration");
+  if (r.status == 404) co_return no_content();  // no override of any key: nothing to drop
+  co_return r;
+}
+
 // Every key of the broker's configuration with its value, as text.
 Json runtime_configuration(const BrokerConfig& config) {
   BrokerConfig copy = config;
@@ -166,17 +213,23 @@ void add_brokers(http::Router& router, std::shared_ptr<const BrokerContext> ctx)
              [self](const Request&, const PathParams&) { return self->leader(); });
   auto config = [self]() -> const BrokerConfig& { return self->config(); };
   router.add("GET", brokers + "/configuration/runtime", super,
-             [config](const Request&, const PathParams&) -> Task<Response> {
-               co_return ok_json(runtime_configuration(config()));
+             [self](const Request&, const PathParams&) -> Task<Response> {
+               co_return ok_json(runtime_configuration(*self->dynamic().current()));
              });
   router.add("GET", brokers + "/configuration", super,
              [](const Request&, const PathParams&) -> Task<Response> {
-               co_return ok_json(Json::array());
+               Json keys = Json::array();
+               for (std::string_view key : DynamicConfig::keys()) keys.push_back(key);
+               co_return ok_json(keys);
              });
   router.add("GET", brokers + "/configuration/values", super,
-             [](const Request&, const PathParams&) -> Task<Response> {
-               co_return ok_json(Json::object());
+             [self](const Request&, const PathParams&) { return self->overrides(); });
+  router.add("POST", brokers + "/configuration/{key}/{value}", super,
+             [self](const Request&, const PathParams& p) {
+               return self->set_override(p.at("key"), p.at("value"));
              });
+  router.add("DELETE", brokers + "/configuration/{key}", super,
+             [self](const Request&, const PathParams& p) { return self->remove_override(p.at("key")); });
   router.add("GET", brokers + "/internal-configuration", super,
              [config](const Request&, const PathParams&) -> Task<Response> {
                co_return ok_json(internal_configuration(config()));
@@ -199,7 +252,7 @@ void add_brokers(http::Router& router, std::shared_ptr<const BrokerContext> ctx)
 Prefix brokers_prefix() {
   Prefix prefix;
   prefix.path = "/admin/v2/brokers/";
-  prefix.methods = {"GET"};
+  prefix.methods = {"GET", "POST", "DELETE"};
   prefix.malformed = not_found();
   // "/admin/v2/brokers/" itself is not the list (which is "/admin/v2/brokers").
   prefix.check = [](const Request&,

@@ -39,8 +39,10 @@ class NamespacePolicies {
   // DELETE of one policy field (`field` a string literal).
   Task<Response> remove_policy(NamespaceName ns, const char* field);
   Task<Response> set_retention(NamespaceName ns, const Request& req);
-  // POST of a policy_fields() one.
+  // GET, POST, DELETE of a policy_fields() one.
+  Task<Response> get_field(NamespaceName ns, const PolicyField& f);
   Task<Response> set_field(NamespaceName ns, const Request& req, const PolicyField& f);
+  Task<Response> remove_field(NamespaceName ns, const PolicyField& f);
   Task<Response> set_backlog_quota(NamespaceName ns, const Request& req);
   Task<Response> remove_backlog_quota(NamespaceName ns, const Request& req);
   Task<Response> set_replication(NamespaceName ns, const Request& req);
@@ -75,6 +77,31 @@ Task<Response> NamespacePolicies::get_policy(NamespaceName ns, const char* field
     co_return ok_json(Json(ctx_->options.allow_auto_update_schema));
   }
   co_return no_content();  // Pulsar answers an unset policy (null) with 204
+}
+
+Task<Response> NamespacePolicies::get_field(NamespaceName ns, const PolicyField& f) {
+  if (!f.per_cluster) co_return co_await get_policy(std::move(ns), f.namespace_field, f.namespace_unset);
+  if (!ns.valid()) co_return invalid_namespace_name();
+  auto loaded = co_await load(configuration(), ns.policies_path());
+  if (auto* r = std::get_if<Response>(&loaded)) co_return std::move(*r);
+  auto& node = std::get<0>(loaded);
+  if (!node) co_return error(404, kNoNamespace);
+  const Json& value = namespace_value(f, node->value, ctx_->options.cluster_name);
+  if (value.is_null()) co_return no_content();
+  co_return ok_json(value);
+}
+
+Task<Response> NamespacePolicies::remove_field(NamespaceName ns, const PolicyField& f) {
+  if (!f.per_cluster) co_return co_await remove_policy(std::move(ns), f.namespace_field);
+  if (!ns.valid()) co_return invalid_namespace_name();
+  const std::string& cluster = ctx_->options.cluster_name;
+  const Mutation remove = [&f, &cluster](Json& p) -> std::optional<Response> {
+    for (const char* field : {f.namespace_field, f.namespace_also}) {
+      if (field != nullptr && p.contains(field) && p[field].is_object()) p[field].erase(cluster);
+    }
+    return std::nullopt;
+  };
+  co_return co_await update_policies(ns, remove);
 }
 
 Task<Response> NamespacePolicies::update_policies(const NamespaceName& ns, const Mutation& mutate) {
@@ -121,9 +148,17 @@ Task<Response> NamespacePolicies::set_field(NamespaceName ns, const Request& req
     co_return error(400, "Can not enable for all producers but denies for replicators, which is "
                          "meaningless");
   }
-  const char* field = f.namespace_field;
-  const Mutation set = [&value, field](Json& p) -> std::optional<Response> {
-    p[field] = value;
+  const std::string& cluster = ctx_->options.cluster_name;
+  const Mutation set = [&value, &f, &cluster](Json& p) -> std::optional<Response> {
+    if (!f.per_cluster) {
+      p[f.namespace_field] = value;
+      return std::nullopt;
+    }
+    for (const char* field : {f.namespace_field, f.namespace_also}) {
+      if (field == nullptr) continue;
+      if (!p[field].is_object()) p[field] = Json::object();
+      p[field][cluster] = value;
+    }
     return std::nullopt;
   };
   co_return co_await update_policies(ns, set);
@@ -270,12 +305,16 @@ void add_namespace_policies(http::Router& router, std::shared_ptr<const AdminCon
   remove("retention", "retention_policies");
   for (const PolicyField& f : policy_fields()) {
     if (f.namespace_route == nullptr) continue;
-    get(f.namespace_route, f.namespace_field, f.namespace_unset);
-    router.add("POST", ns + f.namespace_route, admin,
-               [self, &f](const Request& req, const PathParams& p) {
-                 return self->set_field(namespace_of(p), req, f);
-               });
-    remove(f.namespace_route, f.namespace_field);
+    const std::string path = ns + f.namespace_route;
+    router.add("GET", path, admin, [self, &f](const Request&, const PathParams& p) {
+      return self->get_field(namespace_of(p), f);
+    });
+    router.add("POST", path, admin, [self, &f](const Request& req, const PathParams& p) {
+      return self->set_field(namespace_of(p), req, f);
+    });
+    router.add("DELETE", path, admin, [self, &f](const Request&, const PathParams& p) {
+      return self->remove_field(namespace_of(p), f);
+    });
   }
   get("backlogQuotaMap", "backlog_quota_map", Unset::kEmptyObject);
   set("POST", "backlogQuota", &NamespacePolicies::set_backlog_quota);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "broker/admin/policies_json.h"
@@ -112,6 +114,103 @@ OrResponse<Json> parse_inactive_topic_policies(const Json& body) {
   return out;
 }
 
+// An integer field of a rate object: absent gives `fallback`; 400 when not an integer.
+std::optional<http::Response> rate_member(const Json& body, const char* name, int64_t min, int64_t max,
+                                    int64_t fallback, Json& out) {
+  const Json& v = member(body, name);
+  if (v.is_null()) {
+    out[name] = fallback;
+    return std::nullopt;
+  }
+  auto n = integer_in(v, min, max);
+  if (!n) return error(400, fmt::format("{} must be an integer", name));
+  out[name] = *n;
+  return std::nullopt;
+}
+
+// Pulsar's DispatchRate, its fields in its order, absent ones at its builder's defaults.
+OrResponse<Json> parse_dispatch_rate(const Json& body) {
+  if (!body.is_object()) return error(400, "DispatchRate must be a JSON object");
+  Json out = Json::object();
+  if (auto r = rate_member(body, "dispatchThrottlingRateInMsg", kInt32Min, kInt32Max, -1, out)) {
+    return *r;
+  }
+  if (auto r = rate_member(body, "dispatchThrottlingRateInByte", INT64_MIN, INT64_MAX, -1, out)) {
+    return *r;
+  }
+  const Json& relative = member(body, "relativeToPublishRate");
+  if (!relative.is_null() && !relative.is_boolean()) {
+    return error(400, "relativeToPublishRate must be true or false");
+  }
+  out["relativeToPublishRate"] = relative.is_boolean() && relative.get<bool>();
+  if (auto r = rate_member(body, "ratePeriodInSecond", kInt32Min, kInt32Max, 1, out)) return *r;
+  return out;
+}
+
+OrResponse<Json> parse_publish_rate(const Json& body) {
+  if (!body.is_object()) return error(400, "PublishRate must be a JSON object");
+  Json out = Json::object();
+  if (auto r = rate_member(body, "publishThrottlingRateInMsg", kInt32Min, kInt32Max, -1, out)) {
+    return *r;
+  }
+  if (auto r = rate_member(body, "publishThrottlingRateInByte", INT64_MIN, INT64_MAX, -1, out)) {
+    return *r;
+  }
+  return out;
+}
+
+OrResponse<Json> parse_subscribe_rate(const Json& body) {
+  if (!body.is_object()) return error(400, "SubscribeRate must be a JSON object");
+  Json out = Json::object();
+  if (auto r = rate_member(body, "subscribeThrottlingRatePerConsumer", kInt32Min, kInt32Max, -1,
+                           out)) {
+    return *r;
+  }
+  if (auto r = rate_member(body, "ratePeriodInSecond", kInt32Min, kInt32Max, 30, out)) return *r;
+  return out;
+}
+
+bool positive(const Json& v, const char* name) {
+  const Json& n = member(v, name);
+  return n.is_number_integer() && n.get<int64_t>() > 0;
+}
+bool dispatch_rate_decides(const Json& v) {
+  return positive(v, "dispatchThrottlingRateInMsg") || positive(v, "dispatchThrottlingRateInByte");
+}
+bool publish_rate_decides(const Json& v) {
+  return positive(v, "publishThrottlingRateInMsg") || positive(v, "publishThrottlingRateInByte");
+}
+bool subscribe_rate_decides(const Json& v) {
+  return positive(v, "subscribeThrottlingRatePerConsumer") && positive(v, "ratePeriodInSecond");
+}
+
+Json dispatch_rate_json(int64_t messages, int64_t bytes) {
+  return {{"dispatchThrottlingRateInMsg", messages},
+          {"dispatchThrottlingRateInByte", bytes},
+          {"relativeToPublishRate", false},
+          {"ratePeriodInSecond", 1}};
+}
+Json topic_rate_default(const BrokerConfig& c) {
+  return dispatch_rate_json(c.dispatch_throttling_rate_per_topic_in_msg,
+                            c.dispatch_throttling_rate_per_topic_in_byte);
+}
+Json subscription_rate_default(const BrokerConfig& c) {
+  return dispatch_rate_json(c.dispatch_throttling_rate_per_subscription_in_msg,
+                            c.dispatch_throttling_rate_per_subscription_in_byte);
+}
+Json replicator_rate_default(const BrokerConfig& c) {
+  return dispatch_rate_json(c.dispatch_throttling_rate_per_replicator_in_msg,
+                            c.dispatch_throttling_rate_per_replicator_in_byte);
+}
+Json publish_rate_default(const BrokerConfig& c) {
+  return {{"publishThrottlingRateInMsg", c.max_publish_rate_per_topic_in_messages},
+          {"publishThrottlingRateInByte", c.max_publish_rate_per_topic_in_bytes}};
+}
+Json subscribe_rate_default(const BrokerConfig& c) {
+  return {{"subscribeThrottlingRatePerConsumer", c.subscribe_throttling_rate_per_consumer},
+          {"ratePeriodInSecond", c.subscribe_rate_period_per_consumer_in_second}};
+}
+
 Json ttl_default(const BrokerConfig& c) { return c.ttl_duration_default_in_seconds; }
 Json dedup_default(const BrokerConfig& c) { return c.broker_deduplication_enabled; }
 Json snapshot_interval_default(const BrokerConfig& c) {
@@ -153,19 +252,45 @@ constexpr PolicyField kFields[] = {
      Unset::kBrokerSchemaAutoUpdate, parse_boolean, auto_update_default},
     {"schemaValidationEnforced", "schema_validation_enforced", "schemaValidationEnforced",
      "schemaValidationEnforced", Unset::kFalse, parse_boolean, validation_default},
+    {"dispatchRate", "topicDispatchRate", "dispatchRate", "dispatchRate", Unset::kNoContent,
+     parse_dispatch_rate, topic_rate_default, nullptr, true, "clusterDispatchRate",
+     dispatch_rate_decides},
+    {"subscriptionDispatchRate", "subscriptionDispatchRate", "subscriptionDispatchRate",
+     "subscriptionDispatchRate", Unset::kNoContent, parse_dispatch_rate,
+     subscription_rate_default, nullptr, true, nullptr, dispatch_rate_decides},
+    {"replicatorDispatchRate", "replicatorDispatchRate", "replicatorDispatchRate",
+     "replicatorDispatchRate", Unset::kNoContent, parse_dispatch_rate, replicator_rate_default,
+     nullptr, true, nullptr, dispatch_rate_decides},
+    {"publishRate", "publishMaxMessageRate", "publishRate", "publishRate", Unset::kNoContent,
+     parse_publish_rate, publish_rate_default, nullptr, true, nullptr, publish_rate_decides},
+    {"subscribeRate", "clusterSubscribeRate", "subscribeRate", "subscribeRate",
+     Unset::kNoContent, parse_subscribe_rate, subscribe_rate_default, nullptr, true, nullptr,
+     subscribe_rate_decides},
 };
 
 }  // namespace
 
 std::span<const PolicyField> policy_fields() { return kFields; }
 
+const Json& namespace_value(const PolicyField& f, const Json& namespace_policies,
+                            const std::string& cluster) {
+  static const Json kNull;
+  if (f.namespace_field == nullptr) return kNull;
+  const Json& v = member(namespace_policies, f.namespace_field);
+  if (!f.per_cluster) return v;
+  const Json& mine = member(v, cluster.c_str());
+  if (!mine.is_null() || f.namespace_also == nullptr) return mine;
+  return member(member(namespace_policies, f.namespace_also), cluster.c_str());
+}
+
 Json applied_value(const PolicyField& f, const Json& local, const Json& global,
                    const Json& namespace_policies, const BrokerConfig& config) {
+  auto decides = [&f](const Json& v) { return !v.is_null() && (!f.decides || f.decides(v)); };
   for (const Json* level : {&local, &global}) {
-    if (const Json& v = member(*level, f.topic_field); !v.is_null()) return v;
+    if (const Json& v = member(*level, f.topic_field); decides(v)) return v;
   }
-  if (f.namespace_field != nullptr) {
-    if (const Json& v = member(namespace_policies, f.namespace_field); !v.is_null()) return v;
+  if (const Json& v = namespace_value(f, namespace_policies, config.cluster_name); decides(v)) {
+    return v;
   }
   return f.broker_default(config);
 }

@@ -33,12 +33,26 @@ struct PolicyField {
   // A topic's POST may give the value as this query parameter instead of a body (Pulsar's
   // topic messageTTL takes ?messageTTL=N); nullptr: a body only.
   const char* topic_query = nullptr;
+  // The namespace keeps one value per cluster: `namespace_field` is a map of cluster name
+  // to value (Pulsar's rate limits), and each cluster's brokers read their own.
+  bool per_cluster = false;
+  // A second namespace field written and removed with the first (the deprecated name Pulsar
+  // still writes); nullptr: none.
+  const char* namespace_also = nullptr;
+  // Whether a level's value decides (?applied and the broker alike): a rate limit that
+  // enables no rate leaves it to the next level (Pulsar's normalize()). nullptr: any value.
+  bool (*decides)(const Json& value) = nullptr;
 };
 
 std::span<const PolicyField> policy_fields();
 
+// The namespace's value of `f` for `cluster` (null: unset).
+const Json& namespace_value(const PolicyField& f, const Json& namespace_policies,
+                            const std::string& cluster);
+
 // The value a topic's GET ?applied=true answers for `f`: the topic's local level, else its
-// global one, else its namespace's, else the broker's (null levels: unset).
+// global one, else its namespace's (for this broker's cluster), else the broker's (null
+// levels: unset).
 Json applied_value(const PolicyField& f, const Json& local, const Json& global,
                    const Json& namespace_policies, const BrokerConfig& config);
 

@@ -242,7 +242,8 @@ Task<Response> TopicPolicies::get_field(const Request& req, const PathParams& p,
     auto all = co_await levels(name);
     if (auto* r = std::get_if<Response>(&all)) co_return std::move(*r);
     const Levels& l = std::get<Levels>(all);
-    co_return ok_json(applied_value(f, l.local, l.global, l.ns, broker().config));
+    co_return ok_json(
+        applied_value(f, l.local, l.global, l.ns, *broker().topics.dynamic_config().current()));
   }
   auto value = co_await stored(name, query_flag(req, "isGlobal"), f.topic_field);
   if (auto* r = std::get_if<Response>(&value)) co_return std::move(*r);

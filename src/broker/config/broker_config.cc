@@ -78,6 +78,10 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
   s.bind("keepAliveIntervalSeconds", &c->keep_alive_interval_seconds,
          "Idle time before the broker pings a client; twice that without an answer closes it")
       .range(1, 3600);
+  s.bind("brokerShutdownTimeoutMs", &c->broker_shutdown_timeout_ms,
+         "A stop (SIGTERM) that takes longer than this ends the process anyway, with exit "
+         "code 1 (0: no limit)")
+      .range(0, 86400000.0 * 365);
   s.bind("maxPendingPublishRequestsPerConnection", &c->max_pending_publish_requests_per_connection,
          "Sends awaiting storage per connection before the broker stops reading it")
       .range(1, 1000000);
@@ -121,6 +125,45 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
          "Producers without a schema are refused on topics that have one");
   s.bind("topicLevelPoliciesEnabled", &c->topic_level_policies_enabled,
          "Serve the topic-level policies of the admin API");
+  struct Rate {
+    const char* key;
+    int64_t* value;
+    const char* help;
+  };
+  const Rate rates[] = {
+      {"dispatchThrottlingRatePerTopicInMsg", &c->dispatch_throttling_rate_per_topic_in_msg,
+       "Messages per second a topic dispatches to all its subscriptions (0: no limit)"},
+      {"dispatchThrottlingRatePerTopicInByte", &c->dispatch_throttling_rate_per_topic_in_byte,
+       "Bytes per second a topic dispatches to all its subscriptions (0: no limit)"},
+      {"dispatchThrottlingRatePerSubscriptionInMsg",
+       &c->dispatch_throttling_rate_per_subscription_in_msg,
+       "Messages per second one subscription is dispatched (0: no limit)"},
+      {"dispatchThrottlingRatePerSubscriptionInByte",
+       &c->dispatch_throttling_rate_per_subscription_in_byte,
+       "Bytes per second one subscription is dispatched (0: no limit)"},
+      {"dispatchThrottlingRatePerReplicatorInMsg",
+       &c->dispatch_throttling_rate_per_replicator_in_msg,
+       "Messages per second one replicator sends to its remote cluster (0: no limit)"},
+      {"dispatchThrottlingRatePerReplicatorInByte",
+       &c->dispatch_throttling_rate_per_replicator_in_byte,
+       "Bytes per second one replicator sends to its remote cluster (0: no limit)"},
+      {"maxPublishRatePerTopicInMessages", &c->max_publish_rate_per_topic_in_messages,
+       "Messages per second a topic accepts from its producers; past it their connections "
+       "are read more slowly (0: no limit)"},
+      {"maxPublishRatePerTopicInBytes", &c->max_publish_rate_per_topic_in_bytes,
+       "Bytes per second a topic accepts from its producers (0: no limit)"},
+  };
+  for (const Rate& r : rates) s.bind(r.key, r.value, r.help).range(0, 1e15);
+  s.bind("dispatchThrottlingOnBatchMessageEnabled",
+         &c->dispatch_throttling_on_batch_message_enabled,
+         "Dispatch rate limits count a batch as one message (else each message in it)");
+  s.bind("subscribeThrottlingRatePerConsumer", &c->subscribe_throttling_rate_per_consumer,
+         "Subscribes one consumer (host and name) may make per period (0: no limit)")
+      .range(0, 1e9);
+  s.bind("subscribeRatePeriodPerConsumerInSecond",
+         &c->subscribe_rate_period_per_consumer_in_second,
+         "Period of subscribeThrottlingRatePerConsumer (seconds)")
+      .range(1, 86400 * 365);
   s.bind("replicationStartAt", &c->replication_start_at,
          "Where a replicator starts on an existing topic: latest (new messages only) or "
          "earliest (everything still stored)");

@@ -40,6 +40,8 @@ struct BrokerConfig {
   int32_t num_io_threads = 0;                    // numIOThreads: event loops (0: one per core)
   int32_t max_message_size = 5 * 1024 * 1024;    // maxMessageSize
   int32_t keep_alive_interval_seconds = 30;      // keepAliveIntervalSeconds
+  // brokerShutdownTimeoutMs: a stop that takes longer ends the process anyway (0: no limit)
+  int64_t broker_shutdown_timeout_ms = 60000;
   int32_t max_pending_publish_requests_per_connection = 1000;
   // maxPendingPublishRequestsPerConnection: past it, the connection stops being read.
   bool allow_auto_topic_creation = true;                           // allowAutoTopicCreation
@@ -66,6 +68,19 @@ struct BrokerConfig {
   bool is_allow_auto_update_schema = true;       // isAllowAutoUpdateSchema
   bool is_schema_validation_enforced = false;    // isSchemaValidationEnforced
   bool topic_level_policies_enabled = true;      // topicLevelPoliciesEnabled
+  // Rate limits when no topic or namespace policy sets one (0: none; service/dispatch_rate.h).
+  int64_t dispatch_throttling_rate_per_topic_in_msg = 0;    // ...PerTopicInMsg
+  int64_t dispatch_throttling_rate_per_topic_in_byte = 0;   // ...PerTopicInByte
+  int64_t dispatch_throttling_rate_per_subscription_in_msg = 0;   // ...PerSubscriptionInMsg
+  int64_t dispatch_throttling_rate_per_subscription_in_byte = 0;  // ...PerSubscriptionInByte
+  int64_t dispatch_throttling_rate_per_replicator_in_msg = 0;     // ...PerReplicatorInMsg
+  int64_t dispatch_throttling_rate_per_replicator_in_byte = 0;    // ...PerReplicatorInByte
+  // dispatchThrottlingOnBatchMessageEnabled: a batch counts as one message
+  bool dispatch_throttling_on_batch_message_enabled = false;
+  int64_t max_publish_rate_per_topic_in_messages = 0;  // maxPublishRatePerTopicInMessages
+  int64_t max_publish_rate_per_topic_in_bytes = 0;     // maxPublishRatePerTopicInBytes
+  int32_t subscribe_throttling_rate_per_consumer = 0;  // subscribeThrottlingRatePerConsumer
+  int32_t subscribe_rate_period_per_consumer_in_second = 30;  // ...PeriodPerConsumerInSecond
   // Geo-replication (src/broker/replication): where a new replicator's cursor starts on a
   // topic that existed before replication to that cluster was enabled, and how many sends
   // one replicator keeps in flight.

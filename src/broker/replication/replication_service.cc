@@ -254,7 +254,8 @@ Task<void> ReplicationService::reconcile(const std::shared_ptr<PersistentTopic>&
     (*cursor)->set_active(true);  // it reads right behind the producers: keep entries cached
     Replicator::Options options{name, config_.cluster_name, remote,
                                 config_.replication_producer_queue_size,
-                                topic->policies().message_ttl_seconds};
+                                topic->policies().message_ttl_seconds,
+                                topic->replicator_limiter()};
     auto r = std::make_shared<Replicator>(topic->executor(), topic->ledger_ptr(), *cursor, remotes_,
                                           remote_topics_, gate_, std::move(options));
     set->by_remote[remote] = r;

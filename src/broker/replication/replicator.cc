@@ -215,7 +215,17 @@ Task<void> Replicator::run() {
       co_await nap(kRetry);  // woken by the next completion
       continue;
     }
-    auto entries = co_await cursor_->read_or_wait(std::min(room, kReadBatch), kReadBytes);
+    int wanted = std::min(room, kReadBatch);
+    if (const auto& limit = options_.rate_limit; limit && limit->enabled()) {
+      const auto now = RateLimiter::Clock::now();
+      wanted = static_cast<int>(limit->allowed(wanted, now));
+      if (wanted <= 0) {  // over the replicator dispatch rate
+        co_await nap(std::max(std::chrono::duration_cast<std::chrono::milliseconds>(limit->wait(now)),
+                              std::chrono::milliseconds(1)));
+        continue;
+      }
+    }
+    auto entries = co_await cursor_->read_or_wait(wanted, kReadBytes);
     if (stopping_) break;
     if (!entries.ok()) {
       const auto code = entries.status().code();
@@ -266,6 +276,9 @@ void Replicator::forward(std::vector<mledger::Entry> entries) {
     md.set_replicated_from(options_.local_cluster);
     protocol::set_source_position(&md, {position.ledger_id, position.entry_id});
     const auto bytes = static_cast<int64_t>(parts->payload.size());
+    if (options_.rate_limit) {
+      options_.rate_limit->charge(std::max(1, md.num_messages_in_batch()), bytes, Clock::now());
+    }
     inflight_.emplace_back(position, Clock::now());
     std::weak_ptr<Replicator> weak = weak_from_this();
     auto done = [weak, executor = executor_, generation = generation_, position,

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "broker/replication/replication_metrics.h"
+#include "broker/service/dispatch_rate.h"
 #include "common/asio.h"
 #include "common/backoff.h"
 #include "common/gate.h"
@@ -61,6 +62,8 @@ class Replicator : public std::enable_shared_from_this<Replicator> {
     // The topic's message TTL (0: none): older entries are not sent, and while the remote
     // is away the cursor moves past them (msgRateExpired), as Pulsar's TTL does.
     int64_t message_ttl_seconds = 0;
+    // The replicator dispatch rate (the topic keeps it at its policy; null: none).
+    std::shared_ptr<broker::RateLimiter> rate_limit;
   };
   // The cursor's name for `remote`.
   static std::string cursor_name(const std::string& remote);

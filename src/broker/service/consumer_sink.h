@@ -6,6 +6,7 @@
 // Threading: called on the topic's loop; implementations hop to their own loop and keep the
 // order of calls. A sink whose connection closed ignores every call.
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -33,6 +34,9 @@ class ProducerSink {
   virtual ~ProducerSink() = default;
   // The producer is dropped (the client reconnects); the sink forgets it.
   virtual void close_producer(uint64_t producer_id) = 0;
+  // Over the topic's publish rate: the connection is not read for `pause` (callable from
+  // any loop).
+  virtual void throttle_reading(std::chrono::steady_clock::duration pause) = 0;
   virtual const std::string& remote() const = 0;
 };
 

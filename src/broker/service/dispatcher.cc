@@ -1,6 +1,7 @@
 #include "broker/service/dispatcher.h"
 
 #include <algorithm>
+#include <optional>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -235,6 +236,22 @@ Task<std::vector<mledger::Entry>> Dispatcher::read_redeliveries(int wanted) {
   co_return entries;
 }
 
+Task<int> Dispatcher::throttled(int wanted) {
+  if (options_.throttle.empty()) co_return wanted;
+  auto self = shared_from_this();
+  std::optional<asio::steady_timer> timer;  // made only when a limit makes it wait
+  while (!closed_ && !consumers_.empty()) {
+    RateLimiter::Clock::duration wait;
+    const int64_t allowed = options_.throttle.allowed(wanted, RateLimiter::Clock::now(), &wait);
+    if (allowed > 0) co_return static_cast<int>(allowed);
+    if (!timer) timer.emplace(executor_);
+    timer->expires_after(std::max(wait, RateLimiter::Clock::duration(std::chrono::milliseconds(1))));
+    boost::system::error_code ec;
+    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  co_return 0;
+}
+
 Task<void> Dispatcher::dispatch_loop() {
   auto self = shared_from_this();
   Backoff retry(Backoff::Options{options_.read_retry_initial, options_.read_retry_max});
@@ -242,7 +259,9 @@ Task<void> Dispatcher::dispatch_loop() {
   while (!consumers_.empty() && !closed_) {
     const int64_t permits = available_permits();
     if (permits <= 0) break;
-    const int wanted = static_cast<int>(std::min<int64_t>(permits, options_.read_batch_size));
+    const int wanted = co_await throttled(
+        static_cast<int>(std::min<int64_t>(permits, options_.read_batch_size)));
+    if (wanted <= 0) break;  // closed, or nobody left, while throttled
     std::vector<mledger::Entry> entries;
     if (!to_redeliver_.empty()) {
       entries = co_await read_redeliveries(wanted);
@@ -279,6 +298,11 @@ Task<void> Dispatcher::dispatch_loop() {
         break;
       }
       send_to(target, entry, info.messages);
+      if (!options_.throttle.empty()) {
+        options_.throttle.charge(options_.throttle_batches_as_one ? 1 : info.messages,
+                                 static_cast<int64_t>(entry.data.size()),
+                                 RateLimiter::Clock::now());
+      }
       ++sent;
     }
     // Nothing could go anywhere (Key_Shared keys whose consumer has no permits): wait for a

@@ -17,6 +17,7 @@
 
 #include "broker/service/consumer.h"
 #include "broker/service/dispatch_cursor.h"
+#include "broker/service/dispatch_rate.h"
 #include "broker/service/entry_metadata.h"
 #include "common/asio.h"
 #include "common/gate.h"
@@ -38,6 +39,10 @@ struct DispatchOptions {
   std::chrono::milliseconds read_retry_max{5000};
   // Failover: the topic's partition index (-1: not a partition) chooses the active consumer.
   int partition_index = -1;
+  // The dispatch rate limits obeyed (the topic's and the subscription's): each read asks at
+  // most what they allow, waiting while one allows nothing; what was sent is charged.
+  Throttle throttle;
+  bool throttle_batches_as_one = false;  // dispatchThrottlingOnBatchMessageEnabled
 };
 
 class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
@@ -125,6 +130,9 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
  private:
   Task<void> dispatch_loop();
   Task<std::vector<mledger::Entry>> read_redeliveries(int wanted);
+  // How many entries the rate limits let the next read ask for, at most `wanted`, after
+  // waiting for them if they allow none now.
+  Task<int> throttled(int wanted);
   void send_to(const std::shared_ptr<Consumer>& consumer, const mledger::Entry& entry,
                int messages);
 

@@ -29,18 +29,29 @@ struct FieldNames {
   const char* max_consumers;
   const char* auto_update;  // nullptr: not a topic policy
   const char* validation;
+  // The rate limits; `per_cluster`: each a map of cluster name to value (a namespace's).
+  const char* dispatch_rate;
+  const char* subscription_dispatch_rate;
+  const char* replicator_dispatch_rate;
+  const char* publish_rate;
+  const char* subscribe_rate;
+  bool per_cluster;
 };
 
 constexpr FieldNames kNamespaceFields{
     "message_ttl_in_seconds",  "retention_policies",   "backlog_quota_map",
     "deduplicationEnabled",    "deduplicationSnapshotIntervalSeconds", "persistence",
     "inactive_topic_policies", "max_producers_per_topic", "max_consumers_per_topic",
-    "is_allow_auto_update_schema", "schema_validation_enforced"};
+    "is_allow_auto_update_schema", "schema_validation_enforced",
+    "topicDispatchRate",       "subscriptionDispatchRate", "replicatorDispatchRate",
+    "publishMaxMessageRate",   "clusterSubscribeRate",    true};
 constexpr FieldNames kTopicFields{
     "messageTTLInSeconds",   "retentionPolicies",   "backLogQuotaMap",
     "deduplicationEnabled",  "deduplicationSnapshotIntervalSeconds", "persistence",
     "inactiveTopicPolicies", "maxProducerPerTopic", "maxConsumerPerTopic",
-    nullptr,                 "schemaValidationEnforced"};
+    nullptr,                 "schemaValidationEnforced",
+    "dispatchRate",          "subscriptionDispatchRate", "replicatorDispatchRate",
+    "publishRate",           "subscribeRate",            false};
 
 const Json* field(const Json& obj, const char* name) {
   if (name == nullptr) return nullptr;
@@ -63,9 +74,55 @@ void set_bool(const Json& obj, const char* name, bool& out) {
   if (const Json* v = field(obj, name); v && v->is_boolean()) out = v->get<bool>();
 }
 
+// A rate-limit field of a level: its value, or in a namespace's its cluster's entry.
+const Json* rate_field(const Json& level, const char* name, const FieldNames& names,
+                       const std::string& cluster) {
+  const Json* v = field(level, name);
+  if (v && names.per_cluster) v = v->is_object() ? field(*v, cluster.c_str()) : nullptr;
+  return v && v->is_object() ? v : nullptr;
+}
+
+// Pulsar's DispatchRate (`messages_key`/`bytes_key`: PublishRate's names): replaces `out`
+// only when it enables a rate.
+void set_rate(const Json* v, RateLimit& out, const char* messages_key = "dispatchThrottlingRateInMsg",
+              const char* bytes_key = "dispatchThrottlingRateInByte") {
+  if (v == nullptr) return;
+  RateLimit r;
+  r.messages = -1;
+  r.bytes = -1;
+  set_int(*v, messages_key, r.messages);
+  set_int(*v, bytes_key, r.bytes);
+  set_int(*v, "ratePeriodInSecond", r.period_seconds);
+  set_bool(*v, "relativeToPublishRate", r.relative_to_publish_rate);
+  if (r.enabled()) out = r;
+}
+
+void set_subscribe_rate(const Json* v, SubscribeRate& out) {
+  if (v == nullptr) return;
+  SubscribeRate r{-1, 30};
+  set_int(*v, "subscribeThrottlingRatePerConsumer", r.per_consumer);
+  set_int(*v, "ratePeriodInSecond", r.period_seconds);
+  if (r.enabled()) out = r;
+}
+
 // Overrides what `level` (one Policies or TopicPolicies node) sets.
-void overlay(TopicPolicies& p, const Json& level, const FieldNames& names) {
+void overlay(TopicPolicies& p, const Json& level, const FieldNames& names,
+             const std::string& cluster) {
   if (!level.is_object()) return;
+  set_rate(rate_field(level, names.dispatch_rate, names, cluster), p.dispatch_rate);
+  if (names.per_cluster) {  // the deprecated field Pulsar still writes beside it
+    if (const Json* old = rate_field(level, "clusterDispatchRate", names, cluster);
+        old && !rate_field(level, names.dispatch_rate, names, cluster)) {
+      set_rate(old, p.dispatch_rate);
+    }
+  }
+  set_rate(rate_field(level, names.subscription_dispatch_rate, names, cluster),
+           p.subscription_dispatch_rate);
+  set_rate(rate_field(level, names.replicator_dispatch_rate, names, cluster),
+           p.replicator_dispatch_rate);
+  set_rate(rate_field(level, names.publish_rate, names, cluster), p.publish_rate,
+           "publishThrottlingRateInMsg", "publishThrottlingRateInByte");
+  set_subscribe_rate(rate_field(level, names.subscribe_rate, names, cluster), p.subscribe_rate);
   set_int(level, names.ttl, p.message_ttl_seconds);
   if (const Json* quotas = field(level, names.quotas); quotas && quotas->is_object()) {
     if (const Json* q = field(*quotas, "destination_storage"); q && q->is_object()) {
@@ -119,8 +176,18 @@ TopicPolicies topic_policies(const BrokerConfig& config, std::string_view namesp
   p.max_consumers = config.max_consumers_per_topic;
   p.schema_auto_update = config.is_allow_auto_update_schema;
   p.schema_validation_enforced = config.is_schema_validation_enforced;
+  p.dispatch_rate = {config.dispatch_throttling_rate_per_topic_in_msg,
+                     config.dispatch_throttling_rate_per_topic_in_byte};
+  p.subscription_dispatch_rate = {config.dispatch_throttling_rate_per_subscription_in_msg,
+                                  config.dispatch_throttling_rate_per_subscription_in_byte};
+  p.replicator_dispatch_rate = {config.dispatch_throttling_rate_per_replicator_in_msg,
+                                config.dispatch_throttling_rate_per_replicator_in_byte};
+  p.publish_rate = {config.max_publish_rate_per_topic_in_messages,
+                    config.max_publish_rate_per_topic_in_bytes};
+  p.subscribe_rate = {config.subscribe_throttling_rate_per_consumer,
+                      config.subscribe_rate_period_per_consumer_in_second};
   const Json ns = Json::parse(namespace_json, nullptr, false);
-  overlay(p, ns, kNamespaceFields);
+  overlay(p, ns, kNamespaceFields, config.cluster_name);
   if (const Json* clusters = ns.is_object() ? field(ns, "replication_clusters") : nullptr;
       clusters && clusters->is_array()) {
     for (const auto& c : *clusters) {
@@ -129,7 +196,7 @@ TopicPolicies topic_policies(const BrokerConfig& config, std::string_view namesp
   }
   for (std::string_view topic_json : {global_topic_json, local_topic_json}) {
     if (topic_json.empty()) continue;
-    overlay(p, Json::parse(topic_json, nullptr, false), kTopicFields);
+    overlay(p, Json::parse(topic_json, nullptr, false), kTopicFields, config.cluster_name);
   }
   return p;
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "broker/config/broker_config.h"
+#include "broker/service/dispatch_rate.h"
 #include "common/asio.h"
 
 namespace magnetar::broker {
@@ -43,6 +44,13 @@ struct TopicPolicies {
   int32_t max_consumers = 0;  // per topic; 0: no limit
   bool schema_auto_update = true;           // producers may add schema versions
   bool schema_validation_enforced = false;  // producers without a schema are refused
+  // Rate limits (dispatch_rate.h). A level counts only when it enables a rate (Pulsar's
+  // normalize()); a namespace keeps each per cluster (Pulsar's maps keyed by cluster name).
+  RateLimit dispatch_rate;               // of the topic, shared by its subscriptions
+  RateLimit subscription_dispatch_rate;  // of each subscription
+  RateLimit replicator_dispatch_rate;    // of each replicator
+  RateLimit publish_rate;                // of the topic's producers together, per second
+  SubscribeRate subscribe_rate;          // per consumer
 };
 
 // `namespace_json`: the namespace's Policies node; `global_topic_json`, `local_topic_json`:

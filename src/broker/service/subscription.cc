@@ -14,8 +14,12 @@ using mledger::Position;
 
 namespace {
 
-DispatchOptions dispatch_options(const PersistentTopic& topic) {
+DispatchOptions dispatch_options(const PersistentTopic& topic,
+                                 const std::shared_ptr<RateLimiter>& own_limit) {
   DispatchOptions o;
+  o.throttle.add(topic.dispatch_limiter());
+  o.throttle.add(own_limit);
+  o.throttle_batches_as_one = topic.config().dispatch_throttling_on_batch_message_enabled;
   o.read_batch_size = topic.config().managed_ledger_factory.read_batch_size;
   o.max_unacked_messages_per_consumer = topic.config().max_unacked_messages_per_consumer;
   o.partition_index = topic.name().partition_index();
@@ -32,6 +36,7 @@ Subscription::Subscription(PersistentTopic& topic, std::string name, SubType typ
       durable_(durable),
       log_(log::Logger("broker").with("topic", topic.name().to_string()).with("sub", name_)),
       dispatch_cursor_(managed_dispatch_cursor(topic.ledger_ptr(), cursor_)),
+      dispatch_limiter_(topic.subscription_limiter()),
       metrics_(subscription_metrics(topic.config().cluster_name, topic.name().namespace_name(),
                                     topic.name().to_string(), name_)) {
   use_dispatcher(type);
@@ -39,7 +44,7 @@ Subscription::Subscription(PersistentTopic& topic, std::string name, SubType typ
 
 void Subscription::use_dispatcher(SubType type) {
   auto next = make_dispatcher(type, topic_.executor(), topic_.gate(), dispatch_cursor_,
-                              dispatch_options(topic_), log_);
+                              dispatch_options(topic_, dispatch_limiter_), log_);
   if (dispatcher_) next->take_over_from(*dispatcher_);
   // (Copies, not `this`: a dispatch loop may outlive the subscription by a few steps.)
   next->set_on_sent([out = out_, messages_metric = metrics_.out_messages,

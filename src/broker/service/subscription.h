@@ -83,6 +83,7 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
   const bool durable_;
   log::Logger log_;
   std::shared_ptr<DispatchCursor> dispatch_cursor_;
+  std::shared_ptr<RateLimiter> dispatch_limiter_;  // the subscription's own rate limit
   std::shared_ptr<Dispatcher> dispatcher_;
   struct OutCounters {
     int64_t messages = 0, bytes = 0, entries = 0;

@@ -160,6 +160,68 @@ Task<Status> PersistentTopic::enable_deduplication() {
   co_return Status::OK();
 }
 
+void PersistentTopic::set_policies(TopicPolicies policies) {
+  policies_ = std::move(policies);
+  apply_rate_limits();
+}
+
+namespace {
+
+// Updates the live limiters of `list` to `limit`, forgetting those gone.
+void update_limiters(std::vector<std::weak_ptr<RateLimiter>>& list, const RateLimit& limit) {
+  std::erase_if(list, [&limit](const std::weak_ptr<RateLimiter>& weak) {
+    auto l = weak.lock();
+    if (l) l->update(limit);
+    return !l;
+  });
+}
+
+std::shared_ptr<RateLimiter> new_limiter(std::vector<std::weak_ptr<RateLimiter>>& list,
+                                         const RateLimit& limit) {
+  update_limiters(list, limit);  // (forgets the dead ones)
+  auto l = std::make_shared<RateLimiter>(limit);
+  list.push_back(l);
+  return l;
+}
+
+}  // namespace
+
+void PersistentTopic::apply_rate_limits() {
+  dispatch_limiter_->update(policies_.dispatch_rate);
+  publish_limiter_.update(policies_.publish_rate);
+  update_limiters(subscription_limiters_, policies_.subscription_dispatch_rate);
+  update_limiters(replicator_limiters_, policies_.replicator_dispatch_rate);
+  if (!policies_.subscribe_rate.enabled()) subscribe_buckets_.clear();
+}
+
+std::shared_ptr<RateLimiter> PersistentTopic::subscription_limiter() {
+  return new_limiter(subscription_limiters_, policies_.subscription_dispatch_rate);
+}
+
+std::shared_ptr<RateLimiter> PersistentTopic::replicator_limiter() {
+  return new_limiter(replicator_limiters_, policies_.replicator_dispatch_rate);
+}
+
+bool PersistentTopic::allow_subscribe(const std::string& who) {
+  const SubscribeRate& rate = policies_.subscribe_rate;
+  if (!rate.enabled()) return true;
+  const auto now = TokenBucket::Clock::now();
+  const double per_second = static_cast<double>(rate.per_consumer) / rate.period_seconds;
+  auto& bucket = subscribe_buckets_[who];
+  if (!bucket || bucket->rate() != per_second) {
+    bucket = std::make_unique<TokenBucket>(per_second, rate.per_consumer, now);
+  }
+  if (bucket->available(now) < 1) return false;
+  bucket->take(now);
+  // Consumers whose buckets are full again are forgotten (one per consumer otherwise).
+  if (subscribe_buckets_.size() > 1024) {
+    std::erase_if(subscribe_buckets_, [now](auto& entry) {
+      return entry.second->available(now) >= entry.second->burst();
+    });
+  }
+  return true;
+}
+
 Task<void> PersistentTopic::apply_policies(TopicPolicies policies) {
   auto self = shared_from_this();
   const bool dedup_before = deduplication_enabled();
@@ -168,6 +230,7 @@ Task<void> PersistentTopic::apply_policies(TopicPolicies policies) {
   ml_->set_persistence(policies.ledger.ensemble_size, policies.ledger.write_quorum,
                        policies.ledger.ack_quorum, policies.ledger.mark_delete_rate_limit);
   policies_ = std::move(policies);
+  apply_rate_limits();
   if (dedup_) {
     dedup_->set_snapshot_interval(config_.broker_deduplication_entries_interval,
                                   policies_.dedup_snapshot_interval_seconds);
@@ -225,6 +288,15 @@ void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer 
     }
   }
   const auto size = static_cast<int64_t>(entry.size());
+  if (publish_limiter_.enabled()) {
+    // Over the publish rate: the producer's connection is read again once the debt is paid
+    // (Pulsar pauses it too; the send itself goes on).
+    const auto now = RateLimiter::Clock::now();
+    publish_limiter_.charge(send.messages, size, now);
+    if (const auto wait = publish_limiter_.wait(now); wait > RateLimiter::Clock::duration::zero()) {
+      if (auto sink = producer->sink()) sink->throttle_reading(wait);
+    }
+  }
   auto self = shared_from_this();
   ml_->async_add(BufferChain(std::move(entry)),
                  [self, producer, messages = send.messages, size, top, dedup, replicated,
@@ -379,6 +451,14 @@ void PersistentTopic::refresh_metrics() {
 
 void PersistentTopic::update_rates(double seconds) {
   in_rate_.update(msgs_in_, bytes_in_, seconds);
+  // Limits relative to the publish rate follow it.
+  const auto now = RateLimiter::Clock::now();
+  dispatch_limiter_->set_publish_rate(in_rate_.msg_rate(), in_rate_.byte_rate(), now);
+  for (auto* list : {&subscription_limiters_, &replicator_limiters_}) {
+    for (const auto& weak : *list) {
+      if (auto l = weak.lock()) l->set_publish_rate(in_rate_.msg_rate(), in_rate_.byte_rate(), now);
+    }
+  }
   entry_in_rate_.update(entries_in_, 0, seconds);
   for (auto& [key, p] : producers_) p->in_rate.update(p->msgs_in, p->bytes_in, seconds);
   out_msg_rate_ = out_byte_rate_ = 0;

@@ -129,12 +129,22 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // The first entry published at or after `time_ms` (the end when none is).
   Task<Result<mledger::Position>> position_for_time(uint64_t time_ms);
 
-  void set_policies(TopicPolicies policies) { policies_ = std::move(policies); }
+  void set_policies(TopicPolicies policies);
   // A changed namespace policy, applied to the loaded topic: TTL and backlog quota at the
   // next check, retention at the next trim, deduplication at once (on: sequence ids rebuilt
   // from the snapshot; off: producers' ids forgotten).
   Task<void> apply_policies(TopicPolicies policies);
   const TopicPolicies& policies() const { return policies_; }
+
+  // The rate limits of the policies (dispatch_rate.h): the topic's dispatch limiter (shared
+  // by its subscriptions), and a new limiter for one subscription or replicator, kept at
+  // the policies' limit while it lives.
+  const std::shared_ptr<RateLimiter>& dispatch_limiter() const { return dispatch_limiter_; }
+  std::shared_ptr<RateLimiter> subscription_limiter();
+  std::shared_ptr<RateLimiter> replicator_limiter();
+  // The subscribe rate: whether consumer `who` (host and consumer name) may subscribe now,
+  // counting this one.
+  bool allow_subscribe(const std::string& who);
 
   // Closes producers and consumers (they reconnect) and the managed ledger.
   Task<void> close();
@@ -168,6 +178,12 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   std::unique_ptr<Deduplication> dedup_;
   std::shared_ptr<const TopicReplicators> replicators_;
   TopicPolicies policies_;
+  // Applies the policies' rate limits to the limiters.
+  void apply_rate_limits();
+  std::shared_ptr<RateLimiter> dispatch_limiter_ = std::make_shared<RateLimiter>();
+  RateLimiter publish_limiter_;
+  std::vector<std::weak_ptr<RateLimiter>> subscription_limiters_, replicator_limiters_;
+  std::map<std::string, std::unique_ptr<TokenBucket>> subscribe_buckets_;  // by consumer
   std::chrono::steady_clock::time_point last_active_ = std::chrono::steady_clock::now();
   TopicMetrics metrics_;
   std::shared_ptr<metrics::Gauge> topics_count_;  // of the namespace, on this broker

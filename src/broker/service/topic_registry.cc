@@ -18,7 +18,11 @@ namespace magnetar::broker {
 
 TopicRegistry::TopicRegistry(std::vector<Loop> loops, metadata::MetadataStores stores,
                              const BrokerConfig& config, NamespaceService& namespaces, Gate& gate)
-    : stores_(std::move(stores)), config_(config), namespaces_(namespaces), gate_(gate) {
+    : stores_(std::move(stores)),
+      config_(config),
+      dynamic_(config),
+      namespaces_(namespaces),
+      gate_(gate) {
   for (auto& loop : loops)
     loops_.push_back(std::make_unique<LoopState>(LoopState{loop, {}, {}, {}}));
   if (loops_.empty() || !stores_.configuration) return;
@@ -40,6 +44,10 @@ TopicRegistry::TopicRegistry(std::vector<Loop> loops, metadata::MetadataStores s
     return {};
   };
   auto changed = [this, namespace_of_path](const metadata::Notification& n) {
+    if (n.path == kDynamicConfigPath) {
+      dynamic_config_changed();
+      return;
+    }
     const bool topic_node = n.path.find("topic-policies/") != std::string::npos;
     if (n.type != metadata::NotificationType::kCreated &&
         n.type != metadata::NotificationType::kModified &&
@@ -53,6 +61,7 @@ TopicRegistry::TopicRegistry(std::vector<Loop> loops, metadata::MetadataStores s
     if (e == metadata::SessionEvent::kReconnected ||
         e == metadata::SessionEvent::kSessionReestablished) {
       policies_changed({});
+      dynamic_config_changed();
     }
   };
   std::vector<metadata::MetadataStore*> watched{stores_.configuration.get()};
@@ -63,6 +72,40 @@ TopicRegistry::TopicRegistry(std::vector<Loop> loops, metadata::MetadataStores s
     policy_listeners_.emplace_back(store, store->add_listener(first, changed));
     policy_listeners_.emplace_back(store, store->add_session_listener(first, session));
   }
+  if (stores_.cluster) asio::post(first, [this] { dynamic_config_changed(); });
+}
+
+void TopicRegistry::dynamic_config_changed() {
+  if (stopped_) return;
+  dynamic_dirty_ = true;
+  if (dynamic_reloading_) return;
+  dynamic_reloading_ =
+      spawn_in(gate_, loops_[0]->loop.executor, [this]() { return reload_dynamic_config(); });
+}
+
+Task<void> TopicRegistry::reload_dynamic_config() {
+  while (dynamic_dirty_ && !stopped_) {
+    dynamic_dirty_ = false;
+    auto node = co_await stores_.cluster->get(std::string(kDynamicConfigPath));
+    if (!node.ok()) {
+      log_.warn("cannot read the dynamic configuration: {} (read again when the store "
+                "reconnects)",
+                node.status().to_string());
+      break;
+    }
+    const std::string value = node->has_value() ? (*node)->value : std::string();
+    for (const std::string& why : dynamic_.update(value)) {
+      log_.warn("dynamic configuration override not applied: {}", why);
+    }
+    if (auto keys = nlohmann::json::parse(value.empty() ? "{}" : value, nullptr, false);
+        keys.is_object() && !keys.empty()) {
+      std::string names;
+      for (const auto& [key, v] : keys.items()) names += (names.empty() ? "" : ", ") + key;
+      log_.info("dynamic configuration overrides: {}", names);
+    }
+    policies_changed({});  // the broker's defaults under every loaded topic's policies
+  }
+  dynamic_reloading_ = false;
 }
 
 TopicRegistry::~TopicRegistry() {
@@ -150,7 +193,7 @@ Task<Result<TopicPolicies>> TopicRegistry::policies_of(const protocol::TopicName
       if (node->has_value()) levels[global ? 0 : 1] = (*node)->value;
     }
   }
-  co_return topic_policies(config_, namespace_json, levels[0], levels[1]);
+  co_return topic_policies(*dynamic_.current(), namespace_json, levels[0], levels[1]);
 }
 
 size_t TopicRegistry::loop_index(const std::string& topic) const {

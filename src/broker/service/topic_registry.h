@@ -11,6 +11,10 @@
 // read one at a time, a namespace again if it changed while it was read; a session event
 // (notifications possibly missed) re-reads every namespace with a loaded topic.
 //
+// The dynamic configuration (broker/config/dynamic_config.h) is read at start and again at
+// every change of its node; what changed reaches loaded topics as a policy change of every
+// namespace (the broker's defaults under their policies).
+//
 // Threading: each topic belongs to one event loop, chosen by hashing its name; that loop's
 // map of topics is only touched there. Public coroutines may be awaited from any loop:
 // they hop to the topic's loop and back. The loops, their managed-ledger factories, the
@@ -29,6 +33,7 @@
 #include <vector>
 
 #include "broker/config/broker_config.h"
+#include "broker/config/dynamic_config.h"
 #include "broker/namespace/bundle_topics.h"
 #include "broker/service/policies.h"
 #include "common/asio.h"
@@ -61,6 +66,8 @@ class TopicRegistry final : public BundleTopics {
 
   // The loop that owns a topic.
   Executor topic_executor(const std::string& topic) const;
+  // The broker's configuration with the cluster's dynamic overrides.
+  const DynamicConfig& dynamic_config() const { return dynamic_; }
 
   // The topic, loaded on first use, on its own loop: use the result only there
   // (topic->executor()). create = false: only if it exists already. Errors: kNotFound
@@ -131,6 +138,10 @@ class TopicRegistry final : public BundleTopics {
   // Policy changes (on the first loop): `ns` (empty: every namespace with a loaded topic)
   // is to be read again; the worker reads and applies them one at a time.
   void policies_changed(std::string ns);
+  // On the first loop: reads the dynamic configuration's node, applies it, and the result
+  // to the loaded topics (one read at a time; again if it changed meanwhile).
+  void dynamic_config_changed();
+  Task<void> reload_dynamic_config();
   Task<void> apply_changed_policies();
   Task<void> apply_namespace_policies(std::string ns);
   // The policies of `name` (a partition: its partitioned topic's) with its namespace's
@@ -141,6 +152,7 @@ class TopicRegistry final : public BundleTopics {
   std::vector<std::unique_ptr<LoopState>> loops_;
   const metadata::MetadataStores stores_;
   const BrokerConfig& config_;
+  DynamicConfig dynamic_;
   NamespaceService& namespaces_;
   Gate& gate_;
   TopicReplication* replication_ = nullptr;
@@ -150,6 +162,7 @@ class TopicRegistry final : public BundleTopics {
   std::vector<std::pair<metadata::MetadataStore*, metadata::ListenerId>> policy_listeners_;
   std::set<std::string> policies_dirty_;
   bool policies_worker_ = false;
+  bool dynamic_reloading_ = false, dynamic_dirty_ = false;  // on the first loop
   // Bumped at every policy notification: a load that read its namespace's policies before a
   // bump applies them again once the topic is in its loop's map (or it would miss the change).
   std::atomic<uint64_t> policy_epoch_{0};

@@ -3,6 +3,7 @@
 // topic creation override and schema compatibility strategy, checked against Pulsar's
 // answers.
 
+#include "broker/config/dynamic_config.h"
 #include "broker/tests/broker_routes_fixture.h"
 
 namespace magnetar::broker::routes_test {
@@ -72,7 +73,9 @@ TEST_F(BrokerRoutesTest, RuntimeAndInternalConfigurationOfTheBroker) {
   EXPECT_EQ(r["clusterName"], "test");
   EXPECT_EQ(r["brokerServicePort"], std::to_string(server_->port()));  // the bound port
   EXPECT_TRUE(r.contains("managedLedgerDefaultEnsembleSize"));
-  EXPECT_EQ(get("/admin/v2/brokers/configuration").json(), Json::array());
+  Json dynamic = Json::array();
+  for (std::string_view key : DynamicConfig::keys()) dynamic.push_back(key);
+  EXPECT_EQ(get("/admin/v2/brokers/configuration").json(), dynamic);
   EXPECT_EQ(get("/admin/v2/brokers/configuration/values").json(), Json::object());
   Reply internal = get("/admin/v2/brokers/internal-configuration");
   ASSERT_EQ(internal.status, 200) << internal;

@@ -140,6 +140,12 @@ Task<void> Connection::read_loop() {
       boost::system::error_code ec;
       co_await read_wakeup_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
+    // Over a topic's publish rate: read again once it allows.
+    while (!closed_ && std::chrono::steady_clock::now() < throttled_until_) {
+      read_wakeup_.expires_at(throttled_until_);
+      boost::system::error_code ec;
+      co_await read_wakeup_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
     if (closed_) break;
     Buffer buffer = Buffer::allocate(64 * 1024);
     boost::system::error_code ec;
@@ -170,6 +176,13 @@ Task<void> Connection::read_loop() {
     }
   }
   close();
+}
+
+void Connection::throttle_reading(std::chrono::steady_clock::duration pause) {
+  auto self = shared_from_this();
+  on_my_loop([self, until = std::chrono::steady_clock::now() + pause] {
+    self->throttled_until_ = std::max(self->throttled_until_, until);
+  });
 }
 
 void Connection::resume_reading() {

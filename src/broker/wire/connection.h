@@ -89,6 +89,7 @@ class Connection final : public ConsumerSink,
   // ConsumerSink / ProducerSink: CLOSE_PRODUCER / CLOSE_CONSUMER (the client reconnects)
   // forget the object; MESSAGE, REACHED_END_OF_TOPIC, ACTIVE_CONSUMER_CHANGE.
   void close_producer(uint64_t producer_id) override;
+  void throttle_reading(std::chrono::steady_clock::duration pause) override;
   void close_consumer(uint64_t consumer_id) override;
   void send_message(uint64_t consumer_id, mledger::Position position, const Buffer& entry,
                     uint32_t redelivery_count) override;
@@ -197,6 +198,8 @@ class Connection final : public ConsumerSink,
   protocol::FrameDecoder decoder_;
   bool connected_ = false;
   bool draining_ = false;                   // an answer is going out before the connection closes
+  // Not read before then (a topic's publish rate, throttle_reading()).
+  std::chrono::steady_clock::time_point throttled_until_{};
   std::string role_;                        // who authenticated (empty: authentication is off)
   std::string auth_method_;                 // the provider that authenticated role_
   std::optional<int64_t> auth_expires_at_;  // seconds since the epoch; nullopt: never

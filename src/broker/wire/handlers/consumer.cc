@@ -1,6 +1,8 @@
 // SUBSCRIBE, FLOW, UNSUBSCRIBE, CLOSE_CONSUMER. A consumer joins its subscription on the
 // topic's loop (the subscription's kind judges it); permits go there in the order received.
 
+#include <fmt/format.h>
+
 #include "broker/service/consumer.h"
 
 #include "broker/service/schema_registry.h"
@@ -76,8 +78,17 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
       std::optional<ServerFailure> failure;
       bool at_end = false;
     };
-    auto join = [t, consumer, req]() -> Task<Joined> {
+    // The subscribe rate counts per consumer as Pulsar identifies it: host, name and id.
+    const std::string& remote = self->remote();
+    std::string who = fmt::format("{}/{}/{}", remote.substr(0, remote.rfind(':')),
+                                  req.consumer_name(), req.consumer_id());
+    auto join = [t, consumer, req, who = std::move(who)]() -> Task<Joined> {
       Joined out;
+      if (!t->allow_subscribe(who)) {
+        out.failure = ServerFailure{wire::NotAllowedError,
+                                    "Subscribe limited by subscribe rate limit per consumer."};
+        co_return out;
+      }
       const bool durable = !req.has_durable() || req.durable();
       auto sub = co_await t->subscribe(req.subscription(), req.subtype(), durable,
                                        req.initialposition(), start_of(req, t->ledger()));
