@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/policy_commands.h"
 #include "cli/stored_messages.h"
+#include "common/units.h"
 
 namespace magnetar::cli {
 
@@ -462,6 +463,48 @@ void add_topic_commands(CLI::App& app, CommandTable& table) {
         c->add_flag("--per-partition", a.per_partition, "Include the stats of every partition");
       });
   add(g, table, "stats-internal", "Get the internal stats of a topic", getter("/internalStats"));
+  add(g, table, "info-internal", "Get the stored metadata of a topic's managed ledger",
+      getter("/internal-info"));
+  add(
+      g, table, "get-backlog-size", "Get the estimated backlog size (bytes) after a message id",
+      [](Session& s, const TopicArgs& a) {
+        auto id = parse_message_id(a.message_id);
+        if (!id.ok()) return s.argument_error(id.status().message());
+        auto path = topic_url(s, a.name, "/backlogSize");
+        if (!path) return 1;
+        const Json body = {{"ledgerId", id->ledger_id},
+                           {"entryId", id->entry_id},
+                           {"partitionIndex", id->partition}};
+        auto response = s.call("PUT", *path, body.dump());
+        if (!response) return 1;
+        s.print(Session::parse(*response));
+        return 0;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        a.message_id = "-1:-1";
+        c->add_option("-m,--messageId", a.message_id,
+                      "ledgerId:entryId (default -1:-1: the whole topic)");
+      });
+  add(
+      g, table, "get-message-id", "Get the id of the first message published at or after a time",
+      [](Session& s, const TopicArgs& a) {
+        auto ms = parse_iso_time(a.time);
+        if (!ms.ok()) return s.argument_error(ms.status().message());
+        if (*ms < 0) return s.argument_error("The time must be after 1970-01-01T00:00:00Z");
+        auto path = topic_url(s, a.name, fmt::format("/messageid/{}", *ms));
+        return path ? s.print_value(*path) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        c->add_option("-d,--datetime", a.time,
+                      "ISO-8601 date-time with an offset, e.g. 2021-06-28T19:01:17Z")
+            ->required();
+      });
+  add(g, table, "create-missed-partitions",
+      "Create the partitions of a partitioned topic that were never used",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(s, a.name, "/createMissedPartitions");
+        return path ? s.change("POST", *path) : 1;
+      });
   add(g, table, "subscriptions", "Get the subscriptions of a topic",
       getter("/subscriptions", true));
   add(g, table, "last-message-id", "Get the id of the last message of a topic",

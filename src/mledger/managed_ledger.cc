@@ -1004,14 +1004,18 @@ Task<Status> ManagedLedger::trim() {
 
 int64_t ManagedLedger::estimated_backlog_size() const {
   auto slowest = slowest_durable_mark_delete();
-  if (!slowest) return 0;
-  // Total size minus the ledgers before the cursor's and the consumed part of its ledger.
+  return slowest ? estimated_backlog_size(*slowest) : 0;
+}
+
+int64_t ManagedLedger::estimated_backlog_size(Position consumed) const {
+  // Total size minus the ledgers before the position's and the consumed part of its ledger.
   int64_t size = total_size_;
   for (const auto& [id, li] : ledgers_) {
-    if (id < slowest->ledger_id) {
+    if (id < consumed.ledger_id) {
       size -= li.size;
-    } else if (id == slowest->ledger_id) {
-      if (li.entries > 0) size -= li.size * (slowest->entry_id.value() + 1) / li.entries;
+    } else if (id == consumed.ledger_id) {
+      const int64_t upto = std::min(consumed.entry_id.value() + 1, li.entries);
+      if (li.entries > 0 && upto > 0) size -= li.size * upto / li.entries;
     } else {
       break;
     }

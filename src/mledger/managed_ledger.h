@@ -153,6 +153,10 @@ class ManagedLedger : public std::enable_shared_from_this<ManagedLedger> {
   Task<Status> trim();
   // Bytes between the slowest durable cursor and the end (estimated as Pulsar does).
   int64_t estimated_backlog_size() const;
+  // Bytes after `consumed` to the end, estimated as Pulsar does: all of the ledgers after its
+  // ledger, and of its ledger the part after its entry at the ledger's average entry size.
+  // A position before the first ledger (e.g. -1:-1) gives the whole size.
+  int64_t estimated_backlog_size(Position consumed) const;
   bool backlog_quota_exceeded(int64_t limit_bytes) const {
     return limit_bytes >= 0 && estimated_backlog_size() > limit_bytes;
   }

@@ -440,7 +440,7 @@ TEST_F(GeoReplicationTest, PartitionedTopicsAreCreatedRemotelyAndAMismatchIsRepo
   expect_exactly_once(drain(at_west, 100), payloads("p", 100), "west");
   // Grown here, grown there: the new partition's replicator adds it remotely.
   expect_http(*east_, "POST", root + "/parted/partitions", json(3));
-  expect_http(*east_, "PUT", root + "/parted-partition-2", json::object());  // loads it
+  expect_http(*east_, "GET", root + "/parted-partition-2/stats", json());  // loads it
   EXPECT_EQ(west_partitions(3), json({{"partitions", 3}}));
 
   json west;

@@ -9,6 +9,7 @@
 //                                           metadata (/admin/partitioned-topics/... in the
 //                                           configuration store)
 //   GET    {topic}/partitioned-stats[?perPartition=true]   the partitions' stats added up
+//   POST   {topic}/createMissedPartitions   the managed-ledger nodes of partitions not used yet
 //
 // and the fan-out of operations on a partitioned topic's own name to its partitions
 // (topic_access.h). These routes check the name and the namespace only: they are served by
@@ -30,6 +31,7 @@
 #include "broker/service/topic.h"
 #include "broker/service/topic_registry.h"
 #include "mledger/managed_ledger.h"
+#include "mledger/stored_info.h"
 
 namespace magnetar::broker::admin {
 
@@ -142,6 +144,7 @@ class PartitionedTopics {
   Task<Response> list(const PathParams& p);
   Task<Response> get(const Request& req, const PathParams& p);
   Task<Response> create(const Request& req, const PathParams& p);
+  Task<Response> create_missed(const PathParams& p);
   Task<Response> grow(const Request& req, const PathParams& p);
   Task<Response> remove(const Request& req, const PathParams& p);
   Task<Response> stats(const Request& req, const PathParams& p);
@@ -203,6 +206,25 @@ Task<Response> PartitionedTopics::create(const Request& req, const PathParams& p
       co_return error(409, "This topic already exists");
     }
     co_return broker_error(made.status());
+  }
+  co_return no_content();
+}
+
+// As Pulsar: a name with a partition suffix is refused; a topic that is not partitioned (or
+// does not exist) has nothing missing.
+Task<Response> PartitionedTopics::create_missed(const PathParams& p) {
+  auto checked = co_await checked_topic(broker(), p);
+  if (auto* answer = std::get_if<Response>(&checked)) co_return std::move(*answer);
+  const protocol::TopicName name = std::get<protocol::TopicName>(std::move(checked));
+  if (name.is_partition()) {
+    co_return error(412, "Partitioned Topic Name should not contain '-partition-'");
+  }
+  auto n = co_await broker().topics.partitions(name, false);
+  if (!n.ok()) co_return broker_error(n.status());
+  for (int i = 0; i < *n; ++i) {
+    auto made = co_await mledger::create_stored_ledger(*broker().stores.cluster,
+                                                       name.partition(i).persistence_name());
+    if (!made.ok()) co_return broker_error(made.status());
   }
   co_return no_content();
 }
@@ -374,6 +396,9 @@ void add_partitioned_topics(http::Router& router, std::shared_ptr<const BrokerCo
              [self](const Request& req, const PathParams& p) { return self->grow(req, p); });
   router.add("DELETE", partitions, Permission::namespace_op(Action::kNone, "DELETE_TOPIC"),
              [self](const Request& req, const PathParams& p) { return self->remove(req, p); });
+  router.add("POST", std::string(kTopicTemplate) + "/createMissedPartitions",
+             Permission::topic_op("persistent", Action::kNone, "UPDATE_METADATA"),
+             [self](const Request&, const PathParams& p) { return self->create_missed(p); });
   router.add("GET", std::string(kTopicTemplate) + "/partitioned-stats",
              Permission::topic_op("persistent", Action::kLookup, "GET_STATS"),
              [self](const Request& req, const PathParams& p) { return self->stats(req, p); });

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "broker/admin/admin_routes.h"
+#include "broker/admin/policies_json.h"
 #include "broker/admin/topic_access.h"
 #include "broker/config/store_paths.h"
 #include "broker/service/policies.h"
@@ -30,6 +31,7 @@
 #include "broker/service/topic_registry.h"
 #include "metadata/metadata_store.h"
 #include "mledger/managed_ledger.h"
+#include "mledger/stored_info.h"
 
 namespace magnetar::broker::admin {
 
@@ -42,9 +44,10 @@ using http::Request;
 using http::Response;
 using mledger::Position;
 
-Json message_id_json(const Position& p) {
-  return Json{
-      {"ledgerId", p.ledger_id.value()}, {"entryId", p.entry_id.value()}, {"partitionIndex", -1}};
+Json message_id_json(const Position& p, int partition_index = -1) {
+  return Json{{"ledgerId", p.ledger_id.value()},
+              {"entryId", p.entry_id.value()},
+              {"partitionIndex", partition_index}};
 }
 
 class Topics {
@@ -59,6 +62,9 @@ class Topics {
   Task<Response> on_topic(const Request& req, const PathParams& p, TopicFn fn);
   Task<Response> unload(const Request& req, const PathParams& p);
   Task<Response> expire_all(const Request& req, const PathParams& p);
+  Task<Response> internal_info(const PathParams& p);
+  Task<Response> backlog_size(const Request& req, const PathParams& p);
+  Task<Response> message_id_at(const Request& req, const PathParams& p);
   // A path under a topic that names no operation: the steps, then `answer`.
   Task<Response> unknown(const Request& req, const PathParams& p, Response answer);
 
@@ -85,6 +91,26 @@ Task<Response> Topics::create(const Request& req, const PathParams& p) {
   const BrokerServices& b = broker();
   auto n = co_await b.topics.partitions(name, false);
   if (n.ok() && *n > 0) co_return error(409, "This topic already exists");
+  if (name.is_partition()) {
+    // Only the partitions of a partitioned topic have such names (as Pulsar checks them);
+    // they exist with it.
+    const protocol::TopicName base = name.partitioned_topic_name();
+    auto count = co_await b.topics.partitions(base, false);
+    if (!count.ok()) co_return broker_error(count.status());
+    if (*count <= 0) {
+      co_return error(412, fmt::format("Can't create topic {} with \"-partition-\" followed by "
+                                       "numeric value if there isn't a partitioned topic {} "
+                                       "created.",
+                                       name.to_string(), base.to_string()));
+    }
+    if (name.partition_index() >= *count) {
+      co_return error(412, fmt::format("Can't create topic {} with \"-partition-\" followed by a "
+                                       "number smaller than the number of partitions of "
+                                       "partitioned topic {}",
+                                       name.to_string(), base.to_string()));
+    }
+    co_return error(409, "This topic already exists");
+  }
   auto exists =
       co_await (*b.stores.cluster).exists(mledger::managed_ledger_path(name.persistence_name()));
   if (!exists.ok()) co_return broker_error(exists.status());
@@ -137,6 +163,77 @@ Task<Response> Topics::expire_all(const Request& req, const PathParams& p) {
   TopicFn fn = [s = *seconds](std::shared_ptr<PersistentTopic> t) -> Task<Response> {
     (void)co_await expire_messages(*t, s, {});
     co_return no_content();
+  };
+  co_return co_await with_topic(broker(), name, fn);
+}
+
+Task<Response> Topics::internal_info(const PathParams& p) {
+  auto checked = co_await checked_topic(broker(), p);
+  if (auto* answer = std::get_if<Response>(&checked)) co_return std::move(*answer);
+  const protocol::TopicName name = std::get<protocol::TopicName>(std::move(checked));
+  metadata::MetadataStore& store = *broker().stores.cluster;
+  auto n = co_await broker().topics.partitions(name, false);
+  if (!n.ok()) co_return broker_error(n.status());
+  if (*n > 0) {  // Pulsar's PartitionedManagedLedgerInfo: the partitions that have one
+    Json partitions = Json::object();
+    for (int i = 0; i < *n; ++i) {
+      const protocol::TopicName partition = name.partition(i);
+      auto info = co_await mledger::stored_ledger_info(store, partition.persistence_name());
+      if (info.ok()) {
+        partitions[partition.to_string()] = std::move(*info);
+      } else if (!info.status().is(Errc::kNotFound)) {
+        co_return broker_error(info.status());
+      }
+    }
+    co_return ok_json(Json{{"version", 0}, {"partitions", std::move(partitions)}});
+  }
+  auto info = co_await mledger::stored_ledger_info(store, name.persistence_name());
+  // (Pulsar answers a missing topic 500 here, a known bug: 404 is what it means.)
+  if (!info.ok() && info.status().is(Errc::kNotFound)) {
+    co_return error(404, fmt::format("Topic {} not found", name.to_string()));
+  }
+  if (!info.ok()) co_return broker_error(info.status());
+  co_return ok_json(std::move(*info));
+}
+
+Task<Response> Topics::backlog_size(const Request& req, const PathParams& p) {
+  auto owned = co_await owned_topic(broker(), req, p);
+  if (auto* answer = std::get_if<Response>(&owned)) co_return std::move(*answer);
+  const protocol::TopicName name = std::get<protocol::TopicName>(std::move(owned));
+  auto n = co_await broker().topics.partitions(name, false);
+  if (n.ok() && *n > 0) {
+    co_return error(405, "calculate backlog size is not allowed for partitioned-topic");
+  }
+  auto body = parse_body(req);
+  if (auto* r = std::get_if<Response>(&body)) co_return std::move(*r);
+  const Json& id = std::get<0>(body);
+  auto ledger = integer_in(member(id, "ledgerId"), INT64_MIN, INT64_MAX);
+  auto entry = integer_in(member(id, "entryId"), INT64_MIN, INT64_MAX);
+  if (!ledger || !entry) co_return error(400, "The body must be a message id: {ledgerId, entryId}");
+  const Position from{LedgerId{*ledger}, EntryId{*entry}};
+  TopicFn fn = [from](std::shared_ptr<PersistentTopic> t) -> Task<Response> {
+    co_return ok_json(Json(t->ledger().estimated_backlog_size(from)));
+  };
+  co_return co_await with_topic(broker(), name, fn);
+}
+
+Task<Response> Topics::message_id_at(const Request& req, const PathParams& p) {
+  auto owned = co_await owned_topic(broker(), req, p);
+  if (auto* answer = std::get_if<Response>(&owned)) co_return std::move(*answer);
+  const protocol::TopicName name = std::get<protocol::TopicName>(std::move(owned));
+  auto n = co_await broker().topics.partitions(name, false);
+  if (n.ok() && *n > 0) {
+    co_return error(405, "Get message ID by timestamp on a partitioned topic is not allowed, "
+                         "please try do it on specific topic partition");
+  }
+  auto timestamp = parse_int(p.at("timestamp"));
+  if (!timestamp || *timestamp < 0) co_return error(400, "The timestamp must be milliseconds");
+  TopicFn fn = [ms = static_cast<uint64_t>(*timestamp),
+                partition = name.partition_index()](std::shared_ptr<PersistentTopic> t)
+      -> Task<Response> {
+    auto found = co_await t->position_for_time(ms);
+    if (!found.ok()) co_return broker_error(found.status());
+    co_return ok_json(message_id_json(*found, partition));
   };
   co_return co_await with_topic(broker(), name, fn);
 }
@@ -217,6 +314,14 @@ void add_topics(http::Router& router, std::shared_ptr<const BrokerContext> ctx) 
   router.add("POST", topic + "/all_subscription/expireMessages/{seconds}",
              Permission::topic_op("persistent", Action::kConsume, "EXPIRE_MESSAGES"),
              [self](const Request& req, const PathParams& p) { return self->expire_all(req, p); });
+  const Permission stats = Permission::topic_op("persistent", Action::kLookup, "GET_STATS");
+  router.add("GET", topic + "/internal-info", stats,
+             [self](const Request&, const PathParams& p) { return self->internal_info(p); });
+  router.add("PUT", topic + "/backlogSize", stats,
+             [self](const Request& req, const PathParams& p) { return self->backlog_size(req, p); });
+  router.add("GET", topic + "/messageid/{timestamp}",
+             Permission::topic_op("persistent", Action::kConsume, "PEEK_MESSAGES"),
+             [self](const Request& req, const PathParams& p) { return self->message_id_at(req, p); });
   add_unknown_operations(router, self);
 }
 
