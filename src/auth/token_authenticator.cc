@@ -9,7 +9,7 @@ namespace magnetar::auth {
 
 namespace {
 
-Status invalid(std::string message) {
+Status refused(std::string message) {
   return Status(Errc::kInvalidArgument, std::move(message));
 }
 
@@ -37,33 +37,33 @@ std::string_view to_string(TokenFailure f) {
 
 Result<TokenAuthenticator> TokenAuthenticator::create(const TokenSettings& settings) {
   if (!settings.audience_claim.empty() && settings.audience.empty()) {
-    return invalid("tokenAudienceClaim is set but tokenAudience is not");
+    return refused("tokenAudienceClaim is set but tokenAudience is not");
   }
   if (!settings.secret_key.empty()) {
     auto bytes = read_key_value(settings.secret_key);
-    if (!bytes.ok()) return invalid("tokenSecretKey: " + bytes.status().message());
+    if (!bytes.ok()) return refused("tokenSecretKey: " + bytes.status().message());
     auto key = TokenKey::secret(std::move(*bytes));
-    if (!key.ok()) return invalid("tokenSecretKey: " + key.status().message());
+    if (!key.ok()) return refused("tokenSecretKey: " + key.status().message());
     return TokenAuthenticator(std::move(*key), std::nullopt, settings);
   }
   if (!settings.public_key.empty()) {
     auto alg = algorithm_named(settings.public_alg);
     if (!alg || is_hmac(*alg)) {
-      return invalid(fmt::format("tokenPublicAlg '{}': must be one of RS256, RS384, RS512, "
+      return refused(fmt::format("tokenPublicAlg '{}': must be one of RS256, RS384, RS512, "
                                  "PS256, PS384, PS512, ES256, ES384, ES512",
                                  settings.public_alg));
     }
     auto der = read_key_value(settings.public_key);
-    if (!der.ok()) return invalid("tokenPublicKey: " + der.status().message());
+    if (!der.ok()) return refused("tokenPublicKey: " + der.status().message());
     auto key = TokenKey::public_key(*der);
-    if (!key.ok()) return invalid("tokenPublicKey: " + key.status().message());
+    if (!key.ok()) return refused("tokenPublicKey: " + key.status().message());
     if (!key->fits(*alg)) {
-      return invalid(
+      return refused(
           fmt::format("tokenPublicKey does not fit tokenPublicAlg {}", settings.public_alg));
     }
     return TokenAuthenticator(std::move(*key), alg, settings);
   }
-  return invalid("No secret key was provided for token authentication");
+  return refused("No secret key was provided for token authentication");
 }
 
 std::variant<Authenticated, TokenAuthenticator::Refused> TokenAuthenticator::authenticate(

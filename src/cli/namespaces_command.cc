@@ -11,6 +11,8 @@
 
 namespace magnetar::cli {
 
+// Named, so that a unity build keeps these helpers apart from the other command files'.
+namespace namespaces_cmd {
 namespace {
 
 struct NamespaceArgs {
@@ -211,8 +213,10 @@ int clear_backlog(Session& s, const NamespaceArgs& a) {
 }
 
 }  // namespace
+}  // namespace namespaces_cmd
 
 void add_namespace_commands(CLI::App& app, CommandTable& table) {
+  using namespace namespaces_cmd;
   CLI::App* g = add_group(app, "namespaces", "Operations about namespaces");
 
   auto tenant = std::make_shared<std::string>();

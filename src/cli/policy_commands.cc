@@ -45,7 +45,7 @@ struct PolicyArgs {
   int32_t subscribe_period = 30;
 };
 
-using Run = std::function<int(Session&, const PolicyArgs&)>;
+using PolicyRun = std::function<int(Session&, const PolicyArgs&)>;
 
 // The REST path of a policy route of `t`: `route` with `query`, and for a topic ?applied
 // (a get's) and ?isGlobal.
@@ -73,7 +73,7 @@ class Commands {
   // set-/get-/remove- of the dispatch, publish and subscribe rates.
   void add_rate_commands();
   // A subcommand taking the namespace or topic as its one positional argument.
-  CLI::App* add(const std::string& name, const std::string& description, Run run,
+  CLI::App* add(const std::string& name, const std::string& description, PolicyRun run,
                 const std::function<void(CLI::App*, PolicyArgs&)>& options = nullptr);
   // get-<noun>, remove-<noun> of `route`; `print` prints the answer.
   void add_get_remove(const std::string& noun, const std::string& what, std::string route,
@@ -84,7 +84,7 @@ class Commands {
   const std::shared_ptr<const PolicyTarget> target_;
 };
 
-CLI::App* Commands::add(const std::string& name, const std::string& description, Run run,
+CLI::App* Commands::add(const std::string& name, const std::string& description, PolicyRun run,
                         const std::function<void(CLI::App*, PolicyArgs&)>& options) {
   auto args = std::make_shared<PolicyArgs>();
   CLI::App* cmd = group_->add_subcommand(name, description);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/buffer.h"
+#include "common/units.h"
 #include "protocol/batch.h"
 
 namespace magnetar::cli {
@@ -43,22 +44,8 @@ void hex_dump(std::ostream& out, std::string_view bytes) {
 // Milliseconds since the epoch of an ISO-8601 UTC time as brokers send it in
 // X-Pulsar-publish-time ("2026-09-15T16:51:11.802Z"), or of a plain number; else the text.
 std::string epoch_millis(const std::string& text) {
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, ms = 0;
-  char z = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d%c", &y, &mo, &d, &h, &mi, &sec, &ms,
-                  &z) != 8 &&
-      std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &d, &h, &mi, &sec, &z) != 7) {
-    return text;
-  }
-  if (z != 'Z') return text;
-  // Days from 1970-01-01 to y-mo-d in the proleptic Gregorian calendar.
-  y -= mo <= 2;
-  const int era = (y >= 0 ? y : y - 399) / 400;
-  const int yoe = y - era * 400;
-  const int doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  const int64_t days = int64_t{era} * 146097 + doe - 719468;
-  return std::to_string(((days * 24 + h) * 60 + mi) * 60'000 + sec * 1000 + ms);
+  Result<int64_t> ms = parse_iso_time(text);
+  return ms.ok() ? std::to_string(*ms) : text;
 }
 
 namespace {

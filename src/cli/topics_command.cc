@@ -17,6 +17,8 @@
 
 namespace magnetar::cli {
 
+// Named, so that a unity build keeps these helpers apart from the other command files'.
+namespace topics_cmd {
 namespace {
 
 struct TopicArgs {
@@ -291,8 +293,10 @@ int partitioned_stats_internal(Session& s, const TopicArgs& a) {
 }
 
 }  // namespace
+}  // namespace topics_cmd
 
 void add_topic_commands(CLI::App& app, CommandTable& table) {
+  using namespace topics_cmd;
   CLI::App* g = add_group(app, "topics", "Operations on persistent and non-persistent topics");
 
   auto list = std::make_shared<TopicArgs>();

@@ -15,10 +15,6 @@ namespace {
 constexpr std::string_view kCandidatePrefix = "candidate-";
 using Clock = std::chrono::steady_clock;
 
-std::string node_name(const std::string& path) {
-  return path.substr(path.rfind('/') + 1);
-}
-
 // Failures after which our node is certainly gone: nothing left to delete.
 bool session_gone(const Status& st) {
   return st.is(Errc::kNotFound) || st.code() == Error::kSessionLost || st.code() == Error::kClosed;
@@ -197,7 +193,7 @@ Task<Result<LeaderElection::Step>> LeaderElection::evaluate() {
   auto listed = co_await internal::list_sequential(store_, path_, prefix);
   if (!listed.ok()) co_return listed.status();
   if (epoch != epoch_) co_return Step::kAgain;
-  std::optional<size_t> index = internal::find_child(*listed, node_name(node_));
+  std::optional<size_t> index = internal::find_child(*listed, std::string(node_name(node_)));
   if (!index) {
     // Deleted by someone else (or with a session we have not heard about yet): enter again.
     stop_leading(fmt::format("candidate node {} disappeared", node_));

@@ -65,9 +65,7 @@ bool decode_node(std::string_view bytes, Node* n) {
   return true;
 }
 
-std::string_view child_name(std::string_view path) { return path.substr(path.rfind('/') + 1); }
-
-struct Listener {
+struct LocalListener {
   Executor executor;
   std::function<void(const Notification&)> on_change;
   std::function<void(SessionEvent)> on_session;
@@ -115,7 +113,7 @@ class LocalDatabase {
     cv_.notify_one();
   }
 
-  ListenerId add_listener(std::shared_ptr<Listener> l) {
+  ListenerId add_listener(std::shared_ptr<LocalListener> l) {
     std::lock_guard<std::mutex> lock(listeners_mu_);
     ListenerId id = ++next_listener_;
     listeners_[id] = std::move(l);
@@ -210,7 +208,7 @@ class LocalDatabase {
       n.stat.ephemeral_owner = session;
       ephemerals_[session].insert(final_path);
     }
-    pit->second.children.insert(std::string(child_name(final_path)));
+    pit->second.children.insert(std::string(node_name(final_path)));
     persist(g, final_path, n);
     Stat stat = n.stat;
     nodes_.emplace(final_path, std::move(n));
@@ -261,7 +259,7 @@ class LocalDatabase {
       if (e != ephemerals_.end()) e->second.erase(path);
     }
     std::string parent = parent_path(path);
-    nodes_[parent].children.erase(std::string(child_name(path)));
+    nodes_[parent].children.erase(std::string(node_name(path)));
     nodes_.erase(it);
     if (backend_ == LocalBackend::kRocksDb) g.batch.Delete(path);
     g.notifications.push_back({NotificationType::kDeleted, path});
@@ -310,7 +308,7 @@ class LocalDatabase {
         return Status(Error::kBackend, fmt::format("metadata database '{}': '{}' has no parent",
                                                    name_, path));
       }
-      parent->second.children.insert(std::string(child_name(path)));
+      parent->second.children.insert(std::string(node_name(path)));
     }
     // Ephemeral nodes belonged to sessions of a previous process: remove them.
     Group g;
@@ -370,7 +368,7 @@ class LocalDatabase {
     // stopped broker's event loop).
     std::lock_guard<std::mutex> lock(listeners_mu_);
     for (const auto& entry : listeners_) {
-      const std::shared_ptr<Listener>& l = entry.second;
+      const std::shared_ptr<LocalListener>& l = entry.second;
       if (!l->on_change) continue;
       for (const Notification& n : notifications) {
         asio::post(l->executor, [l, n] {
@@ -397,7 +395,7 @@ class LocalDatabase {
   std::thread worker_;
 
   std::mutex listeners_mu_;
-  std::map<ListenerId, std::shared_ptr<Listener>> listeners_;
+  std::map<ListenerId, std::shared_ptr<LocalListener>> listeners_;
   ListenerId next_listener_ = 0;
 };
 
@@ -479,7 +477,7 @@ class LocalStore final : public MetadataStore {
 
   ListenerId add_listener(Executor executor,
                           std::function<void(const Notification&)> listener) override {
-    auto l = std::make_shared<Listener>();
+    auto l = std::make_shared<LocalListener>();
     l->executor = std::move(executor);
     l->on_change = std::move(listener);
     l->session = session_;
@@ -489,7 +487,7 @@ class LocalStore final : public MetadataStore {
   ListenerId add_session_listener(Executor executor,
                                   std::function<void(SessionEvent)> listener) override {
     // A local session never disconnects or expires: the listener is kept but never called.
-    auto l = std::make_shared<Listener>();
+    auto l = std::make_shared<LocalListener>();
     l->executor = std::move(executor);
     l->on_session = std::move(listener);
     l->session = session_;

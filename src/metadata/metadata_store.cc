@@ -62,6 +62,8 @@ std::string parent_path(std::string_view path) {
   return std::string(path.substr(0, slash));
 }
 
+std::string_view node_name(std::string_view path) { return path.substr(path.rfind('/') + 1); }
+
 std::string join_path(std::string_view parent, std::string_view child) {
   if (parent == "/") return fmt::format("/{}", child);
   return fmt::format("{}/{}", parent, child);

@@ -166,6 +166,8 @@ Task<Result<MetadataStores>> open_stores(const MetadataConfig& config);
 Status validate_path(std::string_view path);
 // "/a/b/c" -> "/a/b"; "/a" -> "/".
 std::string parent_path(std::string_view path);
+// "/a/b/c" -> "c"; "/" -> "".
+std::string_view node_name(std::string_view path);
 // "/a" + "b" -> "/a/b"; "/" + "b" -> "/b".
 std::string join_path(std::string_view parent, std::string_view child);
 

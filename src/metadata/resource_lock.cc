@@ -123,10 +123,6 @@ class WaiterRegistration {
   internal::LockWaiter* waiter_;
 };
 
-std::string node_name(const std::string& path) {
-  return path.substr(path.rfind('/') + 1);
-}
-
 }  // namespace
 
 // --- ResourceLock ---
@@ -281,7 +277,7 @@ Task<Result<LockAttempt>> LockManager::lock(std::string resource, std::string va
     co_return created.status();
   }
   const std::string node = created->path;
-  const std::string name = node_name(node);
+  const std::string name(node_name(node));
   core->own_nodes.insert(node);
 
   while (true) {

@@ -264,13 +264,13 @@ class Session {
 
 // A registered listener: invoked on `executor` while `alive`.
 template <typename Arg>
-struct Listener {
+struct ZkListener {
   Executor executor;
   std::function<void(Arg)> fn;
   std::atomic<bool> alive{true};
 };
-using NotificationListener = Listener<const Notification&>;
-using SessionListener = Listener<SessionEvent>;
+using NotificationListener = ZkListener<const Notification&>;
+using SessionListener = ZkListener<SessionEvent>;
 
 class ZooKeeperStore final : public MetadataStore {
  public:

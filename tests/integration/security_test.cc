@@ -25,6 +25,7 @@
 #include "http/http_client.h"
 #include "magnetar/client.h"
 #include "standalone_process.h"
+#include "testing/eventually.h"
 
 #ifndef MAGNETAR_ADMIN_BINARY
 #error "tests/integration/CMakeLists.txt passes MAGNETAR_ADMIN_BINARY"
@@ -97,14 +98,7 @@ std::pair<int, std::string> call(int web_port, const std::string& token, const s
   return {got->status, got->body};
 }
 
-bool eventually(const std::function<bool()>& check, std::chrono::seconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (check()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return check();
-}
+using magnetar::testing::eventually;
 
 Result<client::Client> client_as(const std::string& url,
                                  std::shared_ptr<client::Authentication> a) {

@@ -59,7 +59,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr char kMagic[4] = {'M', 'G', 'J', 'L'};
+constexpr char kJournalMagic[4] = {'M', 'G', 'J', 'L'};
 constexpr uint32_t kVersion = 2;  // written; 1 is still replayed
 constexpr uint64_t kHeaderSize = 16;
 constexpr size_t kRecordPrefixSize = 8;  // length + crc
@@ -125,7 +125,7 @@ Result<std::vector<uint64_t>> list_file_ids(Env& env, const std::string& dir,
 std::string encode_header(uint64_t file_id) {
   std::string h(kHeaderSize, '\0');
   auto* p = reinterpret_cast<uint8_t*>(h.data());
-  std::memcpy(p, kMagic, 4);
+  std::memcpy(p, kJournalMagic, 4);
   store_be32(p + 4, kVersion);
   store_be64(p + 8, file_id);
   return h;
@@ -293,7 +293,7 @@ Status replay_file(Env& env, const std::string& dir, uint64_t id, uint64_t start
   MAGNETAR_ASSIGN_OR_RETURN(Buffer header, reader.get(0, kHeaderSize));
   const uint8_t* h = header.data();
   const uint32_t version = header.size() < kHeaderSize ? 0 : load_be32(h + 4);
-  if (header.size() < kHeaderSize || std::memcmp(h, kMagic, 4) != 0 || version < 1 ||
+  if (header.size() < kHeaderSize || std::memcmp(h, kJournalMagic, 4) != 0 || version < 1 ||
       version > kVersion || load_be64(h + 8) != id) {
     return Status(Errc::kCorruption, fmt::format("'{}' has no valid journal header", path));
   }

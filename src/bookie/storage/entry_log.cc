@@ -12,7 +12,7 @@
 namespace magnetar::bookie {
 namespace {
 
-constexpr char kMagic[4] = {'M', 'G', 'E', 'L'};
+constexpr char kEntryLogMagic[4] = {'M', 'G', 'E', 'L'};
 // Staged records are written out once they exceed this, and the write-back of what is
 // more than kMaxDirtyBytes behind is waited for. Small, so that the disk's queue never holds
 // more than ~0.5 MiB of entry log ahead of a journal fdatasync on the same disk: with 1 MiB
@@ -71,7 +71,7 @@ Result<std::unique_ptr<EntryLogWriter>> EntryLogWriter::create(Env& env, std::st
   std::unique_ptr<EntryLogWriter> w(
       new EntryLogWriter(std::move(path), log_id, std::move(file), preallocate_chunk));
   uint8_t header[kEntryLogHeaderSize];
-  std::memcpy(header, kMagic, 4);
+  std::memcpy(header, kEntryLogMagic, 4);
   store_be32(header + 4, kEntryLogVersion);
   store_be64(header + 8, log_id);
   w->staged_.append(reinterpret_cast<const char*>(header), sizeof(header));
@@ -134,7 +134,7 @@ Result<std::unique_ptr<EntryLogReader>> EntryLogReader::open(Env& env, std::stri
   MAGNETAR_ASSIGN_OR_RETURN(auto file, env.open_file(path));
   std::unique_ptr<EntryLogReader> r(new EntryLogReader(std::move(path), log_id, std::move(file)));
   MAGNETAR_ASSIGN_OR_RETURN(Buffer header, r->read_at(0, kEntryLogHeaderSize));
-  if (header.size() < kEntryLogHeaderSize || std::memcmp(header.data(), kMagic, 4) != 0) {
+  if (header.size() < kEntryLogHeaderSize || std::memcmp(header.data(), kEntryLogMagic, 4) != 0) {
     return Status(Errc::kCorruption, fmt::format("'{}' is not an entry log", r->path_));
   }
   uint32_t version = load_be32(header.data() + 4);

@@ -3,6 +3,7 @@
 // `magnetar standalone` seeds them, and a blocking HTTP/1.1 client.
 
 #include "broker/admin/admin_resources.h"
+#include "testing/test_name.h"
 
 #include <gtest/gtest.h>
 
@@ -17,9 +18,7 @@ namespace {
 using asio::ip::tcp;
 using Json = nlohmann::json;
 
-std::string test_name() {
-  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-}
+using magnetar::testing::test_name;
 
 struct Reply {
   int status = 0;

@@ -15,6 +15,7 @@
 #include "ledger/tests/ledger_test_support.h"
 #include "protocol/replication.h"
 #include "testing/pulsar_test_client.h"
+#include "testing/test_name.h"
 
 namespace magnetar::broker {
 namespace {
@@ -23,9 +24,7 @@ using namespace std::chrono_literals;
 using ledger::test::Cluster;
 using testing::PulsarTestClient;
 
-std::string test_name() {
-  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-}
+using magnetar::testing::test_name;
 
 wire::MessageIdData id_of(const wire::MessageIdData& id) {
   wire::MessageIdData out;

@@ -22,6 +22,7 @@
 #include "http/http_client.h"
 #include "ledger/tests/ledger_test_support.h"
 #include "testing/pulsar_test_client.h"
+#include "testing/test_name.h"
 
 namespace magnetar::broker {
 namespace {
@@ -30,11 +31,9 @@ using namespace std::chrono_literals;
 using Json = nlohmann::json;
 using ledger::test::Cluster;
 
-std::string test_name() {
-  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-}
+using magnetar::testing::test_name;
 
-struct Reply {
+struct Answer {
   int status = 0;
   std::string body;
   std::string reason() const {
@@ -44,11 +43,11 @@ struct Reply {
   }
   Json json() const { return Json::parse(body, nullptr, false); }
 };
-std::ostream& operator<<(std::ostream& os, const Reply& r) {
+std::ostream& operator<<(std::ostream& os, const Answer& r) {
   return os << r.status << " " << r.body;
 }
 
-const std::string kNs = "/admin/v2/namespaces/public/default";
+const std::string kNsUrl = "/admin/v2/namespaces/public/default";
 const std::string kTopic = "/admin/v2/persistent/public/default/t1";
 
 class HttpSecurityTest : public ::testing::Test {
@@ -103,7 +102,7 @@ class HttpSecurityTest : public ::testing::Test {
                    R"({"adminRoles":["o-admin"],"allowedClusters":["test"]})")
                   .status,
               204);
-    ASSERT_EQ(call("root", "PUT", kNs).status, 204);
+    ASSERT_EQ(call("root", "PUT", kNsUrl).status, 204);
   }
 
   std::string token(const std::string& role) const {
@@ -112,7 +111,7 @@ class HttpSecurityTest : public ::testing::Test {
   }
 
   // `role` empty: no Authorization header; starting with "raw:": that header value as is.
-  Reply call(const std::string& role, const std::string& method, const std::string& target,
+  Answer call(const std::string& role, const std::string& method, const std::string& target,
              const std::string& body = "") {
     http::ClientOptions o;
     o.timeout = 10s;
@@ -128,7 +127,7 @@ class HttpSecurityTest : public ::testing::Test {
       request.headers["Authorization"] = "Bearer " + token(role);
     }
     auto got = client.send_blocking(std::move(request));
-    Reply r;
+    Answer r;
     if (!got.ok()) {
       ADD_FAILURE() << method << " " << target << ": " << got.status().to_string();
       return r;
@@ -151,11 +150,11 @@ TEST_F(HttpSecurityTest, RequestsWithoutValidCredentialsGet401WithoutAReasonBody
   for (const std::string& who :
        {std::string(), std::string("raw:Basic cm9vdDp4"), std::string("raw:Bearer "),
         std::string("raw:bearer ") + token("root"), std::string("raw:Bearer not.a.jwt")}) {
-    Reply r = call(who, "GET", "/admin/v2/tenants");
+    Answer r = call(who, "GET", "/admin/v2/tenants");
     EXPECT_EQ(r.status, 401) << who << ": " << r;
     EXPECT_EQ(r.reason(), "") << "the container's 401 has no {reason}: " << r;
   }
-  Reply other_key =
+  Answer other_key =
       call("raw:Bearer " + *auth::encode_jwt({{"sub", "root"}},
                                              *auth::TokenKey::secret(std::string(32, 'k')),
                                              auth::Algorithm::kHS256),
@@ -170,30 +169,30 @@ TEST_F(HttpSecurityTest, SuperUsersTenantAdminsAndOthers) {
   start({});
   make_resources();
   // Only super users create tenants and clusters.
-  Reply t = call("t-admin", "PUT", "/admin/v2/tenants/third", R"({"allowedClusters":["test"]})");
+  Answer t = call("t-admin", "PUT", "/admin/v2/tenants/third", R"({"allowedClusters":["test"]})");
   EXPECT_EQ(t.status, 401) << t;
   EXPECT_EQ(t.reason(), "This operation requires super-user access");
   // A tenant admin administers its namespaces, and no other tenant's.
   EXPECT_EQ(call("t-admin", "PUT", "/admin/v2/namespaces/public/ns2").status, 204);
   EXPECT_EQ(call("t-admin", "POST", "/admin/v2/namespaces/public/ns2/messageTTL", "60").status,
             204);
-  Reply foreign = call("t-admin", "PUT", "/admin/v2/namespaces/other/ns");
+  Answer foreign = call("t-admin", "PUT", "/admin/v2/namespaces/other/ns");
   EXPECT_EQ(foreign.status, 401) << foreign;
   EXPECT_EQ(foreign.reason(), "Don't have permission to administrate resources on this tenant");
   EXPECT_EQ(call("o-admin", "PUT", "/admin/v2/namespaces/other/ns").status, 204);
   EXPECT_EQ(call("t-admin", "GET", "/admin/v2/namespaces/nosuch").status, 404);
   // Anybody else: a topic operation names the operation and the topic.
   EXPECT_EQ(call("t-admin", "PUT", kTopic).status, 204);
-  Reply stats = call("app1", "GET", kTopic + "/stats");
+  Answer stats = call("app1", "GET", kTopic + "/stats");
   EXPECT_EQ(stats.status, 401) << stats;
   EXPECT_EQ(stats.reason(),
             "Unauthorized to validateTopicOperation for operation [GET_STATS] on topic "
             "[persistent://public/default/t1]");
   // A namespace-level consume grant opens the stats and the topic list, not the policies.
-  EXPECT_EQ(call("t-admin", "POST", kNs + "/permissions/app1", R"(["consume"])").status, 204);
+  EXPECT_EQ(call("t-admin", "POST", kNsUrl + "/permissions/app1", R"(["consume"])").status, 204);
   EXPECT_EQ(call("app1", "GET", kTopic + "/stats").status, 200);
-  EXPECT_EQ(call("app1", "GET", kNs + "/topics").status, 200);
-  EXPECT_EQ(call("app1", "GET", kNs + "/messageTTL").status, 401);
+  EXPECT_EQ(call("app1", "GET", kNsUrl + "/topics").status, 200);
+  EXPECT_EQ(call("app1", "GET", kNsUrl + "/messageTTL").status, 401);
   EXPECT_EQ(call("app1", "PUT", "/admin/v2/persistent/public/default/t9").status, 401);
 }
 
@@ -201,11 +200,12 @@ TEST_F(HttpSecurityTest, GrantsAndRevokesThroughTheRestApi) {
   start({});
   make_resources();
   EXPECT_EQ(call("t-admin", "PUT", kTopic).status, 204);
-  EXPECT_EQ(call("t-admin", "POST", kNs + "/permissions/app1", R"(["consume","produce"])").status,
-            204);
-  EXPECT_EQ(call("t-admin", "GET", kNs + "/permissions").json(),
+  EXPECT_EQ(
+      call("t-admin", "POST", kNsUrl + "/permissions/app1", R"(["consume","produce"])").status,
+      204);
+  EXPECT_EQ(call("t-admin", "GET", kNsUrl + "/permissions").json(),
             Json::parse(R"({"app1":["consume","produce"]})"));
-  Reply bad = call("t-admin", "POST", kNs + "/permissions/app1", R"(["write"])");
+  Answer bad = call("t-admin", "POST", kNsUrl + "/permissions/app1", R"(["write"])");
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.reason(),
             "Illegal auth action 'write'. Possible values: [produce, consume, functions, sources, "
@@ -218,7 +218,7 @@ TEST_F(HttpSecurityTest, GrantsAndRevokesThroughTheRestApi) {
                  R"(["produce"])")
                 .status,
             404);
-  Reply ns_level = call("t-admin", "DELETE", kTopic + "/permissions/app1");
+  Answer ns_level = call("t-admin", "DELETE", kTopic + "/permissions/app1");
   EXPECT_EQ(ns_level.status, 412);
   EXPECT_EQ(ns_level.reason(), "Permissions are not set at the topic level");
   EXPECT_EQ(call("t-admin", "DELETE", kTopic + "/permissions/app2").status, 204);
@@ -226,29 +226,29 @@ TEST_F(HttpSecurityTest, GrantsAndRevokesThroughTheRestApi) {
             Json::parse(R"({"app1":["consume","produce"]})"));
   // Subscription roles.
   EXPECT_EQ(
-      call("t-admin", "POST", kNs + "/permissions/subscription/sub-a", R"(["r2","r1"])").status,
+      call("t-admin", "POST", kNsUrl + "/permissions/subscription/sub-a", R"(["r2","r1"])").status,
       204);
-  EXPECT_EQ(call("t-admin", "GET", kNs + "/permissions/subscription").json(),
+  EXPECT_EQ(call("t-admin", "GET", kNsUrl + "/permissions/subscription").json(),
             Json::parse(R"({"sub-a":["r1","r2"]})"));
-  EXPECT_EQ(call("t-admin", "DELETE", kNs + "/permissions/sub-a/r1").status, 204);
-  EXPECT_EQ(call("t-admin", "GET", kNs + "/permissions/subscription").json(),
+  EXPECT_EQ(call("t-admin", "DELETE", kNsUrl + "/permissions/sub-a/r1").status, 204);
+  EXPECT_EQ(call("t-admin", "GET", kNsUrl + "/permissions/subscription").json(),
             Json::parse(R"({"sub-a":["r2"]})"));
-  EXPECT_EQ(call("t-admin", "DELETE", kNs + "/permissions/app1").status, 204);
-  EXPECT_EQ(call("t-admin", "GET", kNs + "/permissions").json(), Json::object());
+  EXPECT_EQ(call("t-admin", "DELETE", kNsUrl + "/permissions/app1").status, 204);
+  EXPECT_EQ(call("t-admin", "GET", kNsUrl + "/permissions").json(), Json::object());
   // Somebody else's grants are not theirs to change.
-  EXPECT_EQ(call("app1", "POST", kNs + "/permissions/app1", R"(["produce"])").status, 401);
+  EXPECT_EQ(call("app1", "POST", kNsUrl + "/permissions/app1", R"(["produce"])").status, 401);
 }
 
 TEST_F(HttpSecurityTest, GrantsAreKeptWithoutAuthorizationEnabled) {
   // As Pulsar 3.x/4.x: grants are stored either way (they apply once authorization is on).
   start([](BrokerConfig& c) { c.authorization_enabled = false; });
   make_resources();
-  Reply r = call("anyone", "POST", kNs + "/permissions/app1", R"(["produce"])");
+  Answer r = call("anyone", "POST", kNsUrl + "/permissions/app1", R"(["produce"])");
   EXPECT_EQ(r.status, 204) << r;
-  EXPECT_EQ(call("anyone", "GET", kNs + "/permissions").json(),
+  EXPECT_EQ(call("anyone", "GET", kNsUrl + "/permissions").json(),
             Json::parse(R"({"app1":["produce"]})"));
-  EXPECT_EQ(call("anyone", "DELETE", kNs + "/permissions/app1").status, 204);
-  EXPECT_EQ(call("anyone", "GET", kNs + "/permissions").json(), Json::object());
+  EXPECT_EQ(call("anyone", "DELETE", kNsUrl + "/permissions/app1").status, 204);
+  EXPECT_EQ(call("anyone", "GET", kNsUrl + "/permissions").json(), Json::object());
   // Authentication alone: any authenticated role may do anything, nobody else anything.
   EXPECT_EQ(call("anyone", "PUT", "/admin/v2/tenants/x", R"({"allowedClusters":["test"]})").status,
             204);
@@ -264,19 +264,19 @@ TEST_F(HttpSecurityTest, MetricsCanRequireAuthenticationAndAnonymousTakesFailedT
   start([](BrokerConfig& c) { c.authenticate_metrics_endpoint = true; });
   EXPECT_EQ(call("", "GET", "/metrics").status, 401);
   EXPECT_EQ(call("raw:Bearer nope", "GET", "/metrics").status, 401);
-  Reply metrics = call("app1", "GET", "/metrics");
+  Answer metrics = call("app1", "GET", "/metrics");
   EXPECT_EQ(metrics.status, 200);
   EXPECT_EQ(metrics.body.find(token("app1")), std::string::npos);
   // With an anonymous role, no token and a bad token both run as it (Pulsar's HTTP filter):
   // authorized as the guest it is, so the refusal is the authorization's.
   start([](BrokerConfig& c) { c.anonymous_user_role = "guest"; });
   for (const std::string& who : {std::string(), std::string("raw:Bearer garbage")}) {
-    Reply r = call(who, "GET", "/admin/v2/namespaces/public");
+    Answer r = call(who, "GET", "/admin/v2/namespaces/public");
     EXPECT_EQ(r.status, 401) << r;
     EXPECT_EQ(r.reason(), "Don't have permission to administrate resources on this tenant");
   }
-  EXPECT_EQ(call("t-admin", "POST", kNs + "/permissions/guest", R"(["consume"])").status, 204);
-  EXPECT_EQ(call("", "GET", kNs + "/topics").status, 200);
+  EXPECT_EQ(call("t-admin", "POST", kNsUrl + "/permissions/guest", R"(["consume"])").status, 204);
+  EXPECT_EQ(call("", "GET", kNsUrl + "/topics").status, 200);
 }
 
 // Tokens, the key and the broker's own credentials appear in no log line (at debug level), no
@@ -314,7 +314,7 @@ TEST_F(HttpSecurityTest, SecretsStayOutOfLogsMetricsAndErrors) {
   }
   const std::string app = token("app1");
   bodies.push_back(call("app1", "GET", kTopic + "/stats").body);  // refused: no grant
-  Reply metrics = call("root", "GET", "/metrics");
+  Answer metrics = call("root", "GET", "/metrics");
   ASSERT_EQ(metrics.status, 200);
   EXPECT_NE(metrics.body.find("pulsar_authentication_success_total{provider_name="
                               "\"AuthenticationProviderToken\",auth_method=\"token\"}"),

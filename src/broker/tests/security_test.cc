@@ -20,6 +20,8 @@
 #include "broker/broker.h"
 #include "ledger/tests/ledger_test_support.h"
 #include "testing/pulsar_test_client.h"
+#include "testing/test_name.h"
+#include "testing/eventually.h"
 
 namespace magnetar::broker {
 namespace {
@@ -29,9 +31,7 @@ using ledger::test::Cluster;
 using testing::PulsarTestClient;
 using testing::server_error_of;
 
-std::string test_name() {
-  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-}
+using magnetar::testing::test_name;
 
 int64_t now_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(
@@ -297,11 +297,8 @@ class AuthorizationTest : public SecurityTest {
   // Waits until `check` holds: a policy change reaches the broker's cache through the store's
   // notification, which may come just after the write.
   static bool eventually(const std::function<bool()>& check) {
-    for (int i = 0; i < 100; ++i) {
-      if (check()) return true;
-      std::this_thread::sleep_for(20ms);
-    }
-    return check();
+    return magnetar::testing::eventually(check, std::chrono::seconds(2),
+                                         std::chrono::milliseconds(20));
   }
   static bool can_produce(PulsarTestClient& c, const std::string& topic, uint64_t id) {
     return c.create_producer(topic, id).ok();

@@ -25,6 +25,7 @@
 #include "protocol/frame.h"
 #include "testing/pulsar_test_client.h"
 #include "testing/tls_suite.h"
+#include "testing/test_name.h"
 
 namespace magnetar::broker {
 namespace {
@@ -34,9 +35,7 @@ using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using ledger::test::Cluster;
 
-std::string test_name() {
-  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-}
+using magnetar::testing::test_name;
 
 bool contains(const std::string& text, std::string_view part) {
   return text.find(part) != std::string::npos;

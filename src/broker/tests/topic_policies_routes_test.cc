@@ -5,19 +5,12 @@
 #include <thread>
 
 #include "broker/tests/broker_routes_fixture.h"
+#include "testing/eventually.h"
 
 namespace magnetar::broker::routes_test {
 namespace {
 
-// Polls `done` for up to `limit`; true once it holds.
-bool eventually(const std::function<bool()>& done, std::chrono::milliseconds limit = 10s) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return done();
-}
+using magnetar::testing::eventually;
 
 TEST_F(BrokerRoutesTest, TopicPoliciesAreSetReadAppliedAndValidated) {
   auto c = client();

@@ -22,32 +22,31 @@
 #include "net/tls.h"
 #include "protocol/batch.h"
 #include "testing/tls_certs.h"
+#include "testing/test_name.h"
 
 namespace magnetar::cli {
 namespace {
 
-using Json = nlohmann::json;
+using PlainJson = nlohmann::json;
 
-struct Outcome {
+struct Ran {
   int code = -1;
   std::string out;
   std::string err;
 };
 
-Outcome run(std::vector<std::string> args, const std::string& input = "") {
+Ran run(std::vector<std::string> args, const std::string& input = "") {
   std::ostringstream out;
   std::ostringstream err;
   std::istringstream in(input);
-  Outcome o;
+  Ran o;
   o.code = run_admin(std::move(args), out, err, in);
   o.out = out.str();
   o.err = err.str();
   return o;
 }
 
-std::string test_name() {
-  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-}
+using magnetar::testing::test_name;
 
 std::string url_of(const http::HttpServer& server) {
   return "http://127.0.0.1:" + std::to_string(server.port());
@@ -98,14 +97,14 @@ class AdminToolTest : public ::testing::Test {
   }
 
   // magnetar-admin --admin-url <this server> args...
-  Outcome admin(std::vector<std::string> args) {
+  Ran admin(std::vector<std::string> args) {
     args.insert(args.begin(), {"--admin-url", url_of(*server_)});
     return run(std::move(args));
   }
 
   // Runs a command that must succeed and returns what it printed.
   std::string ok(std::vector<std::string> args) {
-    Outcome o = admin(args);
+    Ran o = admin(args);
     EXPECT_EQ(o.code, 0) << args[0] << " " << args[1] << ": " << o.err;
     EXPECT_EQ(o.err, "");
     return o.out;
@@ -124,16 +123,16 @@ TEST_F(AdminToolTest, ManagesClusters) {
   EXPECT_EQ(ok({"clusters", "list"}), "c2\nstandalone\n");
   const std::string got = ok({"clusters", "get", "c2"});
   EXPECT_NE(got.find("  \"serviceUrl\" : \"http://c2:8080\",\n"), std::string::npos) << got;
-  EXPECT_EQ(Json::parse(got)["brokerServiceUrl"], "pulsar://c2:6650");
+  EXPECT_EQ(PlainJson::parse(got)["brokerServiceUrl"], "pulsar://c2:6650");
   EXPECT_EQ(ok({"clusters", "update", "c2", "--url", "http://c2b:8080"}), "");
-  EXPECT_EQ(Json::parse(ok({"clusters", "get", "c2"}))["serviceUrl"], "http://c2b:8080");
+  EXPECT_EQ(PlainJson::parse(ok({"clusters", "get", "c2"}))["serviceUrl"], "http://c2b:8080");
   EXPECT_EQ(ok({"clusters", "delete", "c2"}), "");
 
-  Outcome missing = admin({"clusters", "get", "c2"});
+  Ran missing = admin({"clusters", "get", "c2"});
   EXPECT_EQ(missing.code, 1);
   EXPECT_EQ(missing.out, "");
   EXPECT_EQ(missing.err, "Cluster does not exist\n\nReason: Cluster does not exist\n");
-  Outcome bad_url = admin({"clusters", "create", "c3", "--broker-url", "http://x:6650"});
+  Ran bad_url = admin({"clusters", "create", "c3", "--broker-url", "http://x:6650"});
   EXPECT_EQ(bad_url.code, 1);
   EXPECT_NE(bad_url.err.find("Illegal broker service url"), std::string::npos) << bad_url.err;
 }
@@ -160,16 +159,16 @@ TEST_F(AdminToolTest, ReachesAnHttpsAdminUrlWithTlsFlagsOrClientConf) {
                                     broker::AdminResourcesOptions{});
   const std::string https = "https://127.0.0.1:" + std::to_string(server_->tls_port());
 
-  Outcome trusted = run({"--admin-url", https, "--tls-trust-cert-path", certs->ca_cert,
+  Ran trusted = run({"--admin-url", https, "--tls-trust-cert-path", certs->ca_cert,
                          "--tls-enable-hostname-verification", "tenants", "list"});
   EXPECT_EQ(trusted.code, 0) << trusted.err;
   EXPECT_EQ(trusted.out, "public\n");
 
-  Outcome untrusted = run({"--admin-url", https, "tenants", "list"});
+  Ran untrusted = run({"--admin-url", https, "tenants", "list"});
   EXPECT_EQ(untrusted.code, 1);
   EXPECT_NE(untrusted.err.find("certificate verify failed"), std::string::npos) << untrusted.err;
 
-  Outcome insecure = run({"--admin-url", https, "--tls-allow-insecure", "tenants", "list"});
+  Ran insecure = run({"--admin-url", https, "--tls-allow-insecure", "tenants", "list"});
   EXPECT_EQ(insecure.code, 0) << insecure.err;
 
   const std::string conf = dir + "/client.conf";
@@ -178,7 +177,7 @@ TEST_F(AdminToolTest, ReachesAnHttpsAdminUrlWithTlsFlagsOrClientConf) {
     f << "webServiceUrl=" << https << "\ntlsTrustCertsFilePath=" << certs->ca_cert
       << "\ntlsEnableHostnameVerification=true\n";
   }
-  Outcome from_conf = run({"--conf", conf, "tenants", "list"});
+  Ran from_conf = run({"--conf", conf, "tenants", "list"});
   EXPECT_EQ(from_conf.code, 0) << from_conf.err;
   EXPECT_EQ(from_conf.out, "public\n");
   std::filesystem::remove_all(dir);
@@ -195,19 +194,19 @@ TEST_F(AdminToolTest, ManagesTenants) {
   EXPECT_EQ(ok({"tenants", "list"}), "acme\npublic\n");
   // update keeps what it is not given.
   EXPECT_EQ(ok({"tenants", "update", "acme", "--admin-roles", "carol"}), "");
-  Json acme = Json::parse(ok({"tenants", "get", "acme"}));
-  EXPECT_EQ(acme["adminRoles"], Json::parse(R"(["carol"])"));
-  EXPECT_EQ(acme["allowedClusters"], Json::parse(R"(["standalone"])"));
+  PlainJson acme = PlainJson::parse(ok({"tenants", "get", "acme"}));
+  EXPECT_EQ(acme["adminRoles"], PlainJson::parse(R"(["carol"])"));
+  EXPECT_EQ(acme["allowedClusters"], PlainJson::parse(R"(["standalone"])"));
 
-  Outcome exists = admin({"tenants", "create", "acme", "-c", "standalone"});
+  Ran exists = admin({"tenants", "create", "acme", "-c", "standalone"});
   EXPECT_EQ(exists.code, 1);
   EXPECT_EQ(exists.err, "Tenant already exists\n\nReason: Tenant already exists\n");
-  Outcome unknown_cluster = admin({"tenants", "create", "t2", "--allowed-clusters", "nope"});
+  Ran unknown_cluster = admin({"tenants", "create", "t2", "--allowed-clusters", "nope"});
   EXPECT_EQ(unknown_cluster.code, 1);
   EXPECT_NE(unknown_cluster.err.find("Clusters do not exist"), std::string::npos);
 
   EXPECT_EQ(ok({"tenants", "delete", "acme"}), "");
-  Outcome gone = admin({"tenants", "get", "acme"});
+  Ran gone = admin({"tenants", "get", "acme"});
   EXPECT_EQ(gone.code, 1);
   EXPECT_EQ(gone.err, "Tenant does not exist\n\nReason: Tenant does not exist\n");
 }
@@ -215,22 +214,22 @@ TEST_F(AdminToolTest, ManagesTenants) {
 TEST_F(AdminToolTest, CreatesListsAndDeletesNamespaces) {
   EXPECT_EQ(ok({"namespaces", "create", "public/ns1", "--bundles", "8", "-c", "standalone"}), "");
   EXPECT_EQ(ok({"namespaces", "list", "public"}), "public/default\npublic/ns1\n");
-  Json policies = Json::parse(ok({"namespaces", "policies", "public/ns1"}));
+  PlainJson policies = PlainJson::parse(ok({"namespaces", "policies", "public/ns1"}));
   EXPECT_EQ(policies["bundles"]["numBundles"], 8);
-  EXPECT_EQ(policies["replication_clusters"], Json::parse(R"(["standalone"])"));
-  EXPECT_EQ(Json::parse(ok({"namespaces", "bundles", "public/ns1"}))["boundaries"].size(), 9u);
+  EXPECT_EQ(policies["replication_clusters"], PlainJson::parse(R"(["standalone"])"));
+  EXPECT_EQ(PlainJson::parse(ok({"namespaces", "bundles", "public/ns1"}))["boundaries"].size(), 9u);
   EXPECT_EQ(ok({"namespaces", "topics", "public/ns1"}), "");
   EXPECT_EQ(ok({"namespaces", "get-clusters", "public/ns1"}), "standalone\n");
   EXPECT_EQ(ok({"namespaces", "set-clusters", "public/ns1", "--clusters", "standalone"}), "");
 
-  Outcome again = admin({"namespaces", "create", "public/ns1"});
+  Ran again = admin({"namespaces", "create", "public/ns1"});
   EXPECT_EQ(again.code, 1);
   EXPECT_EQ(again.err, "Namespace already exists\n\nReason: Namespace already exists\n");
   EXPECT_EQ(ok({"namespaces", "delete", "public/ns1"}), "");
-  Outcome gone = admin({"namespaces", "policies", "public/ns1"});
+  Ran gone = admin({"namespaces", "policies", "public/ns1"});
   EXPECT_EQ(gone.code, 1);
   EXPECT_EQ(gone.err, "Namespace does not exist\n\nReason: Namespace does not exist\n");
-  Outcome bad = admin({"namespaces", "policies", "just-a-tenant"});
+  Ran bad = admin({"namespaces", "policies", "just-a-tenant"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("Invalid namespace name"), std::string::npos);
 }
@@ -242,7 +241,7 @@ TEST_F(AdminToolTest, SetsGetsAndRemovesNamespacePolicies) {
   EXPECT_EQ(ok({"namespaces", "get-retention", ns}),
             "{\n  \"retentionTimeInMinutes\" : 180,\n  \"retentionSizeInMB\" : 10240\n}\n");
   EXPECT_EQ(ok({"namespaces", "set-retention", ns, "-s", "-1", "-t", "-1"}), "");
-  EXPECT_EQ(Json::parse(ok({"namespaces", "get-retention", ns}))["retentionSizeInMB"], -1);
+  EXPECT_EQ(PlainJson::parse(ok({"namespaces", "get-retention", ns}))["retentionSizeInMB"], -1);
   EXPECT_EQ(ok({"namespaces", "remove-retention", ns}), "");
   EXPECT_EQ(ok({"namespaces", "get-retention", ns}), "null\n");
 
@@ -302,7 +301,7 @@ TEST_F(AdminToolTest, RejectsBadArgumentValuesWithoutCallingTheServer) {
            {"namespaces", "set-backlog-quota", ns, "-p", "producer_exception"},
            {"namespaces", "set-backlog-quota", ns, "-l", "1G", "-p", "drop_everything"},
        }) {
-    Outcome o = admin(args);
+    Ran o = admin(args);
     EXPECT_EQ(o.code, 1) << args[1];
     EXPECT_FALSE(o.err.empty()) << args[1];
   }
@@ -323,7 +322,7 @@ TEST(AdminToolUsageTest, PrintsUsageAndExitsOneOnUsageErrors) {
            {"topics", "skip", "t", "-s", "sub"},
            {"clusters", "list", "--no-such-flag"},
        }) {
-    Outcome o = run(args);
+    Ran o = run(args);
     EXPECT_EQ(o.code, 1) << (args.empty() ? "" : args.back());
     EXPECT_NE(o.err.find("Usage"), std::string::npos) << o.err;
     EXPECT_EQ(o.out, "");
@@ -331,11 +330,11 @@ TEST(AdminToolUsageTest, PrintsUsageAndExitsOneOnUsageErrors) {
 }
 
 TEST(AdminToolUsageTest, HelpGoesToStandardOutput) {
-  Outcome o = run({"namespaces", "set-retention", "--help"});
+  Ran o = run({"namespaces", "set-retention", "--help"});
   EXPECT_EQ(o.code, 0);
   EXPECT_NE(o.out.find("--size"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("--time"), std::string::npos) << o.out;
-  Outcome top = run({"--help"});
+  Ran top = run({"--help"});
   EXPECT_EQ(top.code, 0);
   EXPECT_NE(top.out.find("namespaces"), std::string::npos);
 }
@@ -349,11 +348,11 @@ TEST(AdminToolUsageTest, ReportsAnUnreachableServer) {
     port = acceptor.local_endpoint().port();
   }
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
-  Outcome o = run({"--admin-url", url, "tenants", "list"});
+  Ran o = run({"--admin-url", url, "tenants", "list"});
   EXPECT_EQ(o.code, 1);
   EXPECT_NE(o.err.find("connection refused"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("Error connecting to: " + url), std::string::npos) << o.err;
-  Outcome bad = run({"--admin-url", "localhost:8080", "tenants", "list"});
+  Ran bad = run({"--admin-url", "localhost:8080", "tenants", "list"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("Invalid admin URL"), std::string::npos) << bad.err;
 }
@@ -406,7 +405,7 @@ class FakeAdmin {
     return requests_;
   }
 
-  Outcome admin(std::vector<std::string> args) {
+  Ran admin(std::vector<std::string> args) {
     args.insert(args.begin(), {"--admin-url", url_of(*server_)});
     return run(std::move(args));
   }
@@ -430,7 +429,7 @@ struct Expected {
 void expect_requests(const std::vector<Expected>& cases) {
   for (const Expected& c : cases) {
     FakeAdmin fake;
-    Outcome o = fake.admin(c.args);
+    Ran o = fake.admin(c.args);
     std::string cmd;
     for (const auto& a : c.args) cmd += a + " ";
     EXPECT_EQ(o.code, 0) << cmd << o.err;
@@ -589,7 +588,7 @@ TEST(AdminToolFakeServerTest, ListsTopicsOfBothDomains) {
   fake.answer("GET /admin/v2/persistent/public/default", 200,
               R"(["persistent://public/default/a","persistent://public/default/b"])");
   fake.answer("GET /admin/v2/non-persistent/public/default", 404, R"({"reason":"Not Found"})");
-  Outcome o = fake.admin({"topics", "list", "public/default"});
+  Ran o = fake.admin({"topics", "list", "public/default"});
   EXPECT_EQ(o.code, 0) << o.err;
   EXPECT_EQ(o.out, "persistent://public/default/a\npersistent://public/default/b\n");
   auto requests = fake.requests();
@@ -626,7 +625,7 @@ TEST(AdminToolFakeServerTest, PrintsAnswersAsPulsarAdminDoes) {
   EXPECT_EQ(fake.admin({"topics", "subscriptions", "orders"}).out, "a\nb\n");
 
   fake.answer("GET " + kTopic + "/lastMessageId", 500, "oops");
-  Outcome failed = fake.admin({"topics", "last-message-id", "orders"});
+  Ran failed = fake.admin({"topics", "last-message-id", "orders"});
   EXPECT_EQ(failed.code, 1);
   EXPECT_EQ(failed.err,
             "HTTP 500 Internal Server Error\n\nReason: HTTP 500 Internal Server Error\n");
@@ -640,7 +639,7 @@ TEST(AdminToolFakeServerTest, PeeksMessagesOneRequestPerPosition) {
                {"X-Pulsar-PROPERTY", R"({"color":"red","Size":"L"})"}});
   fake.answer("GET " + kSub + "/position/2", 200, "",
               {{"X-Pulsar-Message-ID", "3:1:-1"}, {"X-Pulsar-PROPERTY-Trace", "t1"}});
-  Outcome o = fake.admin({"topics", "peek-messages", "orders", "-s", "my-sub", "-n", "2"});
+  Ran o = fake.admin({"topics", "peek-messages", "orders", "-s", "my-sub", "-n", "2"});
   EXPECT_EQ(o.code, 0) << o.err;
   EXPECT_EQ(o.out,
             "Message ID: 3:0\n"
@@ -691,7 +690,7 @@ TEST(AdminToolFakeServerTest, PeekSplitsBatchesAndCountsMessages) {
                {"X-Pulsar-batch-size", "99"}});
   fake.answer("GET " + kSub + "/position/2", 200, body,
               {{"X-Pulsar-Message-ID", "7:5"}, {"X-Pulsar-num-batch-message", "2"}});
-  Outcome o = fake.admin({"topics", "peek-messages", "orders", "-s", "my-sub", "-n", "3"});
+  Ran o = fake.admin({"topics", "peek-messages", "orders", "-s", "my-sub", "-n", "3"});
   ASSERT_EQ(o.code, 0) << o.err;
   const std::string dump_m0 =
       "         +-------------------------------------------------+\n"
@@ -716,14 +715,14 @@ TEST(AdminToolFakeServerTest, PeekSplitsBatchesAndCountsMessages) {
   EXPECT_EQ(fake.requests().size(), 2u);
 
   fake.answer("GET " + kSub + "/position/3", 404, R"({"reason":"Message not found"})");
-  Outcome past_end = fake.admin({"topics", "peek-messages", "orders", "-s", "my-sub", "-n", "9"});
+  Ran past_end = fake.admin({"topics", "peek-messages", "orders", "-s", "my-sub", "-n", "9"});
   EXPECT_EQ(past_end.code, 0) << past_end.err;
   EXPECT_NE(past_end.out.find("Batch Message ID: 7:5:1\n"), std::string::npos);
 
   // A batch that does not parse is an error naming the entry, not a crash.
   fake.answer("GET " + kSub + "/position/1", 200, "garbage",
               {{"X-Pulsar-Message-ID", "7:4"}, {"X-Pulsar-num-batch-message", "2"}});
-  Outcome bad = fake.admin({"topics", "peek-messages", "orders", "-s", "my-sub"});
+  Ran bad = fake.admin({"topics", "peek-messages", "orders", "-s", "my-sub"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("the batch of 7:4 does not parse"), std::string::npos) << bad.err;
 }
@@ -731,14 +730,14 @@ TEST(AdminToolFakeServerTest, PeekSplitsBatchesAndCountsMessages) {
 TEST(AdminToolFakeServerTest, ExamineAndGetByIdPrintTheFirstMessage) {
   FakeAdmin fake;
   fake.answer("GET " + kTopic + "/examinemessage", 200, "abc", {{"X-Pulsar-Message-ID", "1:1"}});
-  Outcome examined =
+  Ran examined =
       fake.admin({"topics", "examine-messages", "orders", "-i", "earliest", "-m", "2"});
   ASSERT_EQ(examined.code, 0) << examined.err;
   EXPECT_EQ(fake.requests().back().target,
             kTopic + "/examinemessage?initialPosition=earliest&messagePosition=2");
   EXPECT_EQ(examined.out.substr(0, 47), "Message ID: 1:1\nPublish time: 0\nEvent time: 0\n ");
   fake.answer("GET " + kTopic + "/ledger/1/entry/1", 200, "abc", {{"X-Pulsar-Message-ID", "1:1"}});
-  Outcome by_id = fake.admin({"topics", "get-message-by-id", "orders", "-l", "1", "-e", "1"});
+  Ran by_id = fake.admin({"topics", "get-message-by-id", "orders", "-l", "1", "-e", "1"});
   ASSERT_EQ(by_id.code, 0) << by_id.err;
   EXPECT_NE(by_id.out.find("Event time: 0\nRedelivery count: 0\n"), std::string::npos) << by_id.out;
   EXPECT_EQ(fake.admin({"topics", "examine-messages", "orders", "-i", "middle"}).code, 1);
@@ -764,7 +763,7 @@ TEST(AdminToolFakeServerTest, ClearBacklogWithoutForceAsksFirst) {
 TEST(AdminToolFakeServerTest, SendsTheTokenAsBearerAndNeverPrintsIt) {
   FakeAdmin fake;
   fake.answer("GET /admin/v2/tenants/x", 401, R"({"reason":"Unauthorized"})");
-  Outcome o = fake.admin({"--auth-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationToken",
+  Ran o = fake.admin({"--auth-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationToken",
                           "--auth-params", "token:s3cr3t-t0ken", "tenants", "get", "x"});
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.err, "Unauthorized\n\nReason: Unauthorized\n");
@@ -773,12 +772,12 @@ TEST(AdminToolFakeServerTest, SendsTheTokenAsBearerAndNeverPrintsIt) {
   ASSERT_EQ(fake.requests().size(), 1u);
   EXPECT_EQ(fake.requests()[0].authorization, "Bearer s3cr3t-t0ken");
 
-  Outcome unsupported =
+  Ran unsupported =
       fake.admin({"--auth-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationSasl",
                   "--auth-params", "x", "tenants", "list"});
   EXPECT_EQ(unsupported.code, 1);
   EXPECT_NE(unsupported.err.find("not supported"), std::string::npos);
-  Outcome half_tls =
+  Ran half_tls =
       fake.admin({"--auth-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationTls",
                   "--auth-params", "tlsCertFile:/x", "tenants", "list"});
   EXPECT_EQ(half_tls.code, 1);
@@ -795,7 +794,7 @@ TEST(AdminToolFakeServerTest, ReadsUrlAndTokenFromClientConf) {
                       << "brokerServiceUrl=pulsar://localhost:6650\n"
                       << "authPlugin=org.apache.pulsar.client.impl.auth.AuthenticationToken\n"
                       << "authParams=file://" << token_file << "\n";
-  Outcome o = run({"--conf", conf, "tenants", "list"});
+  Ran o = run({"--conf", conf, "tenants", "list"});
   EXPECT_EQ(o.code, 0) << o.err;
   ASSERT_EQ(fake.requests().size(), 1u);
   EXPECT_EQ(fake.requests()[0].target, "/admin/v2/tenants");
@@ -803,8 +802,8 @@ TEST(AdminToolFakeServerTest, ReadsUrlAndTokenFromClientConf) {
 
   // The environment names the file too; flags win over it.
   ::setenv("PULSAR_CLIENT_CONF", conf.c_str(), 1);
-  Outcome env = run({"tenants", "list"});
-  Outcome flag = run({"--auth-params", "token:other", "tenants", "list"});
+  Ran env = run({"tenants", "list"});
+  Ran flag = run({"--auth-params", "token:other", "tenants", "list"});
   ::unsetenv("PULSAR_CLIENT_CONF");
   EXPECT_EQ(env.code, 0) << env.err;
   EXPECT_EQ(flag.code, 0) << flag.err;

@@ -15,22 +15,21 @@
 #include "cli/perf_tool.h"
 #include "ledger/bookkeeper.h"
 #include "ledger/tests/ledger_test_support.h"
+#include "testing/test_name.h"
 
 namespace magnetar::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct Outcome {
+struct BookieOutcome {
   int code = -1;
   std::string out;
   std::string err;
   double seconds = 0;
 };
 
-std::string test_name() {
-  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-}
+using magnetar::testing::test_name;
 
 class PerfBookieTest : public ::testing::Test {
  protected:
@@ -41,11 +40,11 @@ class PerfBookieTest : public ::testing::Test {
             ("magnetar-perf-bookie-" + std::to_string(::getpid()) + "-" + test_name() + ".json")) {}
   ~PerfBookieTest() override { std::filesystem::remove(json_path_); }
 
-  Outcome run(std::vector<std::string> args) {
+  BookieOutcome run(std::vector<std::string> args) {
     args.insert(args.begin(), "bookie");
     std::ostringstream out;
     std::ostringstream err;
-    Outcome o;
+    BookieOutcome o;
     const auto started = Clock::now();
     o.code = run_perf(std::move(args), out, err);
     o.seconds = std::chrono::duration<double>(Clock::now() - started).count();

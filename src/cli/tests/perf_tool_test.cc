@@ -17,16 +17,16 @@
 namespace magnetar::cli {
 namespace {
 
-struct Outcome {
+struct PerfOutcome {
   int code = -1;
   std::string out;
   std::string err;
 };
 
-Outcome run(std::vector<std::string> args) {
+PerfOutcome run(std::vector<std::string> args) {
   std::ostringstream out;
   std::ostringstream err;
-  Outcome o;
+  PerfOutcome o;
   o.code = run_perf(std::move(args), out, err);
   o.out = out.str();
   o.err = err.str();

@@ -20,6 +20,7 @@
 #include "http/http_server.h"
 #include "ledger/tests/ledger_test_support.h"
 #include "magnetar/client.h"
+#include "testing/test_name.h"
 
 namespace magnetar::client::test {
 
@@ -39,8 +40,13 @@ inline int closed_port() {
 
 using namespace std::chrono_literals;
 
-inline std::string test_name() {
-  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
+using magnetar::testing::test_name;
+
+// Producers whose every send is its own entry (message ids without a batch index).
+inline ProducerOptions unbatched() {
+  ProducerOptions o;
+  o.batching_enabled = false;
+  return o;
 }
 
 class ClientTest : public ::testing::Test {

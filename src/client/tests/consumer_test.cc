@@ -21,12 +21,6 @@ ConsumerOptions earliest(SubscriptionType type = SubscriptionType::kExclusive) {
   return o;
 }
 
-ProducerOptions unbatched() {
-  ProducerOptions o;
-  o.batching_enabled = false;
-  return o;
-}
-
 TEST_F(ClientTest, ExclusiveRefusesASecondConsumer) {
   auto a = consumer(topic(), "sub");
   auto b = client().subscribe(topic(), "sub");

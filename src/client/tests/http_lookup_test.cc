@@ -16,12 +16,6 @@
 namespace magnetar::client::test {
 namespace {
 
-ProducerOptions unbatched() {
-  ProducerOptions o;
-  o.batching_enabled = false;
-  return o;
-}
-
 std::unique_ptr<http::HttpServer> start_web() {
   http::ServerOptions o;
   o.address = "127.0.0.1";

@@ -16,12 +16,6 @@
 namespace magnetar::client::test {
 namespace {
 
-ProducerOptions unbatched() {
-  ProducerOptions o;
-  o.batching_enabled = false;
-  return o;
-}
-
 TEST(MessageIdTest, SerializesLikePulsarsMessageIdData) {
   MessageId id(12, 34, 2, 5, 10);
   auto bytes = id.serialize();

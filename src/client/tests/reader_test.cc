@@ -7,12 +7,6 @@
 namespace magnetar::client::test {
 namespace {
 
-ProducerOptions unbatched() {
-  ProducerOptions o;
-  o.batching_enabled = false;
-  return o;
-}
-
 TEST_F(ClientTest, ReaderFromEarliestReadsEverythingThenReportsNoMore) {
   auto p = producer(topic(), unbatched());
   send_n(p, 3);

@@ -14,6 +14,7 @@
 #include "ledger/bookkeeper.h"
 #include "ledger/tests/ledger_test_support.h"
 #include "testing/ids.h"
+#include "testing/test_name.h"
 
 namespace magnetar::ledger {
 namespace {
@@ -27,9 +28,7 @@ BufferChain payload(int i) {
   return BufferChain(Buffer::copy_of("entry-" + std::to_string(i)));
 }
 
-std::string test_name() {
-  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-}
+using magnetar::testing::test_name;
 
 // Payloads of different sizes, so that a length that counts entries (not bytes) shows.
 std::string sized_payload(int i) {

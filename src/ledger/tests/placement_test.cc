@@ -24,14 +24,14 @@ std::vector<std::string> bookies(int n, std::string_view prefix = "b") {
 }
 
 // `groups` groups of `per_group` bookies; bookie "<g>-<i>:3181" at location(g, i).
-struct Cluster {
+struct Topology {
   std::vector<std::string> bookies;
   BookieTopology topology;
 };
 
-Cluster cluster(int groups, int per_group,
+Topology cluster(int groups, int per_group,
                 const std::function<std::string(int, int)>& location) {
-  Cluster c;
+  Topology c;
   for (int g = 0; g < groups; ++g) {
     for (int i = 0; i < per_group; ++i) {
       std::string id = fmt::format("g{}-{}:3181", g, i);
@@ -43,12 +43,12 @@ Cluster cluster(int groups, int per_group,
 }
 
 // Racks "/default-region/rack<g>".
-Cluster racks(int count, int per_rack) {
+Topology racks(int count, int per_rack) {
   return cluster(count, per_rack, [](int g, int) { return fmt::format("/default-region/rack{}", g); });
 }
 
 // Regions "/region<g>/rack<i>": every bookie on its own rack.
-Cluster regions(int count, int per_region) {
+Topology regions(int count, int per_region) {
   return cluster(count, per_region,
                  [](int g, int i) { return fmt::format("/region{}/rack{}", g, i); });
 }
@@ -163,7 +163,7 @@ TEST(PlacementTest, DefaultReplacementIsNeitherAMemberNorExcluded) {
 // --- rack-aware ---------------------------------------------------------------------------
 
 TEST(PlacementTest, RackAwareEveryWriteSetSpansTwoRacks) {
-  const Cluster c = racks(3, 2);
+  const Topology c = racks(3, 2);
   for (bool enforce : {false, true}) {
     for (uint64_t seed = 0; seed < kSeeds; ++seed) {
       auto policy = make_rack_aware_placement(c.topology, 2, enforce, seed);
@@ -178,7 +178,7 @@ TEST(PlacementTest, RackAwareEveryWriteSetSpansTwoRacks) {
 }
 
 TEST(PlacementTest, RackAwareLargerEnsembles) {
-  const Cluster c = racks(3, 3);
+  const Topology c = racks(3, 3);
   for (uint64_t seed = 0; seed < kSeeds; ++seed) {
     // min racks 3 > Qw: each write set of 2 needs 2 racks; of 3 needs 3.
     auto policy = make_rack_aware_placement(c.topology, 3, true, seed);
@@ -195,7 +195,7 @@ TEST(PlacementTest, RackAwareLargerEnsembles) {
 
 TEST(PlacementTest, RackAwareFindsTheOnlyValidArrangement) {
   // Two racks of two, E=4, Qw=2: only alternating racks around the ring works.
-  const Cluster c = racks(2, 2);
+  const Topology c = racks(2, 2);
   for (uint64_t seed = 0; seed < kSeeds; ++seed) {
     auto ens = make_rack_aware_placement(c.topology, 2, true, seed)->new_ensemble(4, 2, 2, c.bookies, {});
     ASSERT_TRUE(ens.ok()) << ens.status().to_string();
@@ -210,7 +210,7 @@ TEST(PlacementTest, RackAwareFindsTheOnlyValidArrangement) {
 }
 
 TEST(PlacementTest, RackAwareOneRackFallsBackToRandomUnlessEnforced) {
-  const Cluster c = racks(1, 5);
+  const Topology c = racks(1, 5);
   for (uint64_t seed = 0; seed < 20; ++seed) {
     auto ens = make_rack_aware_placement(c.topology, 2, false, seed)->new_ensemble(3, 2, 2, c.bookies, {});
     ASSERT_TRUE(ens.ok()) << ens.status().to_string();
@@ -223,7 +223,7 @@ TEST(PlacementTest, RackAwareOneRackFallsBackToRandomUnlessEnforced) {
 
 TEST(PlacementTest, RackAwareUnevenRacksDegradeOrFail) {
   // Rack 0 has five bookies, rack 1 one: E=4, Qw=2 would need two bookies of rack 1.
-  Cluster c = racks(1, 5);
+  Topology c = racks(1, 5);
   c.bookies.push_back("lonely:3181");
   c.topology.location["lonely:3181"] = "/default-region/rack1";
   auto enforced = make_rack_aware_placement(c.topology, 2, true, 3)->new_ensemble(4, 2, 2, c.bookies, {});
@@ -236,7 +236,7 @@ TEST(PlacementTest, RackAwareUnevenRacksDegradeOrFail) {
 }
 
 TEST(PlacementTest, RackAwareEnforcedNeverPicksUnknownRacks) {
-  Cluster c = racks(2, 2);
+  Topology c = racks(2, 2);
   const auto unknown = bookies(4, "unknown");
   c.bookies.insert(c.bookies.end(), unknown.begin(), unknown.end());
   for (uint64_t seed = 0; seed < kSeeds; ++seed) {
@@ -253,7 +253,7 @@ TEST(PlacementTest, RackAwareEnforcedNeverPicksUnknownRacks) {
 }
 
 TEST(PlacementTest, RackAwareReplacementKeepsTwoRacksPerWriteSet) {
-  const Cluster c = racks(3, 3);
+  const Topology c = racks(3, 3);
   for (uint64_t seed = 0; seed < kSeeds; ++seed) {
     auto policy = make_rack_aware_placement(c.topology, 2, true, seed);
     auto ens = policy->new_ensemble(3, 2, 2, c.bookies, {});
@@ -269,7 +269,7 @@ TEST(PlacementTest, RackAwareReplacementKeepsTwoRacksPerWriteSet) {
 }
 
 TEST(PlacementTest, RackAwareReplacementWithOnlyBadCandidates) {
-  const Cluster c = racks(2, 3);  // rack0: g0-0..2, rack1: g1-0..2
+  const Topology c = racks(2, 3);  // rack0: g0-0..2, rack1: g1-0..2
   // E=2, Qw=2: replacing g1-0 must come from rack 1, but all of rack 1 is excluded.
   const std::vector<std::string> ens = {"g0-0:3181", "g1-0:3181"};
   const std::set<std::string> excluded = {"g1-1:3181", "g1-2:3181"};
@@ -289,7 +289,7 @@ TEST(PlacementTest, RackAwareReplacementWithOnlyBadCandidates) {
 // --- region-aware -------------------------------------------------------------------------
 
 TEST(PlacementTest, RegionAwareEveryAckQuorumSpansTwoRegions) {
-  const Cluster c = regions(2, 3);
+  const Topology c = regions(2, 3);
   for (uint64_t seed = 0; seed < kSeeds; ++seed) {
     auto policy = make_region_aware_placement(c.topology, 2, true, seed);
     auto ens = policy->new_ensemble(4, 4, 3, c.bookies, {});
@@ -303,7 +303,7 @@ TEST(PlacementTest, RegionAwareEveryAckQuorumSpansTwoRegions) {
 }
 
 TEST(PlacementTest, RegionAwareStripedEnsembles) {
-  const Cluster c = regions(2, 4);
+  const Topology c = regions(2, 4);
   for (uint64_t seed = 0; seed < kSeeds; ++seed) {
     auto policy = make_region_aware_placement(c.topology, 2, true, seed);
     // Qw=3 over two regions needs Qa=3; the ring must never hold three of a region in a row.
@@ -320,7 +320,7 @@ TEST(PlacementTest, RegionAwareStripedEnsembles) {
 }
 
 TEST(PlacementTest, RegionAwareSpreadsTheEnsembleEvenly) {
-  const Cluster c = regions(3, 4);
+  const Topology c = regions(3, 4);
   for (uint64_t seed = 0; seed < 50; ++seed) {
     auto ens = make_region_aware_placement(c.topology, 2, true, seed)->new_ensemble(6, 3, 2, c.bookies, {});
     ASSERT_TRUE(ens.ok()) << ens.status().to_string();
@@ -335,7 +335,7 @@ TEST(PlacementTest, RegionAwareSpreadsTheEnsembleEvenly) {
 }
 
 TEST(PlacementTest, RegionAwareRejectsAnAckQuorumTooSmallForTwoRegions) {
-  const Cluster c = regions(2, 3);
+  const Topology c = regions(2, 3);
   // Qa=2 of Qw=4 over 2 regions: two acks could both come from one region.
   auto r = make_region_aware_placement(c.topology, 2, true, 1)->new_ensemble(4, 4, 2, c.bookies, {});
   ASSERT_FALSE(r.ok());
@@ -351,13 +351,13 @@ TEST(PlacementTest, RegionAwareRejectsAnAckQuorumTooSmallForTwoRegions) {
 TEST(PlacementTest, RegionAwareImpossibleRingIsUnavailable) {
   // E=5, Qw=4, Qa=3 over two regions: some write set always leaves out a bookie of the
   // smaller region and holds three of the larger one.
-  const Cluster c = regions(2, 3);
+  const Topology c = regions(2, 3);
   auto r = make_region_aware_placement(c.topology, 2, true, 1)->new_ensemble(5, 4, 3, c.bookies, {});
   EXPECT_TRUE(r.status().is(Errc::kUnavailable)) << r.status().to_string();
 }
 
 TEST(PlacementTest, RegionAwareOneRegionOrUnknownRegions) {
-  const Cluster one = regions(1, 6);
+  const Topology one = regions(1, 6);
   auto r = make_region_aware_placement(one.topology, 2, true, 1)->new_ensemble(4, 4, 3, one.bookies, {});
   EXPECT_TRUE(r.status().is(Errc::kUnavailable)) << r.status().to_string();
   auto relaxed = make_region_aware_placement(one.topology, 2, false, 1)->new_ensemble(4, 4, 3, one.bookies, {});
@@ -365,7 +365,7 @@ TEST(PlacementTest, RegionAwareOneRegionOrUnknownRegions) {
 
   // Bookies with no (or a rack-only) location are in no known region: never chosen when
   // enforced, even though "default-region" would look like a second region.
-  Cluster c = one;
+  Topology c = one;
   c.bookies.push_back("nowhere-1:3181");
   c.bookies.push_back("nowhere-2:3181");
   c.bookies.push_back("rackonly:3181");
@@ -375,7 +375,7 @@ TEST(PlacementTest, RegionAwareOneRegionOrUnknownRegions) {
 }
 
 TEST(PlacementTest, RegionAwareReplacementStaysInTheFailedRegion) {
-  const Cluster c = regions(2, 4);
+  const Topology c = regions(2, 4);
   for (uint64_t seed = 0; seed < kSeeds; ++seed) {
     auto policy = make_region_aware_placement(c.topology, 2, true, seed);
     auto ens = policy->new_ensemble(4, 4, 3, c.bookies, {});
@@ -394,9 +394,9 @@ TEST(PlacementTest, RegionAwareReplacementStaysInTheFailedRegion) {
 }
 
 TEST(PlacementTest, RegionAwareReplacementWithTheFailedRegionExhausted) {
-  const Cluster c = regions(2, 2);  // region0: g0-0, g0-1; region1: g1-0, g1-1
+  const Topology c = regions(2, 2);  // region0: g0-0, g0-1; region1: g1-0, g1-1
   const std::vector<std::string> ens = {"g0-0:3181", "g1-0:3181", "g0-1:3181", "g1-1:3181"};
-  Cluster bigger = c;
+  Topology bigger = c;
   for (const char* extra : {"g1-2:3181", "g1-3:3181"}) {
     bigger.bookies.push_back(extra);
     bigger.topology.location[extra] = "/region1/rack9";

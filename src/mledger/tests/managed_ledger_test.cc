@@ -13,6 +13,7 @@
 #include "ledger/bookkeeper.h"
 #include "ledger/tests/ledger_test_support.h"
 #include "testing/ids.h"
+#include "testing/test_name.h"
 
 namespace magnetar::mledger {
 namespace {
@@ -23,9 +24,7 @@ using magnetar::testing::L;
 using ledger::test::Cluster;
 using namespace std::chrono_literals;
 
-std::string test_name() {
-  return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-}
+using magnetar::testing::test_name;
 
 BufferChain payload(int i) {
   return BufferChain(Buffer::copy_of("entry-" + std::to_string(i)));

@@ -69,14 +69,14 @@ Bytes compressible_bytes(size_t n, uint32_t seed) {
   return out;
 }
 
-Bytes to_bytes(const Buffer& b) {
+Bytes bytes_of(const Buffer& b) {
   return Bytes(b.data(), b.data() + b.size());
 }
 
 Bytes compress_ok(CompressionType type, const Bytes& in) {
   auto r = compress(type, in);
   EXPECT_TRUE(r.ok()) << r.status().to_string();
-  return r.ok() ? to_bytes(*r) : Bytes{};
+  return r.ok() ? bytes_of(*r) : Bytes{};
 }
 
 // A copy of some bytes that ends right where an inaccessible page begins: a codec reading
@@ -187,7 +187,7 @@ TEST(CompressionTest, NoneCopiesAndChecksTheSize) {
   EXPECT_EQ(compress_ok(CompressionType::kNone, data), data);
   auto r = decode(CompressionType::kNone, data, 5);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(to_bytes(*r), data);
+  EXPECT_EQ(bytes_of(*r), data);
   expect_compression_error(decode(CompressionType::kNone, data, 4), "short claim");
   expect_compression_error(decode(CompressionType::kNone, data, 6), "long claim");
 }
@@ -202,7 +202,7 @@ class CodecTest : public ::testing::TestWithParam<CompressionType> {
     Bytes packed = compress_ok(type(), in);
     auto r = decode(type(), packed, static_cast<uint32_t>(in.size()));
     ASSERT_TRUE(r.ok()) << r.status().to_string();
-    EXPECT_TRUE(to_bytes(*r) == in) << "round trip of " << in.size() << " bytes differs";
+    EXPECT_TRUE(bytes_of(*r) == in) << "round trip of " << in.size() << " bytes differs";
   }
 };
 
@@ -424,7 +424,7 @@ TEST(CompressionKnownAnswerTest, ZlibDecodesSyncFlushedStreamsOfAnySize) {
     const auto n = static_cast<uint32_t>(in.size());
     auto r = decode(CompressionType::kZlib, java, n);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
-    EXPECT_TRUE(to_bytes(*r) == in);
+    EXPECT_TRUE(bytes_of(*r) == in);
     expect_compression_error(decode(CompressionType::kZlib, java, n - 1), "claim - 1");
     expect_compression_error(decode(CompressionType::kZlib, java, n + 1), "claim + 1");
     // Cutting part of the trailing empty stored block (00 00 FF FF) leaves a block header

@@ -87,7 +87,7 @@ const Bytes kBatchedMessage = [] {
   return b;
 }();
 
-wire::MessageMetadata metadata(uint64_t seq) {
+wire::MessageMetadata golden_metadata(uint64_t seq) {
   wire::MessageMetadata m;
   m.set_producer_name("p");
   m.set_sequence_id(seq);
@@ -134,7 +134,7 @@ TEST(GoldenFrameTest, SendWithChecksum) {
   cmd.mutable_send()->set_producer_id(1);
   cmd.mutable_send()->set_sequence_id(7);
   BufferChain payload(Buffer::copy_of("hello"));
-  EXPECT_EQ(to_bytes(encode_payload_command(cmd, metadata(7), payload)), kSend);
+  EXPECT_EQ(to_bytes(encode_payload_command(cmd, golden_metadata(7), payload)), kSend);
 
   auto f = decode_frame(to_buffer(kSend));
   ASSERT_TRUE(f.ok()) << f.status().to_string();
@@ -154,7 +154,7 @@ TEST(GoldenFrameTest, BatchedMessage) {
   wire::SingleMessageMetadata keyed;
   keyed.set_partition_key("k");
   builder.add(keyed, "you");
-  wire::MessageMetadata md = metadata(0);
+  wire::MessageMetadata md = golden_metadata(0);
   md.set_num_messages_in_batch(builder.count());
   BufferChain payload(builder.finish());
 
