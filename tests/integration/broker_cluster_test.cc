@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "broker_fixture.h"
+#include "testing/eventually.h"
 
 namespace magnetar::testing {
 namespace {
@@ -319,13 +320,8 @@ TEST_F(BrokerClusterTest, PolicyChangesReachLoadedTopicsOnEveryBrokerWithoutAnUn
     auto j = stats();
     return j.is_object() ? j["subscriptions"]["sub"].value("msgBacklog", int64_t{-1}) : -1;
   };
-  auto wait_for = [&](const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (done()) return true;
-      std::this_thread::sleep_for(100ms);
-    }
-    return false;
+  auto wait_for = [](const std::function<bool()>& done) {
+    return magnetar::testing::eventually(done, 20s, 100ms);
   };
   // Deduplication off: the same sequence id twice is stored twice.
   ASSERT_TRUE(c->send_message(1, 0, "a").ok());
@@ -382,11 +378,14 @@ TEST_F(BrokerClusterTest, ABundleWithTooManyTopicsIsSplitAndItsTopicsStayReachab
   std::vector<std::string> topics;
   for (int i = 0; i < 8; ++i) {
     topics.push_back(fmt::format("persistent://public/default/hot-{}", i));
-    const BrokerChild* owner = broker_by_url(resolve(brokers_[0], topics.back(), &redirects));
-    ASSERT_NE(owner, nullptr);
-    auto c = connect(*owner);
-    ASSERT_TRUE(c->create_producer(topics.back(), 1).ok());
-    ASSERT_TRUE(c->send_message(1, 0, "x").ok());
+    // The split may start once the fourth topic is loaded and unload the bundle between a
+    // lookup and the producer: then look up again, as a client does.
+    EXPECT_TRUE(magnetar::testing::eventually([&] {
+      const BrokerChild* owner = broker_by_url(resolve(brokers_[0], topics.back(), &redirects));
+      if (owner == nullptr) return false;
+      auto c = connect(*owner);
+      return c->create_producer(topics.back(), 1).ok() && c->send_message(1, 0, "x").ok();
+    })) << topics.back();
   }
   // The one bundle holds 8 topics > 3: its owner splits it.
   const auto deadline = std::chrono::steady_clock::now() + 20s;
