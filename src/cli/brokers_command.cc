@@ -116,7 +116,8 @@ void add_broker_stats_commands(CLI::App& app, CommandTable& table) {
       "/admin/v2/broker-stats/metrics");
   add("mbeans", "The broker's JMX beans (none: not a JVM)", "/admin/v2/broker-stats/mbeans");
   auto allocator = std::make_shared<std::string>();
-  CLI::App* alloc = g->add_subcommand("allocator-stats", "A Netty allocator's stats");
+  CLI::App* alloc = g->add_subcommand("allocator-stats",
+                                      "An allocator's stats (default: the broker's heap)");
   alloc->add_option("allocator", *allocator, "Allocator name")->required();
   table.on(alloc, [allocator](Session& s) {
     return s.print_value("/admin/v2/broker-stats/allocator-stats/" + encode_segment(*allocator));

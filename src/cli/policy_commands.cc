@@ -15,7 +15,8 @@ struct PolicyArgs {
   std::string name;
   bool applied = false;  // get: the value in force (topics)
   bool global = false;   // topics: the global level
-  // set-message-ttl, set-retention, set-backlog-quota, remove-backlog-quota
+  // set-message-ttl, set-retention, set-backlog-quota, remove-backlog-quota,
+  // set-compaction-threshold (size)
   std::string ttl;
   std::string size;
   std::string time;
@@ -422,6 +423,22 @@ void Commands::add_all() {
         });
     add_get_remove(l.noun, l.what, route);
   }
+
+  // Compaction threshold: a namespace's is set with PUT, a topic's with POST (Pulsar's).
+  add(
+      "set-compaction-threshold", "Set the compaction threshold of " + of,
+      [t = target_, topic](Session& s, const PolicyArgs& a) {
+        auto bytes = parse_size(a.size);
+        if (!bytes.ok()) return s.argument_error(bytes.status().message());
+        auto path = url(*t, s, a, "compactionThreshold", false);
+        return path ? s.change(topic ? "POST" : "PUT", *path, std::to_string(*bytes)) : 1;
+      },
+      [](CLI::App* c, PolicyArgs& a) {
+        c->add_option("-t,--threshold", a.size,
+                      "Backlog bytes that start a compaction (eg: 10M, 16G, 3T; 0: never)")
+            ->required();
+      });
+  add_get_remove("compaction-threshold", "compaction threshold", "compactionThreshold");
 
   add_rate_commands();
 }

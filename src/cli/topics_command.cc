@@ -8,12 +8,14 @@
 #include <map>
 #include <memory>
 #include <ostream>
+#include <thread>
 
 #include "cli/arguments.h"
 #include "cli/commands.h"
 #include "cli/policy_commands.h"
 #include "cli/stored_messages.h"
 #include "common/units.h"
+#include "protocol/topic_name.h"
 
 namespace magnetar::cli {
 
@@ -46,6 +48,7 @@ struct TopicArgs {
   // partitioned-lookup --sort-by-broker, stats --get-precise-backlog (ours is always precise)
   bool sort_by_broker = false;
   bool precise_backlog = false;
+  bool wait = false;  // compaction-status -w
   // grant-permission, revoke-permission
   std::string role;
   std::vector<std::string> actions;
@@ -60,6 +63,12 @@ std::optional<std::string> topic_url(Session& s, const std::string& name,
     return std::nullopt;
   }
   return *path + std::string(suffix);
+}
+
+// The topic's full name as Pulsar prints it (persistent://tenant/namespace/topic).
+std::string full_topic_name(const std::string& name) {
+  auto topic = protocol::TopicName::parse(name);
+  return topic.ok() ? topic->to_string() : name;
 }
 
 std::string subscription_suffix(const TopicArgs& a, std::string_view rest = "") {
@@ -335,16 +344,6 @@ void add_topic_commands(CLI::App& app, CommandTable& table) {
       });
   add(g, table, "partitioned-stats-internal", "Get the internal stats of each partition",
       partitioned_stats_internal);
-  for (const char* name : {"compact", "compaction-status"}) {
-    add(g, table, name,
-        std::string(name) == "compact" ? "Compact a topic" : "Status of a topic's compaction",
-        [](Session& s, const TopicArgs& a) {
-          auto path = topic_url(s, a.name);
-          if (!path) return 1;
-          return s.argument_error(
-              "Topic compaction is not supported by Magnetar yet: every message is kept");
-        });
-  }
 
   add(g, table, "create", "Create a non-partitioned topic", [](Session& s, const TopicArgs& a) {
     auto path = topic_url(s, a.name);
@@ -627,6 +626,45 @@ void add_topic_commands(CLI::App& app, CommandTable& table) {
     auto path = topic_url(s, a.name, "/unload");
     return path ? s.change("PUT", *path) : 1;
   });
+  add(g, table, "compact", "Compact a topic: keep the latest message of each key",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(s, a.name, "/compaction");
+        if (!path) return 1;
+        if (!s.call("PUT", *path)) return 1;
+        s.out() << "Topic compaction requested for " << full_topic_name(a.name) << "\n";
+        return 0;
+      });
+  add(
+      g, table, "compaction-status", "The status of a topic's last compaction",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(s, a.name, "/compaction");
+        if (!path) return 1;
+        Json status;
+        while (true) {
+          auto response = s.call("GET", *path);
+          if (!response) return 1;
+          status = Session::parse(*response);
+          if (!a.wait || status.value("status", "") != "RUNNING") break;
+          std::this_thread::sleep_for(std::chrono::seconds(1));
+        }
+        const std::string state = status.value("status", "");
+        if (state == "RUNNING") {
+          s.out() << "Compaction is currently running\n";
+        } else if (state == "SUCCESS") {
+          s.out() << "Compaction was a success\n";
+        } else if (state == "ERROR") {
+          s.out() << "Error in compaction\n";
+          s.err() << "Error compacting: " << status.value("lastError", "") << "\n";
+          return 1;
+        } else {
+          s.out() << "Compaction has not been run for " << full_topic_name(a.name)
+                  << " since broker startup\n";
+        }
+        return 0;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        c->add_flag("-w,--wait-complete", a.wait, "Wait for the compaction to end");
+      });
   add(g, table, "terminate", "Terminate a topic: no more messages may be published",
       [](Session& s, const TopicArgs& a) {
         auto path = topic_url(s, a.name, "/terminate");

@@ -102,6 +102,8 @@ std::map<std::string, std::string> ManagedLedger::ledger_custom_metadata() const
       {"application", "pulsar"}, {"component", "managed-ledger"}, {"pulsar/managed-ledger", name_}};
 }
 
+ledger::BookKeeper& ManagedLedger::bookkeeper() const { return factory_.bookkeeper(); }
+
 LedgerId ManagedLedger::current_ledger_id() const {
   return current_ ? current_->id() : LedgerId{};
 }

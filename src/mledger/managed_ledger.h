@@ -98,6 +98,9 @@ class ManagedLedger : public std::enable_shared_from_this<ManagedLedger> {
   State state() const { return state_; }
   static std::string_view to_string(State s);
   const ManagedLedgerConfig& config() const { return config_; }
+  // The BookKeeper client its ledgers are written with (for ledgers a topic keeps beside its
+  // log, such as a compacted ledger).
+  ledger::BookKeeper& bookkeeper() const;
   // Retention from namespace policies (takes effect at the next trim).
   void set_retention(double time_minutes, int64_t size_mb);
   // The quorums of the ledgers created from now on, and the cursors' mark-delete rate limit.

@@ -26,9 +26,11 @@ const std::map<std::string, std::set<std::string>>& rules() {
       // The broker's rooms: {wire, admin} -> service -> namespace -> config -> libraries.
       {"broker/config", {"common", "metadata", "mledger", "net", "protocol"}},
       {"broker/namespace", {"broker/config", "common", "metadata", "proto", "protocol"}},
+      // Topic compaction: the compactor and compacted ledgers, over the storage libraries.
+      {"broker/compaction", {"common", "ledger", "mledger", "proto", "protocol"}},
       {"broker/service",
-       {"auth", "broker/namespace", "broker/config", "common", "ledger", "metadata", "mledger",
-        "proto", "protocol"}},
+       {"auth", "broker/compaction", "broker/namespace", "broker/config", "common", "ledger",
+        "metadata", "mledger", "proto", "protocol"}},
       {"broker/wire",
        {"auth", "broker/service", "broker/namespace", "broker/config", "common", "metadata",
         "mledger", "net", "proto", "protocol"}},
@@ -53,7 +55,7 @@ const std::map<std::string, std::set<std::string>>& rules() {
   return table;
 }
 
-const std::set<std::string> kBrokerRooms = {"config", "namespace", "service",
+const std::set<std::string> kBrokerRooms = {"config", "namespace", "compaction", "service",
                                             "wire",   "admin",     "replication"};
 
 }  // namespace

@@ -7,14 +7,19 @@
 //   GET /admin/v2/broker-stats/metrics      [] (Pulsar's JMX-style metrics are not kept;
 //                                           /metrics has them in Prometheus form)
 //   GET /admin/v2/broker-stats/mbeans       [] (no JVM, no beans)
-//   GET /admin/v2/broker-stats/allocator-stats/{name}  404: there are no Netty allocators
+//   GET /admin/v2/broker-stats/allocator-stats/default the process heap as Pulsar's
+//                                                      AllocatorStats (404 for other names)
 //
 // Every route needs a super user, as in Pulsar.
 
 #include <fmt/format.h>
+#include <malloc.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "broker/admin/admin_routes.h"
@@ -62,6 +67,42 @@ Prefix broker_stats_prefix() {
   return prefix;
 }
 
+namespace {
+
+// Pulsar's AllocatorStats of its default (Netty) allocator, for the allocator Magnetar has:
+// the process heap (glibc malloc). Its arenas are counted; there is no direct memory apart
+// from the heap, and no thread caches of Netty's kinds.
+Json heap_allocator_stats() {
+  const struct mallinfo2 info = mallinfo2();
+  int64_t arenas = 0;
+  char* xml = nullptr;
+  size_t xml_size = 0;
+  if (FILE* f = open_memstream(&xml, &xml_size)) {
+    const bool ok = malloc_info(0, f) == 0;
+    std::fclose(f);
+    if (ok && xml != nullptr) {
+      for (std::string_view rest(xml, xml_size); !rest.empty();) {
+        const size_t at = rest.find("<heap nr=");
+        if (at == std::string_view::npos) break;
+        ++arenas;
+        rest.remove_prefix(at + 1);
+      }
+    }
+    std::free(xml);
+  }
+  return {{"numDirectArenas", 0},
+          {"numHeapArenas", arenas},
+          {"numThreadLocalCaches", 0},
+          {"normalCacheSize", 0},
+          {"smallCacheSize", 0},
+          {"usedDirectMemory", 0},
+          {"usedHeapMemory", static_cast<int64_t>(info.uordblks + info.hblkhd)},
+          {"directArenas", Json::array()},
+          {"heapArenas", Json::array()}};
+}
+
+}  // namespace
+
 void add_broker_stats(http::Router& router, std::shared_ptr<const BrokerContext> ctx) {
   const std::string root = "/admin/v2/broker-stats";
   const Permission super = Permission::super_user();
@@ -78,9 +119,10 @@ void add_broker_stats(http::Router& router, std::shared_ptr<const BrokerContext>
   }
   router.add("GET", root + "/allocator-stats/{allocator}", super,
              [](const Request&, const PathParams& p) -> Task<Response> {
-               co_return error(404, fmt::format("No allocator {}: Magnetar has no Netty "
-                                                "allocators (see /metrics for its memory)",
-                                                p.at("allocator")));
+               if (p.at("allocator") != "default") {
+                 co_return error(404, "Allocator name not found");
+               }
+               co_return ok_json(heap_allocator_stats());
              });
 }
 

@@ -309,9 +309,10 @@ void add_namespace_policies(http::Router& router, std::shared_ptr<const AdminCon
     router.add("GET", path, admin, [self, &f](const Request&, const PathParams& p) {
       return self->get_field(namespace_of(p), f);
     });
-    router.add("POST", path, admin, [self, &f](const Request& req, const PathParams& p) {
-      return self->set_field(namespace_of(p), req, f);
-    });
+    router.add(f.namespace_set_method, path, admin,
+               [self, &f](const Request& req, const PathParams& p) {
+                 return self->set_field(namespace_of(p), req, f);
+               });
     router.add("DELETE", path, admin, [self, &f](const Request&, const PathParams& p) {
       return self->remove_field(namespace_of(p), f);
     });

@@ -33,6 +33,13 @@ OrResponse<Json> parse_count(const Json& body, const char* what) {
   return Json(*n);
 }
 
+OrResponse<Json> parse_compaction_threshold(const Json& body) {
+  auto n = integer_in(body, INT64_MIN, INT64_MAX);
+  if (!n) return error(400, "compactionThreshold must be a 64-bit integer (bytes)");
+  if (*n < 0) return error(412, "compactionThreshold must be 0 or more");
+  return Json(*n);
+}
+
 OrResponse<Json> parse_max_producers(const Json& body) {
   return parse_count(body, "maxProducers");
 }
@@ -228,6 +235,9 @@ Json inactive_default(const BrokerConfig& c) {
           {"deleteWhileInactive", c.broker_delete_inactive_topics_enabled}};
 }
 Json max_producers_default(const BrokerConfig& c) { return c.max_producers_per_topic; }
+Json compaction_threshold_default(const BrokerConfig& c) {
+  return c.broker_service_compaction_threshold_in_bytes;
+}
 Json max_consumers_default(const BrokerConfig& c) { return c.max_consumers_per_topic; }
 Json auto_update_default(const BrokerConfig& c) { return c.is_allow_auto_update_schema; }
 Json validation_default(const BrokerConfig& c) { return c.is_schema_validation_enforced; }
@@ -266,6 +276,9 @@ constexpr PolicyField kFields[] = {
     {"subscribeRate", "clusterSubscribeRate", "subscribeRate", "subscribeRate",
      Unset::kNoContent, parse_subscribe_rate, subscribe_rate_default, nullptr, true, nullptr,
      subscribe_rate_decides},
+    {"compactionThreshold", "compaction_threshold", "compactionThreshold", "compactionThreshold",
+     Unset::kNoContent, parse_compaction_threshold, compaction_threshold_default, nullptr, false,
+     nullptr, nullptr, "PUT"},
 };
 
 }  // namespace

@@ -42,6 +42,8 @@ struct PolicyField {
   // Whether a level's value decides (?applied and the broker alike): a rate limit that
   // enables no rate leaves it to the next level (Pulsar's normalize()). nullptr: any value.
   bool (*decides)(const Json& value) = nullptr;
+  // The namespace route's method for setting it (Pulsar sets most with POST, a few with PUT).
+  const char* namespace_set_method = "POST";
 };
 
 std::span<const PolicyField> policy_fields();

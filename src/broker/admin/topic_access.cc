@@ -15,11 +15,12 @@ using http::Request;
 using http::Response;
 
 // Whether an operation on a partitioned topic's own name goes to every partition: unload,
-// the subscription list, and everything under subscription/ and all_subscription/.
+// compaction, the subscription list, and everything under subscription/ and all_subscription/.
 bool is_fanned_out(const std::string& method, const std::vector<std::string>& rest) {
   const std::string& op = rest[0];
   if (rest.size() == 1) {
-    return (op == "unload" && method == "PUT") || (op == "subscriptions" && method == "GET");
+    return (op == "unload" && method == "PUT") || (op == "subscriptions" && method == "GET") ||
+           (op == "compaction" && method == "PUT");
   }
   return op == "subscription" || op == "all_subscription";
 }

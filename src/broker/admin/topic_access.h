@@ -3,7 +3,7 @@
 // subscriptions.cc, partitioned_topics.cc) do before their operation, in this order:
 //
 //   1. the topic's name (412 when not valid) and its namespace (404 when unknown): checked_topic;
-//   2. on a partitioned topic's own name, unload, the subscription list and every
+//   2. on a partitioned topic's own name, unload, compaction, the subscription list and every
 //      subscription operation go to each partition instead (fan_out);
 //   3. elsewhere than on the owner of the topic's bundle, a 307 to the owner (an unowned
 //      bundle is placed first, as a lookup does): owned_topic does 1 to 3;

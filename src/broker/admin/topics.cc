@@ -6,6 +6,8 @@
 //   GET    .../{topic}/stats | internalStats | subscriptions | lastMessageId
 //   POST   .../{topic}/terminate                     no more messages; the last message's id
 //   PUT    .../{topic}/unload                        close it here (clients reconnect)
+//   PUT    .../{topic}/compaction                    start a compaction (409 while one runs)
+//   GET    .../{topic}/compaction                    {"status": NOT_RUN|RUNNING|SUCCESS|ERROR}
 //   POST   .../{topic}/all_subscription/expireMessages/{seconds}
 //
 // Every topic route goes through topic_access.h (checks, fan-out, owner). A path under a topic
@@ -28,6 +30,7 @@
 #include "broker/config/store_paths.h"
 #include "broker/service/policies.h"
 #include "broker/service/topic.h"
+#include "broker/service/topic_compaction.h"
 #include "broker/service/topic_registry.h"
 #include "metadata/metadata_store.h"
 #include "mledger/managed_ledger.h"
@@ -256,7 +259,9 @@ void add_topic_reads(http::Router& router, const std::shared_ptr<Topics>& self) 
        [](std::shared_ptr<PersistentTopic> t) -> Task<Response> { co_return ok_json(t->stats()); });
   read("GET", "internalStats", Permission::topic_op("persistent", Action::kLookup, "GET_STATS"),
        [](std::shared_ptr<PersistentTopic> t) -> Task<Response> {
-         co_return ok_json(t->ledger().internal_stats());
+         Json stats = t->ledger().internal_stats();
+         stats["compactedLedger"] = t->compaction()->internal_stats_json();
+         co_return ok_json(std::move(stats));
        });
   read("GET", "subscriptions",
        Permission::topic_op("persistent", Action::kConsume, "GET_SUBSCRIPTIONS"),
@@ -267,6 +272,20 @@ void add_topic_reads(http::Router& router, const std::shared_ptr<Topics>& self) 
        Permission::topic_op("persistent", Action::kConsume, "PEEK_MESSAGES"),
        [](std::shared_ptr<PersistentTopic> t) -> Task<Response> {
          co_return ok_json(message_id_json(t->ledger().last_confirmed()));
+       });
+  // Compaction: PUT starts a run (409 while one runs), GET reports the last one.
+  read("PUT", "compaction", Permission::topic_op("persistent", Action::kNone, "COMPACT"),
+       [](std::shared_ptr<PersistentTopic> t) -> Task<Response> {
+         if (t->compaction()->running()) co_return error(409, "Compaction already in progress");
+         auto run = [t]() -> Task<void> { (void)co_await t->compaction()->run(); };
+         if (!spawn_in(t->gate(), t->executor(), std::move(run))) {
+           co_return error(503, "the broker is stopping");
+         }
+         co_return no_content();
+       });
+  read("GET", "compaction", Permission::topic_op("persistent", Action::kNone, "COMPACT"),
+       [](std::shared_ptr<PersistentTopic> t) -> Task<Response> {
+         co_return ok_json(t->compaction()->status_json());
        });
   read("POST", "terminate", Permission::topic_op("persistent", Action::kNone, "TERMINATE"),
        [](std::shared_ptr<PersistentTopic> t) -> Task<Response> {

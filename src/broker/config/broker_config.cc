@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+
 #include "common/config.h"
 #include "net/tls.h"
 
@@ -215,6 +217,16 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
   s.bind("statsUpdateFrequencyInSecs", &c->stats_update_frequency_seconds,
          "Period over which the rates of topics stats and /metrics are computed")
       .range(0.01, 86400);
+  s.bind("brokerServiceCompactionThresholdInBytes",
+         &c->broker_service_compaction_threshold_in_bytes,
+         "Backlog after a topic's compaction horizon that starts a compaction (0: never)")
+      .range(0, INT64_MAX);
+  s.bind("brokerServiceCompactionMonitorIntervalInSeconds",
+         &c->broker_service_compaction_monitor_interval_seconds,
+         "Period of the check of topics' backlogs against their compaction threshold")
+      .range(0.01, 86400);
+  s.bind("topicCompactionRetainNullKey", &c->topic_compaction_retain_null_key,
+         "Whether compaction keeps messages without a key (Pulsar 3.2+ drops them: false)");
   s.bind("backlogQuotaDefaultLimitBytes", &c->backlog_quota_default_limit_bytes,
          "Backlog a topic may keep before its quota policy applies (-1: no quota)");
   s.bind("backlogQuotaDefaultRetentionPolicy", &c->backlog_quota_default_retention_policy,

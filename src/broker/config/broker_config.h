@@ -112,6 +112,12 @@ struct BrokerConfig {
   double backlog_quota_check_interval_seconds = 60;     // backlogQuotaCheckIntervalInSeconds
   // Period of the rates in stats and /metrics (msgRateIn, pulsar_rate_in, ...).
   double stats_update_frequency_seconds = 60;  // statsUpdateFrequencyInSecs
+  // Topic compaction: a topic whose backlog after its compaction horizon passes the threshold
+  // (namespace or topic policy, else this) is compacted at the next check. 0: never.
+  // brokerServiceCompactionThresholdInBytes, brokerServiceCompactionMonitorIntervalInSeconds
+  int64_t broker_service_compaction_threshold_in_bytes = 0;
+  double broker_service_compaction_monitor_interval_seconds = 60;
+  bool topic_compaction_retain_null_key = false;  // topicCompactionRetainNullKey
   int64_t backlog_quota_default_limit_bytes = -1;       // backlogQuotaDefaultLimitBytes (-1: none)
   // backlogQuotaDefaultRetentionPolicy
   std::string backlog_quota_default_retention_policy = "producer_request_hold";

@@ -30,6 +30,11 @@ class Consumer {
   const ConsumerSink* owner() const { return owner_; }
   nlohmann::json stats() const;
 
+  // Reads the compacted view of the topic (Exclusive and Failover only), starting at the
+  // earliest message (a new subscription at Earliest, a reader at MessageId.earliest).
+  bool read_compacted = false;
+  bool starts_at_earliest = false;
+
   // --- Dispatch state (the dispatcher's) ---
   int64_t permits = 0;
   // Entries sent and not yet acknowledged, with the number of messages each holds

@@ -36,6 +36,7 @@ struct FieldNames {
   const char* publish_rate;
   const char* subscribe_rate;
   bool per_cluster;
+  const char* compaction_threshold;
 };
 
 constexpr FieldNames kNamespaceFields{
@@ -44,14 +45,16 @@ constexpr FieldNames kNamespaceFields{
     "inactive_topic_policies", "max_producers_per_topic", "max_consumers_per_topic",
     "is_allow_auto_update_schema", "schema_validation_enforced",
     "topicDispatchRate",       "subscriptionDispatchRate", "replicatorDispatchRate",
-    "publishMaxMessageRate",   "clusterSubscribeRate",    true};
+    "publishMaxMessageRate",   "clusterSubscribeRate",    true,
+    "compaction_threshold"};
 constexpr FieldNames kTopicFields{
     "messageTTLInSeconds",   "retentionPolicies",   "backLogQuotaMap",
     "deduplicationEnabled",  "deduplicationSnapshotIntervalSeconds", "persistence",
     "inactiveTopicPolicies", "maxProducerPerTopic", "maxConsumerPerTopic",
     nullptr,                 "schemaValidationEnforced",
     "dispatchRate",          "subscriptionDispatchRate", "replicatorDispatchRate",
-    "publishRate",           "subscribeRate",            false};
+    "publishRate",           "subscribeRate",            false,
+    "compactionThreshold"};
 
 const Json* field(const Json& obj, const char* name) {
   if (name == nullptr) return nullptr;
@@ -153,6 +156,7 @@ void overlay(TopicPolicies& p, const Json& level, const FieldNames& names,
   }
   set_int(level, names.max_producers, p.max_producers);
   set_int(level, names.max_consumers, p.max_consumers);
+  set_int(level, names.compaction_threshold, p.compaction_threshold_bytes);
   set_bool(level, names.auto_update, p.schema_auto_update);
   set_bool(level, names.validation, p.schema_validation_enforced);
 }
@@ -174,6 +178,7 @@ TopicPolicies topic_policies(const BrokerConfig& config, std::string_view namesp
   p.inactive.mode = config.broker_delete_inactive_topics_mode;
   p.max_producers = config.max_producers_per_topic;
   p.max_consumers = config.max_consumers_per_topic;
+  p.compaction_threshold_bytes = config.broker_service_compaction_threshold_in_bytes;
   p.schema_auto_update = config.is_allow_auto_update_schema;
   p.schema_validation_enforced = config.is_schema_validation_enforced;
   p.dispatch_rate = {config.dispatch_throttling_rate_per_topic_in_msg,

@@ -51,6 +51,8 @@ struct TopicPolicies {
   RateLimit replicator_dispatch_rate;    // of each replicator
   RateLimit publish_rate;                // of the topic's producers together, per second
   SubscribeRate subscribe_rate;          // per consumer
+  // Backlog after the compaction horizon that starts a compaction, bytes (0: never).
+  int64_t compaction_threshold_bytes = 0;
 };
 
 // `namespace_json`: the namespace's Policies node; `global_topic_json`, `local_topic_json`:

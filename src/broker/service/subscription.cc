@@ -29,13 +29,16 @@ DispatchOptions dispatch_options(const PersistentTopic& topic,
 }  // namespace
 
 Subscription::Subscription(PersistentTopic& topic, std::string name, SubType type,
-                           std::shared_ptr<mledger::ManagedCursor> cursor, bool durable)
+                           std::shared_ptr<mledger::ManagedCursor> cursor, bool durable,
+                           bool created)
     : topic_(topic),
       name_(std::move(name)),
       cursor_(std::move(cursor)),
       durable_(durable),
       log_(log::Logger("broker").with("topic", topic.name().to_string()).with("sub", name_)),
-      dispatch_cursor_(managed_dispatch_cursor(topic.ledger_ptr(), cursor_)),
+      dispatch_cursor_(std::make_shared<CompactedDispatchCursor>(topic.ledger_ptr(), cursor_,
+                                                                 topic.compaction())),
+      created_(created),
       dispatch_limiter_(topic.subscription_limiter()),
       metrics_(subscription_metrics(topic.config().cluster_name, topic.name().namespace_name(),
                                     topic.name().to_string(), name_)) {
@@ -97,7 +100,13 @@ Status Subscription::add_consumer(const std::shared_ptr<Consumer>& consumer, Sub
     }
     use_dispatcher(type);
   }
+  if (consumers().empty()) {
+    // The first consumer decides whether the subscription reads the compacted view.
+    const bool earliest = consumer->starts_at_earliest && (!durable_ || created_);
+    dispatch_cursor_->set_read_compacted(consumer->read_compacted, earliest);
+  }
   MAGNETAR_TRY(dispatcher_->add_consumer(consumer));
+  created_ = false;
   cursor_->set_active(true);
   return Status::OK();
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/service/compacted_cursor.h"
 #include "broker/service/dispatcher.h"
 #include "broker/service/metrics.h"
 #include "broker/service/rates.h"
@@ -27,8 +28,11 @@ class PersistentTopic;
 
 class Subscription : public std::enable_shared_from_this<Subscription> {
  public:
+  // `created`: made by a SUBSCRIBE now (not recovered with the topic): a first consumer that
+  // reads compacted from Earliest then also gets the compacted messages of deleted ledgers.
   Subscription(PersistentTopic& topic, std::string name, SubType type,
-               std::shared_ptr<mledger::ManagedCursor> cursor, bool durable);
+               std::shared_ptr<mledger::ManagedCursor> cursor, bool durable,
+               bool created = false);
   const std::string& name() const { return name_; }
   SubType type() const { return dispatcher_->type(); }
   bool durable() const { return durable_; }
@@ -82,7 +86,8 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
   std::shared_ptr<mledger::ManagedCursor> cursor_;
   const bool durable_;
   log::Logger log_;
-  std::shared_ptr<DispatchCursor> dispatch_cursor_;
+  std::shared_ptr<CompactedDispatchCursor> dispatch_cursor_;
+  bool created_;
   std::shared_ptr<RateLimiter> dispatch_limiter_;  // the subscription's own rate limit
   std::shared_ptr<Dispatcher> dispatcher_;
   struct OutCounters {

@@ -9,6 +9,7 @@
 
 #include "broker/service/entry_metadata.h"
 #include "broker/service/errors.h"
+#include "broker/service/topic_compaction.h"
 #include "mledger/errors.h"
 #include "protocol/replication.h"
 
@@ -45,9 +46,16 @@ PersistentTopic::PersistentTopic(const BrokerConfig& config, Gate& gate, Executo
       metrics_(topic_metrics(config.cluster_name, name_.namespace_name(), name_.to_string())),
       topics_count_(topics_count_gauge(config.cluster_name, name_.namespace_name())) {
   topics_count_->inc();
+  compaction::CompactorOptions compactor;
+  compactor.topic = name_.to_string();
+  compactor.retain_null_key = config.topic_compaction_retain_null_key;
+  compactor.read_batch = config.managed_ledger_factory.read_batch_size;
+  compactor.max_uncompressed_size = static_cast<uint32_t>(config.max_message_size) + (64u << 10);
+  compaction_ = std::make_shared<TopicCompaction>(ml_, std::move(compactor));
   // Durable subscriptions recovered with the managed ledger.
   for (const auto& [cursor_name, cursor] : ml_->cursors()) {
     if (cursor_name == Deduplication::kCursor) continue;
+    if (cursor_name == compaction::kCursor) continue;  // the compactor's
     if (cursor_name.starts_with(protocol::kReplicatorPrefix)) continue;  // a replicator's
     // The subscription type is set by its first consumer.
     auto sub = std::make_shared<Subscription>(*this, cursor_name, wire::CommandSubscribe::Exclusive,
@@ -347,7 +355,8 @@ Task<Result<std::shared_ptr<Subscription>>> PersistentTopic::subscribe(
     const std::string& name, SubType type, bool durable,
     wire::CommandSubscribe::InitialPosition initial, std::optional<Position> start) {
   auto self = shared_from_this();
-  if (name == Deduplication::kCursor || name.starts_with(protocol::kReplicatorPrefix)) {
+  if (name == Deduplication::kCursor || name == compaction::kCursor ||
+      name.starts_with(protocol::kReplicatorPrefix)) {
     co_return Status(Error::kReservedName, fmt::format("subscription name {} is reserved", name));
   }
   if (auto existing = find_subscription(name)) co_return existing;
@@ -359,7 +368,7 @@ Task<Result<std::shared_ptr<Subscription>>> PersistentTopic::subscribe(
     auto cursor = co_await ml_->open_cursor(encode_component(name), position);
     if (!cursor.ok()) co_return cursor.status();
     if (auto existing = find_subscription(name)) co_return existing;  // raced
-    sub = std::make_shared<Subscription>(*this, name, type, *cursor, true);
+    sub = std::make_shared<Subscription>(*this, name, type, *cursor, true, true);
   } else {
     Position read_from;
     if (start) {
@@ -376,7 +385,7 @@ Task<Result<std::shared_ptr<Subscription>>> PersistentTopic::subscribe(
                       : ml_->next_position(ml_->last_confirmed());
     }
     auto cursor = ml_->new_non_durable_cursor(read_from, name);
-    sub = std::make_shared<Subscription>(*this, name, type, cursor, false);
+    sub = std::make_shared<Subscription>(*this, name, type, cursor, false, true);
   }
   subscriptions_[name] = sub;
   co_return sub;
@@ -542,7 +551,8 @@ nlohmann::json PersistentTopic::stats() const {
           {"deduplicationStatus", deduplication_enabled() ? "Enabled" : "Disabled"},
           {"publishers", std::move(publishers)},
           {"subscriptions", std::move(subs)},
-          {"replication", replicators_ ? replicators_->stats() : nlohmann::json::object()}};
+          {"replication", replicators_ ? replicators_->stats() : nlohmann::json::object()},
+          {"compaction", compaction_->stats_json()}};
 }
 
 }  // namespace magnetar::broker

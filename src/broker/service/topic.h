@@ -36,6 +36,8 @@
 
 namespace magnetar::broker {
 
+class TopicCompaction;
+
 // The ledger id of Pulsar's MessageId.latest (clients send (INT64_MAX, INT64_MAX) for it);
 // MessageId.earliest is (-1, -1), an invalid ledger id.
 inline constexpr LedgerId kLatestLedger{INT64_MAX};
@@ -112,6 +114,9 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
     replicators_ = std::move(replicators);
   }
 
+  // The topic's compaction (topic_compaction.h): its compacted ledger, runs and status.
+  const std::shared_ptr<TopicCompaction>& compaction() const { return compaction_; }
+
   // Errors: kReservedName, the managed ledger's.
   Task<Result<std::shared_ptr<Subscription>>> subscribe(const std::string& name, SubType type,
                                                         bool durable,
@@ -177,6 +182,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   std::deque<WaitingProducer> waiting_exclusive_;
   std::unique_ptr<Deduplication> dedup_;
   std::shared_ptr<const TopicReplicators> replicators_;
+  std::shared_ptr<TopicCompaction> compaction_;
   TopicPolicies policies_;
   // Applies the policies' rate limits to the limiters.
   void apply_rate_limits();

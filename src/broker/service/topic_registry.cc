@@ -11,7 +11,9 @@
 #include "broker/namespace/namespace_service.h"
 #include "broker/service/policies.h"
 #include "broker/service/replication_hooks.h"
+#include "broker/service/topic_compaction.h"
 #include "broker/service/topic.h"
+#include "broker/service/topic_compaction.h"
 #include "mledger/managed_ledger.h"
 
 namespace magnetar::broker {
@@ -376,6 +378,7 @@ Task<Status> TopicRegistry::delete_topic(protocol::TopicName name, bool force) {
       state->topics.erase(it);
     }
     co_await close_topic(t);
+    co_await t->compaction()->remove();
     Status st = co_await state->loop.factory->remove(ml_name, config_.managed_ledger);
     if (st.ok()) log_.info("deleted topic {}", key);
     co_return st;
@@ -523,6 +526,21 @@ Task<Result<std::vector<std::string>>> namespace_topics(metadata::MetadataStores
   co_return std::vector<std::string>(names.begin(), names.end());
 }
 
+// The compaction threshold (topic, namespace or broker): a compaction starts once the backlog
+// after the horizon passes it (as Pulsar's brokerServiceCompactionMonitorIntervalInSeconds
+// check).
+void TopicRegistry::compact_if_over_threshold(const std::shared_ptr<PersistentTopic>& topic) {
+  const int64_t threshold = topic->policies().compaction_threshold_bytes;
+  const auto& compaction = topic->compaction();
+  if (threshold <= 0 || compaction->running()) return;
+  const int64_t backlog = compaction->uncompacted_bytes();
+  if (backlog <= threshold) return;
+  log_.with("topic", topic->name().to_string())
+      .info("compacting: {} bytes after the horizon, threshold {}", backlog, threshold);
+  auto run = [topic]() -> Task<void> { (void)co_await topic->compaction()->run(); };
+  (void)spawn_in(topic->gate(), topic->executor(), std::move(run));
+}
+
 Task<void> TopicRegistry::maintain(size_t index) {
   using std::chrono::milliseconds;
   LoopState* state = loops_[index].get();
@@ -534,8 +552,12 @@ Task<void> TopicRegistry::maintain(size_t index) {
       milliseconds(static_cast<int64_t>(config_.stats_update_frequency_seconds * 1000));
   const auto gc_period =
       milliseconds(int64_t{config_.broker_delete_inactive_topics_frequency_seconds} * 1000);
-  const auto tick = std::clamp(std::min({ttl_period, quota_period, stats_period, gc_period}),
-                               milliseconds(10), milliseconds(1000));
+  const auto compaction_period = milliseconds(
+      static_cast<int64_t>(config_.broker_service_compaction_monitor_interval_seconds * 1000));
+  const auto tick = std::clamp(
+      std::min({ttl_period, quota_period, stats_period, gc_period, compaction_period}),
+      milliseconds(10), milliseconds(1000));
+  auto next_compaction = std::chrono::steady_clock::now() + compaction_period;
   auto next_ttl = std::chrono::steady_clock::now() + ttl_period;
   auto next_quota = std::chrono::steady_clock::now() + quota_period;
   auto next_gc = std::chrono::steady_clock::now() + gc_period;
@@ -559,6 +581,10 @@ Task<void> TopicRegistry::maintain(size_t index) {
     for (auto& [name, topic] : state->topics) {
       topic->refresh_metrics();
       topic->snapshot_deduplication_if_due(now);
+    }
+    if (now >= next_compaction) {
+      next_compaction = now + compaction_period;
+      for (auto& [name, topic] : state->topics) compact_if_over_threshold(topic);
     }
     if (!ttl_due && !quota_due && !gc_due) continue;
     auto topics = state->topics;

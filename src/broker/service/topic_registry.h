@@ -109,6 +109,7 @@ class TopicRegistry final : public BundleTopics {
 
   // On loop `index`: TTL, backlog quotas and gauges at their configured periods, until stop().
   Task<void> maintain(size_t index);
+  void compact_if_over_threshold(const std::shared_ptr<PersistentTopic>& topic);
   // No new loads; maintain() ends at its next tick.
   void stop() { stopped_ = true; }
   // On loop `index`, after stop(): closes its topics.

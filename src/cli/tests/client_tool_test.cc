@@ -383,9 +383,25 @@ TEST_F(ClientToolTest, AdminSchemasBrokersLookupsAsPulsarAdminPrintsThem) {
                                         client::test::test_name(), url()));
   EXPECT_NE(admin({"topics", "list-partitioned-topics", "public/default"}).out.find(topic("-p")),
             std::string::npos);
-  auto compact = admin({"topics", "compact", topic()});
-  EXPECT_EQ(compact.code, 1);
-  EXPECT_NE(compact.err.find("not supported"), std::string::npos);
+  // Compaction: requested, then its status (-w waits for it to end); the threshold policy.
+  ASSERT_EQ(admin({"topics", "create", topic("-c")}).code, 0);
+  auto never = admin({"topics", "compaction-status", topic("-c")});
+  ASSERT_EQ(never.code, 0) << never.err;
+  EXPECT_EQ(never.out,
+            "Compaction has not been run for " + topic("-c") + " since broker startup\n");
+  auto compact = admin({"topics", "compact", topic("-c")});
+  ASSERT_EQ(compact.code, 0) << compact.err;
+  EXPECT_EQ(compact.out, "Topic compaction requested for " + topic("-c") + "\n");
+  auto status = admin({"topics", "compaction-status", "-w", topic("-c")});
+  ASSERT_EQ(status.code, 0) << status.err;
+  EXPECT_EQ(status.out, "Compaction was a success\n");
+  ASSERT_EQ(admin({"namespaces", "set-compaction-threshold", "-t", "10M", "public/default"}).code,
+            0);
+  EXPECT_EQ(admin({"namespaces", "get-compaction-threshold", "public/default"}).out,
+            "10485760\n");
+  ASSERT_EQ(admin({"topics", "set-compaction-threshold", "-t", "1K", topic("-c")}).code, 0);
+  EXPECT_EQ(admin({"topics", "get-compaction-threshold", topic("-c")}).out, "1024\n");
+  ASSERT_EQ(admin({"namespaces", "remove-compaction-threshold", "public/default"}).code, 0);
 
   // Namespace options.
   EXPECT_EQ(admin({"namespaces", "get-auto-topic-creation", "public/default"}).out, "null\n");

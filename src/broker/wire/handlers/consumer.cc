@@ -66,6 +66,21 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
     if (self->closed_) co_return;
     auto consumer = std::make_shared<Consumer>(self, req.consumer_id(), req.consumer_name(),
                                                req.priority_level());
+    if (req.read_compacted()) {
+      if (req.subtype() != wire::CommandSubscribe::Exclusive &&
+          req.subtype() != wire::CommandSubscribe::Failover) {
+        self->send_error(req.request_id(), wire::NotAllowedError,
+                         "readCompacted only allowed on failover or exclusive subscriptions");
+        co_return;
+      }
+      consumer->read_compacted = true;
+      const bool durable = !req.has_durable() || req.durable();
+      if (durable || !req.has_start_message_id()) {
+        consumer->starts_at_earliest = req.initialposition() == wire::CommandSubscribe::Earliest;
+      } else {
+        consumer->starts_at_earliest = !to_position(req.start_message_id()).ledger_id.valid();
+      }
+    }
     if (req.subtype() == wire::CommandSubscribe::Key_Shared && req.has_keysharedmeta() &&
         req.keysharedmeta().keysharedmode() == wire::STICKY) {
       for (const auto& r : req.keysharedmeta().hashranges()) {
