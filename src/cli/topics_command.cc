@@ -49,6 +49,7 @@ struct TopicArgs {
   bool sort_by_broker = false;
   bool precise_backlog = false;
   bool wait = false;  // compaction-status -w
+  bool enable = false, disable = false;  // set-replicated-subscription-status
   // grant-permission, revoke-permission
   std::string role;
   std::vector<std::string> actions;
@@ -550,6 +551,29 @@ void add_topic_commands(CLI::App& app, CommandTable& table) {
         add_subscription_option(c, a);
         c->add_option("-n,--count", a.count, "Number of messages to skip")->required();
       });
+  add(
+      g, table, "set-replicated-subscription-status",
+      "Replicate a subscription's position to the topic's other clusters, or stop",
+      [](Session& s, const TopicArgs& a) {
+        if (a.enable == a.disable) {
+          return s.argument_error("Need to specify either --enable or --disable");
+        }
+        auto path = topic_url(s, a.name, subscription_suffix(a, "/replicatedSubscriptionStatus"));
+        return path ? s.change("POST", *path, a.enable ? "true" : "false") : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) {
+        add_subscription_option(c, a);
+        c->add_flag("-e,--enable", a.enable, "Replicate it");
+        c->add_flag("-d,--disable", a.disable, "Stop replicating it");
+      });
+  add(
+      g, table, "get-replicated-subscription-status",
+      "Whether a subscription's position is replicated",
+      [](Session& s, const TopicArgs& a) {
+        auto path = topic_url(s, a.name, subscription_suffix(a, "/replicatedSubscriptionStatus"));
+        return path ? s.print_value(*path) : 1;
+      },
+      [](CLI::App* c, TopicArgs& a) { add_subscription_option(c, a); });
   add(
       g, table, "clear-backlog", "Skip every message of a subscription",
       [](Session& s, const TopicArgs& a) {

@@ -182,6 +182,7 @@ Task<Status> ConsumerImpl::connect_once(Deadline deadline) {
   s->set_priority_level(o.priority_level);
   s->set_durable(config_.durable);
   s->set_read_compacted(o.read_compacted);
+  s->set_replicate_subscription_state(o.replicate_subscription_state);
   if (o.schema) {
     auto schema = wire_schema(*o.schema, config_.topic);
     if (!schema.ok()) {

@@ -12,6 +12,7 @@
 // and no duplicate at the target after it recovers).
 
 #include <atomic>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -65,7 +66,7 @@ class GeoReplicationTest : public ::testing::Test {
     std::filesystem::remove_all(dir);
     return dir;
   }
-  static std::vector<std::string> settings(const std::string& cluster) {
+  virtual std::vector<std::string> settings(const std::string& cluster) const {
     return {"clusterName=" + cluster, "brokerDeduplicationEnabled=false"};
   }
   void register_cluster(Standalone& at, const std::string& name, Standalone& target) {
@@ -492,6 +493,87 @@ TEST_F(GeoReplicationTest, MessagesOlderThanTheTtlExpireInsteadOfReplicating) {
 }
 
 // Three clusters, each its own standalone that registers the two others.
+// Replicated subscriptions (PIP-33) between east and west, snapshots every 200 ms.
+class GeoReplicatedSubscriptionTest : public GeoReplicationTest {
+ protected:
+  std::vector<std::string> settings(const std::string& cluster) const override {
+    auto s = GeoReplicationTest::settings(cluster);
+    s.push_back("replicatedSubscriptionsSnapshotFrequencyMillis=200");
+    return s;
+  }
+  json subscription_stats(Standalone& s, const std::string& local_name, const std::string& sub) {
+    const json stats = topic_stats(s, local_name);
+    if (!stats.is_object() || !stats["subscriptions"].contains(sub)) return json();
+    return stats["subscriptions"][sub];
+  }
+};
+
+// A consumer acknowledges on east while messages flow; east is SIGKILLed; the same
+// subscription consumed on west delivers every message east did not acknowledge (none lost)
+// and redelivers at most what east acknowledged after the last snapshot it passed.
+TEST_F(GeoReplicatedSubscriptionTest, AConsumerMovingToTheOtherClusterLosesNothing) {
+  const std::string topic = fmt::format("persistent://{}/replicated-sub", kNamespace);
+  client::ConsumerOptions co;
+  co.initial_position = client::InitialPosition::kEarliest;
+  co.type = client::SubscriptionType::kShared;
+  co.replicate_subscription_state = true;
+  auto on_east = client_for(*east_).subscribe(topic, "rs", co);
+  ASSERT_TRUE(on_east.ok()) << on_east.status().to_string();
+  auto p = producer(*east_, topic, "rs-producer");
+  constexpr int kRounds = 6, kEach = 20, kUnconsumed = 80;
+  int sent = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    for (int i = 0; i < kEach; ++i, ++sent) {
+      ASSERT_TRUE(p.send(client::Message(fmt::format("m-{}", sent))).ok());
+    }
+    for (int i = 0; i < kEach; ++i) {
+      auto m = on_east->receive(10s);
+      ASSERT_TRUE(m.ok()) << m.status().to_string();
+      ASSERT_TRUE(on_east->acknowledge(*m).ok());
+    }
+    std::this_thread::sleep_for(400ms);  // a snapshot or two per round
+  }
+  const int consumed = sent;
+  for (int i = 0; i < kUnconsumed; ++i, ++sent) {
+    ASSERT_TRUE(p.send(client::Message(fmt::format("m-{}", sent))).ok());
+  }
+  // West's copy of the subscription follows (created by the first UPDATE, replicated).
+  json west_sub;
+  for (int i = 0; i < 100; ++i) {
+    west_sub = subscription_stats(*west_, "replicated-sub", "rs");
+    if (west_sub.is_object() && west_sub["msgBacklog"].get<int64_t>() <= kUnconsumed + kEach) {
+      break;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(west_sub.is_object()) << "west never got the subscription";
+  EXPECT_EQ(west_sub["isReplicated"], true);
+  EXPECT_LE(west_sub["msgBacklog"].get<int64_t>(), kUnconsumed + kEach) << west_sub.dump();
+  // Markers never count: east's backlog is exactly what was not consumed, and stays so while
+  // snapshots go on.
+  std::this_thread::sleep_for(1s);
+  const json east_sub = subscription_stats(*east_, "replicated-sub", "rs");
+  EXPECT_EQ(east_sub["msgBacklog"], kUnconsumed) << east_sub.dump();
+  EXPECT_EQ(east_sub["isReplicated"], true);
+
+  east_->kill();
+  clients_.erase(east_.get());
+  auto on_west = client_for(*west_).subscribe(topic, "rs", co);
+  ASSERT_TRUE(on_west.ok()) << on_west.status().to_string();
+  auto seen = drain(*on_west, kUnconsumed, 60s);
+  std::set<std::string> unconsumed;
+  for (int i = consumed; i < sent; ++i) unconsumed.insert(fmt::format("m-{}", i));
+  int redelivered = 0;
+  for (const auto& w : unconsumed) EXPECT_TRUE(seen.count(w)) << w << " lost";
+  for (const auto& [payload, n] : seen) {
+    EXPECT_EQ(n, 1) << payload;
+    if (!unconsumed.count(payload)) ++redelivered;
+  }
+  std::cout << "replicated subscription: " << redelivered << " of " << consumed
+            << " consumed messages redelivered on west, 0 of " << kUnconsumed << " lost\n";
+  EXPECT_LE(redelivered, 2 * kEach);
+}
+
 class GeoTopologyTest : public GeoReplicationTest {
  protected:
   void SetUp() override {

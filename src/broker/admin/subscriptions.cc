@@ -1,12 +1,14 @@
 // A topic's subscriptions, /admin/v2/persistent/{tenant}/{namespace}/{topic}/subscription/{sub}:
 //
-//   PUT    {sub}                       create it (at the latest message, or the MessageId body)
+//   PUT    {sub}[?replicated=true]     create it (at the latest message, or the MessageId body)
 //   DELETE {sub}[?force=true]          delete it (412 with connected consumers, unless forced)
 //   GET    {sub}/position/{n}          the n-th unacknowledged message (peek), n >= 1
 //   POST   {sub}/skip_all | skip/{n}   acknowledge the whole backlog, or n entries
 //   POST   {sub}/expireMessages/{s}    acknowledge what is older than s seconds
 //   POST   {sub}/resetcursor/{time}    back to the first message published at or after time
 //   POST   {sub}/resetcursor           to the MessageId body
+//   POST   {sub}/replicatedSubscriptionStatus   true/false: replicate its position (PIP-33)
+//   GET    {sub}/replicatedSubscriptionStatus   {"<topic>": true|false}
 //
 // Every route goes through topic_access.h (checks, fan-out to the partitions of a partitioned
 // topic, owner), then works on the topic's loop; an unknown subscription is 404. Each needs
@@ -75,6 +77,8 @@ class Subscriptions {
   // `arg_name`: the path parameter of kSkip, kExpire and kResetToTime, else empty.
   Task<Response> move_cursor(const Request& req, const PathParams& p, CursorMove what,
                              std::string arg_name);
+  // GET and POST .../replicatedSubscriptionStatus.
+  Task<Response> replication(const Request& req, const PathParams& p, bool set);
   // POST .../subscription/{sub}/{operation}/{arg} for no known operation: 400 when {arg} is
   // not a non-negative number, else 404.
   Task<Response> unknown(const Request& req, const PathParams& p);
@@ -85,6 +89,31 @@ class Subscriptions {
   const std::shared_ptr<const BrokerContext> ctx_;
 };
 
+Task<Response> Subscriptions::replication(const Request& req, const PathParams& p, bool set) {
+  auto owned = co_await owned_topic(broker(), req, p);
+  if (auto* answer = std::get_if<Response>(&owned)) co_return std::move(*answer);
+  const protocol::TopicName name = std::get<protocol::TopicName>(std::move(owned));
+  std::optional<bool> on;
+  if (set) {
+    const Json body = Json::parse(req.body, nullptr, false);
+    if (!body.is_boolean()) co_return error(400, "The body must be true or false");
+    on = body.get<bool>();
+  }
+  TopicFn fn = [sub = p.at("subscription"), on,
+                topic = name.to_string()](std::shared_ptr<PersistentTopic> t) -> Task<Response> {
+    auto s = t->find_subscription(sub);
+    if (!s) co_return error(404, "Subscription not found");
+    if (!on) co_return ok_json(Json{{topic, s->replicated()}});
+    if (*on && !t->config().enable_replicated_subscriptions) {
+      co_return error(405, "Replicated Subscriptions is disabled by broker.");
+    }
+    Status st = co_await s->set_replicated(*on);
+    if (!st.ok()) co_return error(412, st.message());
+    co_return no_content();
+  };
+  co_return co_await with_topic(broker(), name, fn);
+}
+
 Task<Response> Subscriptions::create(const Request& req, const PathParams& p) {
   auto owned = co_await owned_topic(broker(), req, p);
   if (auto* answer = std::get_if<Response>(&owned)) co_return std::move(*answer);
@@ -92,14 +121,19 @@ Task<Response> Subscriptions::create(const Request& req, const PathParams& p) {
   bool malformed = false;
   auto start = parse_position(req.body, &malformed);
   if (malformed) co_return error(400, "the body must be a MessageId");
-  TopicFn fn = [sub = p.at("subscription"),
-                start](std::shared_ptr<PersistentTopic> t) -> Task<Response> {
+  TopicFn fn = [sub = p.at("subscription"), start,
+                replicated = query_flag(req, "replicated")](
+                   std::shared_ptr<PersistentTopic> t) -> Task<Response> {
     if (t->find_subscription(sub)) {
       co_return error(409, "Subscription already exists for topic");
     }
     auto s = co_await t->subscribe(sub, wire::CommandSubscribe::Exclusive, true,
                                    wire::CommandSubscribe::Latest, std::nullopt);
     if (!s.ok()) co_return broker_error(s.status());
+    if (replicated && t->config().enable_replicated_subscriptions) {
+      Status st = co_await (*s)->set_replicated(true);
+      if (!st.ok()) co_return broker_error(st);
+    }
     if (start) {
       Status st = co_await (*s)->reset(*start);
       if (!st.ok()) co_return error(412, st.message());
@@ -223,6 +257,14 @@ void add_subscriptions(http::Router& router, std::shared_ptr<const BrokerContext
   move("/expireMessages/{seconds}", "EXPIRE_MESSAGES", CursorMove::kExpire, "seconds");
   move("/resetcursor/{timestamp}", "RESET_CURSOR", CursorMove::kResetToTime, "timestamp");
   move("/resetcursor", "RESET_CURSOR", CursorMove::kResetToBody, "");
+  for (const bool set : {false, true}) {
+    router.add(set ? "POST" : "GET", sub + "/replicatedSubscriptionStatus",
+               permission(set ? "SET_REPLICATED_SUBSCRIPTION_STATUS"
+                              : "GET_REPLICATED_SUBSCRIPTION_STATUS"),
+               [self, set](const Request& req, const PathParams& p) {
+                 return self->replication(req, p, set);
+               });
+  }
   router.add("POST", sub + "/{operation}/{arg}", permission(""),
              [self](const Request& req, const PathParams& p) { return self->unknown(req, p); });
 }

@@ -170,7 +170,8 @@ Kept keep(const Entry& e, const LatestByKey& latest, const CompactorOptions& opt
     bool kept = !keyed && options.retain_null_key;
     if (keyed) {
       auto it = latest.find(md.partition_key());
-      kept = it != latest.end() && it->second.uuid == md.uuid() && e.position <= it->second.position;
+      kept = it != latest.end() && it->second.uuid == md.uuid() &&
+             e.position <= it->second.position;
     }
     if (!kept) return {};
     return Kept{e.data, last ? 1 : 0};

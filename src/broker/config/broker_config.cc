@@ -227,6 +227,20 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
       .range(0.01, 86400);
   s.bind("topicCompactionRetainNullKey", &c->topic_compaction_retain_null_key,
          "Whether compaction keeps messages without a key (Pulsar 3.2+ drops them: false)");
+  s.bind("enableReplicatedSubscriptions", &c->enable_replicated_subscriptions,
+         "Whether consumers may replicate their subscription's position to the peer clusters");
+  s.bind("replicatedSubscriptionsSnapshotFrequencyMillis",
+         &c->replicated_subscriptions_snapshot_frequency_ms,
+         "Period of the snapshots that map positions between clusters")
+      .range(10, 3600000);
+  s.bind("replicatedSubscriptionsSnapshotTimeoutSeconds",
+         &c->replicated_subscriptions_snapshot_timeout_seconds,
+         "A snapshot whose peers have not all answered by then is abandoned")
+      .range(1, 86400);
+  s.bind("replicatedSubscriptionsSnapshotMaxCachedPerSubscription",
+         &c->replicated_subscriptions_snapshot_max_cached,
+         "Snapshots each replicated subscription keeps until its position passes them")
+      .range(1, 100000);
   s.bind("backlogQuotaDefaultLimitBytes", &c->backlog_quota_default_limit_bytes,
          "Backlog a topic may keep before its quota policy applies (-1: no quota)");
   s.bind("backlogQuotaDefaultRetentionPolicy", &c->backlog_quota_default_retention_policy,

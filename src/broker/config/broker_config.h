@@ -118,6 +118,12 @@ struct BrokerConfig {
   int64_t broker_service_compaction_threshold_in_bytes = 0;
   double broker_service_compaction_monitor_interval_seconds = 60;
   bool topic_compaction_retain_null_key = false;  // topicCompactionRetainNullKey
+  // Replicated subscriptions (PIP-33): enableReplicatedSubscriptions,
+  // replicatedSubscriptionsSnapshot{FrequencyMillis,TimeoutSeconds,MaxCachedPerSubscription}.
+  bool enable_replicated_subscriptions = true;
+  int64_t replicated_subscriptions_snapshot_frequency_ms = 1000;
+  int64_t replicated_subscriptions_snapshot_timeout_seconds = 30;
+  int32_t replicated_subscriptions_snapshot_max_cached = 10;
   int64_t backlog_quota_default_limit_bytes = -1;       // backlogQuotaDefaultLimitBytes (-1: none)
   // backlogQuotaDefaultRetentionPolicy
   std::string backlog_quota_default_retention_policy = "producer_request_hold";

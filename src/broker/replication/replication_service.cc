@@ -36,6 +36,17 @@ class ReplicationService::TopicSet final : public TopicReplicators {
   bool busy = false;                       // a reconcile or close is changing by_remote
 
   // As Pulsar, the inbound half shows only beside a replicator towards the same cluster.
+  std::vector<std::string> remotes() const override {
+    std::vector<std::string> out;
+    for (const auto& [remote, r] : by_remote) out.push_back(remote);
+    return out;
+  }
+  bool all_connected() const override {
+    for (const auto& [remote, r] : by_remote) {
+      if (!r->connected()) return false;
+    }
+    return !by_remote.empty();
+  }
   nlohmann::json stats() const override {
     nlohmann::json j = nlohmann::json::object();
     for (const auto& [remote, r] : by_remote) {

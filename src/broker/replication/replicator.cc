@@ -13,6 +13,7 @@
 #include "client/raw_producer.h"
 #include "mledger/errors.h"
 #include "protocol/frame.h"
+#include "protocol/markers.h"
 #include "protocol/replication.h"
 #include "protocol/topic_name.h"
 
@@ -264,7 +265,11 @@ void Replicator::forward(std::vector<mledger::Entry> entries) {
       acknowledge(position);
       continue;
     }
-    if (md.has_marker_type() || !protocol::replicates_to(md, options_.remote_cluster)) {
+    // Replicated-subscription markers travel as messages do (replicate_to names where);
+    // other markers stay here.
+    const bool stays = md.has_marker_type() &&
+                       !protocol::is_replicated_subscription_marker(md.marker_type());
+    if (stays || !protocol::replicates_to(md, options_.remote_cluster)) {
       acknowledge(position);
       continue;
     }

@@ -7,7 +7,8 @@
 // payload unchanged (producer name, sequence id, publish and event time, key, properties,
 // compression, batches) plus `replicated_from = <local>` and the entry's source position.
 // An entry whose message came from another cluster, or whose replicate_to leaves this remote
-// out (["__local__"] included), or a marker, is acknowledged without being sent. An entry is
+// out (["__local__"] included), or a marker other than the replicated-subscription ones
+// (which travel per their replicate_to), is acknowledged without being sent. An entry is
 // acknowledged on the cursor when the remote stored it.
 //
 // Nothing is lost: the cursor only moves over what the remote acknowledged. Nothing is

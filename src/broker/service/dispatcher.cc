@@ -292,6 +292,11 @@ Task<void> Dispatcher::dispatch_loop() {
     int sent = 0;
     for (const auto& entry : entries) {
       const EntryInfo info = entry_info(entry.data);
+      if (info.marker_type != 0) {
+        if (on_marker_) on_marker_(entry, info.marker_type);
+        ++sent;  // handled: the loop goes on
+        continue;
+      }
       auto target = target_for(info);
       if (!target) {
         if (hold(entry)) continue;

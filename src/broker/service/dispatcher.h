@@ -94,6 +94,11 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   void take_over_from(Dispatcher& previous);
   // Called for every entry sent (messages, bytes), for the subscription's counters.
   void set_on_sent(std::function<void(int, int64_t)> on_sent) { on_sent_ = std::move(on_sent); }
+  // Called for every server marker read (entry, marker type) instead of sending it: markers
+  // never reach consumers; the subscription acknowledges them.
+  void set_on_marker(std::function<void(const mledger::Entry&, int32_t)> on_marker) {
+    on_marker_ = std::move(on_marker);
+  }
   int64_t unacked_messages() const;
 
  protected:
@@ -144,6 +149,7 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   bool waiting_for_predecessor_ = false;  // its dispatch loop still runs
   std::weak_ptr<Dispatcher> successor_;
   std::function<void(int, int64_t)> on_sent_;
+  std::function<void(const mledger::Entry&, int32_t)> on_marker_;
 };
 
 std::shared_ptr<Dispatcher> make_dispatcher(SubType type, Executor executor, Gate& gate,

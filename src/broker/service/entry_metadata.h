@@ -16,6 +16,7 @@ namespace magnetar::broker {
 struct EntryInfo {
   int messages = 1;  // messages in the batch (1 when not batched or unreadable)
   std::string key;   // ordering key, else partition key (Key_Shared routing)
+  int32_t marker_type = 0;  // a server marker (never delivered): its type; 0: a message
 };
 
 // The entry's MessageMetadata; nullopt when the entry does not parse.

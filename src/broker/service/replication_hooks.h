@@ -15,6 +15,8 @@
 
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
 
 #include "common/asio.h"
 #include "common/status.h"
@@ -39,6 +41,10 @@ class TopicReplicators {
   virtual ~TopicReplicators() = default;
   // {"<remote cluster>": ReplicatorStats, ...}
   virtual nlohmann::json stats() const = 0;
+  // The remote clusters replicated to, and whether every one's replicator is connected now
+  // (replicated subscriptions take snapshots only then).
+  virtual std::vector<std::string> remotes() const = 0;
+  virtual bool all_connected() const = 0;
 };
 
 }  // namespace magnetar::broker

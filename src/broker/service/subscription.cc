@@ -6,13 +6,19 @@
 #include <nlohmann/json.hpp>
 
 #include "broker/service/errors.h"
+#include "broker/service/replicated_subscriptions.h"
 #include "broker/service/topic.h"
+#include "protocol/frame.h"
+#include "protocol/markers.h"
 
 namespace magnetar::broker {
 
 using mledger::Position;
 
 namespace {
+
+// Pulsar's cursor property of a replicated subscription.
+constexpr const char* kReplicatedProperty = "pulsar.replicated.subscription";
 
 DispatchOptions dispatch_options(const PersistentTopic& topic,
                                  const std::shared_ptr<RateLimiter>& own_limit) {
@@ -39,6 +45,7 @@ Subscription::Subscription(PersistentTopic& topic, std::string name, SubType typ
       dispatch_cursor_(std::make_shared<CompactedDispatchCursor>(topic.ledger_ptr(), cursor_,
                                                                  topic.compaction())),
       created_(created),
+      replicated_(durable && cursor_->cursor_properties().count(kReplicatedProperty) > 0),
       dispatch_limiter_(topic.subscription_limiter()),
       metrics_(subscription_metrics(topic.config().cluster_name, topic.name().namespace_name(),
                                     topic.name().to_string(), name_)) {
@@ -58,7 +65,90 @@ void Subscription::use_dispatcher(SubType type) {
     messages_metric->inc(messages);
     bytes_metric->inc(bytes);
   });
+  // (The first dispatcher is made in the constructor, before any shared_ptr owns this: the
+  // callback reaches the subscription through a pointer it clears when it goes.)
+  next->set_on_marker([alive = alive_](const mledger::Entry& entry, int32_t type) {
+    if (*alive) (*alive)->on_marker(entry, type);
+  });
   dispatcher_ = std::move(next);
+}
+
+void Subscription::on_marker(const mledger::Entry& entry, int32_t type) {
+  if (type == wire::REPLICATED_SUBSCRIPTION_SNAPSHOT && replicated_) {
+    auto parts = protocol::parse_entry(entry.data);
+    auto snapshot = parts.ok()
+                        ? protocol::parse_marker<wire::ReplicatedSubscriptionsSnapshot>(
+                              parts->payload)
+                        : Result<wire::ReplicatedSubscriptionsSnapshot>(parts.status());
+    if (snapshot.ok()) {
+      Snapshot s;
+      s.local = entry.position;
+      for (const auto& c : snapshot->clusters()) {
+        const auto& id = c.message_id();
+        s.clusters.emplace_back(c.cluster(),
+                                Position{LedgerId{static_cast<int64_t>(id.ledger_id())},
+                                         EntryId{static_cast<int64_t>(id.entry_id())}});
+      }
+      cache_snapshot(std::move(s));
+    }
+  }
+  // Never delivered: acknowledged at once, so the backlog passes it.
+  auto ack = [self = shared_from_this(), topic = topic_.shared_from_this(),
+              p = entry.position]() -> Task<void> {
+    std::vector<Position> one{p};
+    (void)co_await self->cursor_->delete_positions(std::move(one));
+    self->position_moved();
+  };
+  (void)spawn_in(topic_.gate(), topic_.executor(), std::move(ack));
+}
+
+void Subscription::cache_snapshot(Snapshot snapshot) {
+  if (!replicated_) return;
+  if (!snapshots_.empty() && snapshots_.back().local >= snapshot.local) return;  // known
+  snapshots_.push_back(std::move(snapshot));
+  const int32_t limit = topic_.config().replicated_subscriptions_snapshot_max_cached;
+  const auto max = static_cast<size_t>(std::max(1, limit));
+  while (snapshots_.size() > max) snapshots_.pop_front();
+}
+
+void Subscription::position_moved() {
+  if (replicated_) topic_.replicated_subscriptions().position_moved(*this);
+}
+
+Task<Status> Subscription::set_replicated(bool on) {
+  auto self = shared_from_this();
+  if (!durable_) {
+    co_return Status(Error::kNotAllowed, "a non-durable subscription is not replicated");
+  }
+  replicated_ = on;
+  if (!on) snapshots_.clear();
+  auto props = cursor_->cursor_properties();
+  if (on) {
+    props[kReplicatedProperty] = "1";
+  } else {
+    props.erase(kReplicatedProperty);
+  }
+  co_return co_await cursor_->set_cursor_properties(std::move(props));
+}
+
+std::optional<Subscription::Snapshot> Subscription::take_passed_snapshot() {
+  const Position md = cursor_->mark_delete_position();
+  std::optional<Snapshot> passed;
+  while (!snapshots_.empty() && snapshots_.front().local <= md) {
+    passed = std::move(snapshots_.front());
+    snapshots_.pop_front();
+  }
+  return passed;
+}
+
+Task<Status> Subscription::apply_remote_position(Position p) {
+  auto self = shared_from_this();
+  auto topic = topic_.shared_from_this();
+  const Position last = topic_.ledger().last_confirmed();
+  if (p > last) p = last;
+  if (p <= cursor_->mark_delete_position()) co_return Status::OK();
+  dispatcher_->acknowledged_upto(p);
+  co_return co_await cursor_->mark_delete(p);
 }
 
 void Subscription::refresh_metrics() {
@@ -138,10 +228,14 @@ Task<Status> Subscription::acknowledge(bool cumulative, std::vector<Position> po
     MAGNETAR_CO_TRY(dispatcher_->check_cumulative_ack());
     const Position upto = *std::max_element(positions.begin(), positions.end());
     dispatcher_->acknowledged_upto(upto);
-    co_return co_await cursor_->mark_delete(upto, std::move(properties));
+    Status st = co_await cursor_->mark_delete(upto, std::move(properties));
+    position_moved();
+    co_return st;
   }
   dispatcher_->acknowledged(positions);
-  co_return co_await cursor_->delete_positions(positions);
+  Status st = co_await cursor_->delete_positions(positions);
+  position_moved();
+  co_return st;
 }
 
 void Subscription::redeliver(const std::shared_ptr<Consumer>& consumer,
@@ -181,6 +275,7 @@ nlohmann::json Subscription::stats() const {
           {"bytesOutCounter", out_->bytes},
           {"unackedMessages", dispatcher_->unacked_messages()},
           {"isDurable", durable_},
+          {"isReplicated", replicated_},
           {"consumers", std::move(consumers)}};
 }
 

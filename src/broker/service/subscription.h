@@ -7,9 +7,11 @@
 // subscription keep it and its topic alive while they run.
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,9 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
   Subscription(PersistentTopic& topic, std::string name, SubType type,
                std::shared_ptr<mledger::ManagedCursor> cursor, bool durable,
                bool created = false);
+  ~Subscription() { *alive_ = nullptr; }
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
   const std::string& name() const { return name_; }
   SubType type() const { return dispatcher_->type(); }
   bool durable() const { return durable_; }
@@ -42,6 +47,27 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
   const std::vector<std::shared_ptr<Consumer>>& consumers() const {
     return dispatcher_->consumers();
   }
+
+  // A replicated subscription (PIP-33): its position travels to the peer clusters. Stored as
+  // the cursor property pulsar.replicated.subscription (durable subscriptions only).
+  bool replicated() const { return replicated_; }
+  Task<Status> set_replicated(bool on);
+  // A snapshot read on this subscription (a SNAPSHOT marker): the positions in the peers that
+  // correspond to `local`. The newest the mark-delete passed is what an UPDATE carries.
+  struct Snapshot {
+    mledger::Position local;
+    std::vector<std::pair<std::string, mledger::Position>> clusters;
+  };
+  // Keeps a snapshot (the newest replicatedSubscriptionsSnapshotMaxCachedPerSubscription).
+  void cache_snapshot(Snapshot snapshot);
+  // Removes and returns the newest cached snapshot at or before the mark-delete position
+  // (older ones go too).
+  std::optional<Snapshot> take_passed_snapshot();
+  // The peers' UPDATE: the subscription is consumed up to `p` (a cumulative acknowledgement
+  // whatever its type; nothing when it is already past).
+  Task<Status> apply_remote_position(mledger::Position p);
+  // After the mark-delete may have moved: tells the topic's replicated subscriptions.
+  void position_moved();
 
   // Errors: kConsumerBusy (another type while consumers are connected, Exclusive taken),
   // kConsumerAssignError (Key_Shared sticky ranges).
@@ -78,6 +104,8 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
 
  private:
   void use_dispatcher(SubType type);
+  // A server marker read by the dispatcher: acknowledged; a SNAPSHOT cached when replicated.
+  void on_marker(const mledger::Entry& entry, int32_t type);
   // The last consumer left.
   void became_empty();
 
@@ -88,6 +116,9 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
   log::Logger log_;
   std::shared_ptr<CompactedDispatchCursor> dispatch_cursor_;
   bool created_;
+  bool replicated_ = false;
+  std::deque<Snapshot> snapshots_;  // oldest first
+  std::shared_ptr<Subscription*> alive_ = std::make_shared<Subscription*>(this);
   std::shared_ptr<RateLimiter> dispatch_limiter_;  // the subscription's own rate limit
   std::shared_ptr<Dispatcher> dispatcher_;
   struct OutCounters {

@@ -9,8 +9,10 @@
 
 #include "broker/service/entry_metadata.h"
 #include "broker/service/errors.h"
+#include "broker/service/replicated_subscriptions.h"
 #include "broker/service/topic_compaction.h"
 #include "mledger/errors.h"
+#include "protocol/frame.h"
 #include "protocol/replication.h"
 
 namespace magnetar::broker {
@@ -52,6 +54,7 @@ PersistentTopic::PersistentTopic(const BrokerConfig& config, Gate& gate, Executo
   compactor.read_batch = config.managed_ledger_factory.read_batch_size;
   compactor.max_uncompressed_size = static_cast<uint32_t>(config.max_message_size) + (64u << 10);
   compaction_ = std::make_shared<TopicCompaction>(ml_, std::move(compactor));
+  replicated_subscriptions_ = std::make_unique<ReplicatedSubscriptions>(*this);
   // Durable subscriptions recovered with the managed ledger.
   for (const auto& [cursor_name, cursor] : ml_->cursors()) {
     if (cursor_name == Deduplication::kCursor) continue;
@@ -306,9 +309,12 @@ void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer 
     }
   }
   auto self = shared_from_this();
+  // A marker from another cluster is read again once stored (replicated subscriptions).
+  Buffer marker = send.marker_type != 0 ? entry : Buffer();
   ml_->async_add(BufferChain(std::move(entry)),
                  [self, producer, messages = send.messages, size, top, dedup, replicated,
                   source = send.replicated_from, source_position = send.source_position,
+                  marker_type = send.marker_type, marker = std::move(marker),
                   started = std::chrono::steady_clock::now(),
                   done = std::move(done)](Result<Position> p) {
                    if (!p.ok()) {
@@ -333,8 +339,41 @@ void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer 
                    if (replicated && self->dedup_) {
                      self->dedup_->persisted_replicated(source, *source_position, *p);
                    }
+                   if (marker_type != 0) {
+                     self->pass_marker(*p);
+                     if (auto parts = protocol::parse_entry(marker); parts.ok()) {
+                       self->replicated_subscriptions_->remote_marker(marker_type, source,
+                                                                      parts->payload, *p);
+                     }
+                   } else if (source.empty()) {
+                     self->replicated_subscriptions_->data_published();
+                   }
                    done(std::optional<Position>(*p));
                  });
+}
+
+void PersistentTopic::write_marker(BufferChain entry, std::function<void(Position)> stored) {
+  auto self = shared_from_this();
+  ml_->async_add(std::move(entry), [self, stored = std::move(stored)](Result<Position> p) {
+    if (!p.ok()) {
+      self->log_.warn("marker not stored: {}", p.status().to_string());
+      return;
+    }
+    if (stored) stored(*p);
+    self->pass_marker(*p);
+  });
+}
+
+void PersistentTopic::pass_marker(Position p) {
+  for (const auto& [name, sub] : subscriptions_) {
+    if (!sub->durable()) continue;
+    auto pass = [sub, p]() -> Task<void> {
+      std::vector<Position> one{p};
+      (void)co_await sub->cursor().delete_positions(std::move(one));
+      sub->position_moved();
+    };
+    (void)spawn_in(gate_, executor_, std::move(pass));
+  }
 }
 
 std::shared_ptr<Subscription> PersistentTopic::find_subscription(const std::string& name) const {

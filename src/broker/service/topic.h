@@ -36,6 +36,7 @@
 
 namespace magnetar::broker {
 
+class ReplicatedSubscriptions;
 class TopicCompaction;
 
 // The ledger id of Pulsar's MessageId.latest (clients send (INT64_MAX, INT64_MAX) for it);
@@ -52,6 +53,8 @@ struct SendInfo {
   // property): deduplicated by source position instead of sequence id.
   std::string replicated_from;
   std::optional<mledger::Position> source_position;
+  // A server marker another cluster's replicator carries (replicated subscriptions): its type.
+  int32_t marker_type = 0;
 };
 
 class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
@@ -113,6 +116,12 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   void set_replicators(std::shared_ptr<const TopicReplicators> replicators) {
     replicators_ = std::move(replicators);
   }
+  const std::shared_ptr<const TopicReplicators>& replicators() const { return replicators_; }
+  // Replicated subscriptions (replicated_subscriptions.h).
+  ReplicatedSubscriptions& replicated_subscriptions() { return *replicated_subscriptions_; }
+  // Stores a server marker (markers.h); `stored` (if set) gets its position first. Every
+  // durable subscription acknowledges it at once: markers never count in a backlog.
+  void write_marker(BufferChain entry, std::function<void(mledger::Position)> stored = {});
 
   // The topic's compaction (topic_compaction.h): its compacted ledger, runs and status.
   const std::shared_ptr<TopicCompaction>& compaction() const { return compaction_; }
@@ -183,6 +192,9 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   std::unique_ptr<Deduplication> dedup_;
   std::shared_ptr<const TopicReplicators> replicators_;
   std::shared_ptr<TopicCompaction> compaction_;
+  std::unique_ptr<ReplicatedSubscriptions> replicated_subscriptions_;
+  // Acknowledges the marker at `p` on every durable subscription.
+  void pass_marker(mledger::Position p);
   TopicPolicies policies_;
   // Applies the policies' rate limits to the limiters.
   void apply_rate_limits();

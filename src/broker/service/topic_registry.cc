@@ -10,6 +10,7 @@
 #include "broker/config/store_paths.h"
 #include "broker/namespace/namespace_service.h"
 #include "broker/service/policies.h"
+#include "broker/service/replicated_subscriptions.h"
 #include "broker/service/replication_hooks.h"
 #include "broker/service/topic_compaction.h"
 #include "broker/service/topic.h"
@@ -554,9 +555,10 @@ Task<void> TopicRegistry::maintain(size_t index) {
       milliseconds(int64_t{config_.broker_delete_inactive_topics_frequency_seconds} * 1000);
   const auto compaction_period = milliseconds(
       static_cast<int64_t>(config_.broker_service_compaction_monitor_interval_seconds * 1000));
-  const auto tick = std::clamp(
-      std::min({ttl_period, quota_period, stats_period, gc_period, compaction_period}),
-      milliseconds(10), milliseconds(1000));
+  const auto snapshot_period = milliseconds(config_.replicated_subscriptions_snapshot_frequency_ms);
+  const auto tick = std::clamp(std::min({ttl_period, quota_period, stats_period, gc_period,
+                                         compaction_period, snapshot_period}),
+                               milliseconds(10), milliseconds(1000));
   auto next_compaction = std::chrono::steady_clock::now() + compaction_period;
   auto next_ttl = std::chrono::steady_clock::now() + ttl_period;
   auto next_quota = std::chrono::steady_clock::now() + quota_period;
@@ -581,6 +583,7 @@ Task<void> TopicRegistry::maintain(size_t index) {
     for (auto& [name, topic] : state->topics) {
       topic->refresh_metrics();
       topic->snapshot_deduplication_if_due(now);
+      topic->replicated_subscriptions().tick(now);
     }
     if (now >= next_compaction) {
       next_compaction = now + compaction_period;

@@ -403,6 +403,20 @@ TEST_F(ClientToolTest, AdminSchemasBrokersLookupsAsPulsarAdminPrintsThem) {
   EXPECT_EQ(admin({"topics", "get-compaction-threshold", topic("-c")}).out, "1024\n");
   ASSERT_EQ(admin({"namespaces", "remove-compaction-threshold", "public/default"}).code, 0);
 
+  // Replicated subscription status: switched on and read back; neither flag is refused.
+  ASSERT_EQ(admin({"topics", "create-subscription", "-s", "rs", topic("-c")}).code, 0);
+  ASSERT_EQ(admin({"topics", "set-replicated-subscription-status", "--enable", "-s", "rs",
+                   topic("-c")})
+                .code,
+            0);
+  auto replicated =
+      admin({"topics", "get-replicated-subscription-status", "-s", "rs", topic("-c")});
+  ASSERT_EQ(replicated.code, 0) << replicated.err;
+  EXPECT_NE(replicated.out.find("\"" + topic("-c") + "\" : true"), std::string::npos)
+      << replicated.out;
+  EXPECT_EQ(admin({"topics", "set-replicated-subscription-status", "-s", "rs", topic("-c")}).code,
+            1);
+
   // Namespace options.
   EXPECT_EQ(admin({"namespaces", "get-auto-topic-creation", "public/default"}).out, "null\n");
   EXPECT_EQ(admin({"namespaces", "set-auto-topic-creation", "public/default", "-e", "-t",

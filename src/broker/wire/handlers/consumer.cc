@@ -111,6 +111,16 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
         out.failure = to_server_failure(sub.status());
         co_return out;
       }
+      // A consumer can switch replication of its subscription on, never off (as Pulsar).
+      if (req.replicate_subscription_state() && durable && !(*sub)->replicated()) {
+        if (t->config().enable_replicated_subscriptions) {
+          Status replicated = co_await (*sub)->set_replicated(true);
+          if (!replicated.ok()) {
+            out.failure = to_server_failure(replicated);
+            co_return out;
+          }
+        }
+      }
       Status st = (*sub)->add_consumer(consumer, req.subtype());
       if (!st.ok()) {
         out.failure = to_server_failure(st);

@@ -196,6 +196,7 @@ bool Connection::handle_send(protocol::Frame& frame) {
     if (auto source = protocol::source_position(md)) {
       info.replicated_from = md.replicated_from();
       info.source_position = mledger::Position{source->ledger, source->entry};
+      if (md.has_marker_type()) info.marker_type = std::max(1, md.marker_type());
     }
   }
   ++pending_sends_;

@@ -57,6 +57,9 @@ struct ConsumerOptions {
   BatchReceivePolicy batch_receive_policy;
   std::map<std::string, std::string> properties;
   bool read_compacted = false;
+  // Replicate the subscription's position to the topic's other clusters (Pulsar's
+  // replicateSubscriptionState; the broker's enableReplicatedSubscriptions must allow it).
+  bool replicate_subscription_state = false;
   // Pulsar's subscriptionMode: Durable keeps the subscription (and its position) on the
   // broker; NonDurable (false) has it go away with the last consumer.
   bool durable = true;
