@@ -11,14 +11,16 @@ work="$build/fuzz-work"
 artifacts="$build/fuzz-artifacts"
 rm -rf "$work"
 mkdir -p "$work/frame_decoder_fuzz" "$work/batch_parser_fuzz" "$work/bookie_frame_fuzz" \
-  "$work/jwt_fuzz" "$artifacts"
+  "$work/jwt_fuzz" "$work/compacted_entry_fuzz" "$artifacts"
 "$bin/fuzz_seeds" "$work/frame_decoder_fuzz" "$work/batch_parser_fuzz"
 
 passed=0
 failed=0
 # A token's shape, so the JWT fuzzer starts past the three-part split.
 printf 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2lnbmF0dXJl' >"$work/jwt_fuzz/seed"
-for target in frame_decoder_fuzz batch_parser_fuzz bookie_frame_fuzz jwt_fuzz; do
+# A compacted entry: the id header of position 3:7 around an empty stored entry.
+printf '\x00\x00\x00\x04\x08\x03\x10\x07' >"$work/compacted_entry_fuzz/seed"
+for target in frame_decoder_fuzz batch_parser_fuzz bookie_frame_fuzz jwt_fuzz compacted_entry_fuzz; do
   echo "fuzz: $target for ${seconds}s"
   if "$bin/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=70000 \
       -print_final_stats=1 -artifact_prefix="$artifacts/$target-" "$work/$target" \

@@ -365,9 +365,9 @@ void PersistentTopic::write_marker(BufferChain entry, std::function<void(Positio
 }
 
 void PersistentTopic::pass_marker(Position p) {
-  for (const auto& [name, sub] : subscriptions_) {
-    if (!sub->durable()) continue;
-    auto pass = [sub, p]() -> Task<void> {
+  for (const auto& [name, subscription] : subscriptions_) {
+    if (!subscription->durable()) continue;
+    auto pass = [sub = subscription, p]() -> Task<void> {
       std::vector<Position> one{p};
       (void)co_await sub->cursor().delete_positions(std::move(one));
       sub->position_moved();
