@@ -87,6 +87,10 @@ Status Client::close() {
   return impl_->close();
 }
 
+std::string Client::service_url() const { return impl_ ? impl_->service_url() : std::string(); }
+
+int64_t Client::cluster_switches() const { return impl_ ? impl_->cluster_switches() : 0; }
+
 Result<std::vector<std::string>> Client::get_partitions_for_topic(const std::string& topic) {
   if (!impl_ || impl_->closed()) return closed_status("client");
   auto name = protocol::TopicName::parse(topic);

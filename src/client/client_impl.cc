@@ -2,38 +2,18 @@
 
 #include <fmt/format.h>
 
+#include "client/cluster_failover.h"
 #include "client/lookup_service.h"
 #include "common/backoff.h"
 #include "protocol/topic_name.h"
 
 namespace magnetar::client {
 
-Result<std::shared_ptr<ClientImpl>> ClientImpl::create(const std::string& service_url,
-                                                       const ClientOptions& options) {
-  if (options.io_threads < 1 || options.operation_timeout.count() <= 0) {
-    return Status(ClientError::kInvalidConfiguration,
-                  "io_threads and operation_timeout must be positive");
-  }
-  if (is_http_service_url(service_url)) {
-    // HTTP lookup; producers and consumers then connect to the brokerUrl it answers, or
-    // over TLS to brokerUrlTls for https:// (as Pulsar's clients do).
-    auto http = make_http_lookup(service_url, options);
-    if (!http.ok()) return http.status();
-    std::shared_ptr<net::TlsContext> tls;
-    if (service_url.starts_with("https://")) {
-      auto made = make_tls_context(options);  // reads the files now: errors show at once
-      if (!made.ok()) return made.status();
-      tls = *made;
-    }
-    std::shared_ptr<ClientImpl> c(new ClientImpl({}, options));
-    c->tls_ = std::move(tls);
-    c->lookup_ = std::move(http).value();
-    return c;
-  }
-  // "pulsar://h1:p1,h2:p2" -> {"pulsar://h1:p1", "pulsar://h2:p2"}; the same for
-  // pulsar+ssl:// (TLS: every connection of the client then uses it).
-  const bool use_tls = service_url.rfind("pulsar+ssl://", 0) == 0;
-  const std::string_view kScheme = use_tls ? "pulsar+ssl://" : "pulsar://";
+namespace {
+
+// "pulsar://h1:p1,h2:p2" -> {"pulsar://h1:p1", "pulsar://h2:p2"}; the same for pulsar+ssl://.
+Result<std::vector<std::string>> split_service_url(const std::string& service_url, bool tls) {
+  const std::string_view kScheme = tls ? "pulsar+ssl://" : "pulsar://";
   if (service_url.rfind(kScheme, 0) != 0) {
     return Status(ClientError::kInvalidConfiguration,
                   fmt::format("service URL '{}' must start with pulsar://, pulsar+ssl:// or "
@@ -53,6 +33,50 @@ Result<std::shared_ptr<ClientImpl>> ClientImpl::create(const std::string& servic
     urls.push_back(std::move(url));
     start = comma + 1;
   }
+  return urls;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<ClientImpl>> ClientImpl::create(const std::string& service_url,
+                                                       const ClientOptions& options) {
+  if (options.io_threads < 1 || options.operation_timeout.count() <= 0) {
+    return Status(ClientError::kInvalidConfiguration,
+                  "io_threads and operation_timeout must be positive");
+  }
+  if (is_http_service_url(service_url) && options.cluster_failover.enabled()) {
+    return Status(ClientError::kInvalidConfiguration,
+                  "cluster failover needs a pulsar:// or pulsar+ssl:// service URL");
+  }
+  if (is_http_service_url(service_url)) {
+    // HTTP lookup; producers and consumers then connect to the brokerUrl it answers, or
+    // over TLS to brokerUrlTls for https:// (as Pulsar's clients do).
+    auto http = make_http_lookup(service_url, options);
+    if (!http.ok()) return http.status();
+    std::shared_ptr<net::TlsContext> tls;
+    if (service_url.starts_with("https://")) {
+      auto made = make_tls_context(options);  // reads the files now: errors show at once
+      if (!made.ok()) return made.status();
+      tls = *made;
+    }
+    std::shared_ptr<ClientImpl> c(new ClientImpl({}, options));
+    c->tls_ = std::move(tls);
+    c->lookup_ = std::move(http).value();
+    return c;
+  }
+  // TLS for pulsar+ssl://: every connection of the client then uses it.
+  const bool use_tls = service_url.rfind("pulsar+ssl://", 0) == 0;
+  auto split = split_service_url(service_url, use_tls);
+  if (!split.ok()) return split.status();
+  std::vector<std::string> urls = std::move(split).value();
+  for (const auto& secondary : options.cluster_failover.secondary_service_urls) {
+    auto checked = split_service_url(secondary, use_tls);
+    if (!checked.ok()) {
+      return Status(ClientError::kInvalidConfiguration,
+                    fmt::format("secondary service URL '{}': {} (and of the primary's scheme)",
+                                secondary, checked.status().message()));
+    }
+  }
   std::shared_ptr<net::TlsContext> tls;
   if (use_tls) {
     auto made = make_tls_context(options);  // reads the files now: errors show at once
@@ -60,9 +84,45 @@ Result<std::shared_ptr<ClientImpl>> ClientImpl::create(const std::string& servic
     tls = *made;
   }
   std::shared_ptr<ClientImpl> c(new ClientImpl(std::move(urls), options));
+  c->service_url_ = service_url;
   c->tls_ = std::move(tls);
   c->lookup_ = make_binary_lookup(*c);
+  if (options.cluster_failover.enabled()) {
+    ClientImpl* raw = c.get();  // the failover thread ends in close(), before the client goes
+    c->failover_ = std::make_unique<ClusterFailover>(
+        service_url, options.cluster_failover, options.connection_timeout,
+        [raw](const std::string& url) { return raw->switch_service_url(url); });
+    c->failover_->start();
+  }
   return c;
+}
+
+Status ClientImpl::switch_service_url(const std::string& url) {
+  auto split = split_service_url(url, uses_tls());
+  if (!split.ok()) return split.status();
+  {
+    std::lock_guard lock(urls_mu_);
+    service_url_ = url;
+    service_urls_ = std::move(split).value();
+  }
+  ++switches_;
+  log_.with("service_url", url).info("moved to another cluster: reconnecting everything");
+  for (auto& loop : loops_) {
+    Loop* l = loop.get();
+    asio::post(l->io, [l] {
+      auto pool = std::move(l->pool);
+      l->pool.clear();
+      for (auto& [key, cnx] : pool) {
+        cnx->close(Status(ClientError::kConnectError, "the client moved to another cluster"));
+      }
+    });
+  }
+  return Status::OK();
+}
+
+std::string ClientImpl::service_url() const {
+  std::lock_guard lock(urls_mu_);
+  return service_url_;
 }
 
 ClientImpl::ClientImpl(std::vector<std::string> urls, const ClientOptions& options)
@@ -84,6 +144,7 @@ void ClientImpl::start_loop(Loop& loop) {
 }
 
 ClientImpl::~ClientImpl() {
+  if (failover_) failover_->stop();
   stop_loops(std::chrono::milliseconds(0));
 }
 
@@ -137,10 +198,14 @@ Task<Result<std::shared_ptr<ClientConnection>>> ClientImpl::get_connection(int l
 
 Task<Result<std::shared_ptr<ClientConnection>>> ClientImpl::service_connection(int loop,
                                                                                Deadline deadline) {
-  if (service_urls_.empty()) {  // an http:// client: lookups go over HTTP
+  std::string url;
+  {
+    std::lock_guard lock(urls_mu_);
+    if (!service_urls_.empty()) url = service_urls_[next_url_.fetch_add(1) % service_urls_.size()];
+  }
+  if (url.empty()) {  // an http:// client: lookups go over HTTP
     co_return Status(ClientError::kInvalidConfiguration, "no pulsar:// service URL");
   }
-  const std::string url = service_urls_[next_url_.fetch_add(1) % service_urls_.size()];
   co_return co_await get_connection(loop, url, url, deadline);
 }
 
@@ -192,6 +257,7 @@ void ClientImpl::track(std::weak_ptr<Closeable> c) {
 
 Status ClientImpl::close() {
   if (closed_.exchange(true)) return Status::OK();
+  if (failover_) failover_->stop();
   std::vector<std::weak_ptr<Closeable>> tracked;
   {
     std::lock_guard lock(mu_);

@@ -26,6 +26,7 @@
 
 namespace magnetar::client {
 
+class ClusterFailover;
 class LookupService;
 
 // Something the client closes when it closes (producers, consumers).
@@ -82,6 +83,13 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   // True for pulsar+ssl:// (connections and lookup answers use TLS).
   bool uses_tls() const { return tls_ != nullptr; }
 
+  // Cluster failover (cluster_failover.h): moves to another cluster's service URL (same
+  // scheme) and closes every connection, so producers and consumers reconnect through it.
+  // From any thread.
+  Status switch_service_url(const std::string& url);
+  std::string service_url() const;
+  int64_t cluster_switches() const { return switches_.load(); }
+
   // --- From any thread ---
   void track(std::weak_ptr<Closeable> c);
   Status close();
@@ -101,7 +109,11 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   // Lets the loops run dry (graceful: every coroutine has ended), forcing them after `grace`.
   void stop_loops(std::chrono::milliseconds grace);
 
-  const std::vector<std::string> service_urls_;
+  mutable std::mutex urls_mu_;  // guards service_url_ and service_urls_ (failover swaps them)
+  std::string service_url_;
+  std::vector<std::string> service_urls_;
+  std::unique_ptr<ClusterFailover> failover_;
+  std::atomic<int64_t> switches_{0};
   const ClientOptions options_;
   std::shared_ptr<net::TlsContext> tls_;  // set by create() for pulsar+ssl://; else null
   // Binary, or HTTP for http:// (set by create()).

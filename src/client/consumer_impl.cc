@@ -163,6 +163,14 @@ Task<Status> ConsumerImpl::connect_once(Deadline deadline) {
   queue_->remove_from(this);
   ++epoch_;
   chunks_.clear();  // chunks are sent again from the first
+  if (const int64_t cluster = client_->cluster_switches(); cluster != cluster_epoch_) {
+    // The client moved to another cluster: this one's message ids mean nothing there.
+    // Acknowledgements not sent yet are dropped (a replicated subscription carried the
+    // position; otherwise those messages come again), and a reader starts over from where
+    // it was made to start.
+    cluster_epoch_ = cluster;
+    forget_cluster_state();
+  }
   if (!config_.durable && last_dequeued_) {
     start_id_ = last_dequeued_;
     start_inclusive_ = false;
@@ -537,6 +545,20 @@ void ConsumerImpl::flush_acks() {
     cnx_->send_command(cmd);
     pending_acks_.clear();
   }
+}
+
+void ConsumerImpl::forget_cluster_state() {
+  last_dequeued_.reset();
+  start_id_ = config_.start_id;
+  start_inclusive_ = config_.start_inclusive;
+  cumulative_acked_.reset();
+  acked_entries_.clear();
+  batch_acks_.clear();
+  pending_acks_.clear();
+  pending_cumulative_.reset();
+  unacked_.clear();
+  nacked_.clear();
+  chunk_entries_.clear();
 }
 
 void ConsumerImpl::remember_acked(const Entry& entry) {

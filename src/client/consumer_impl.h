@@ -162,6 +162,10 @@ class ConsumerImpl final : public ConsumerBase,
 
   // Loop state.
   uint64_t epoch_ = 0;
+  int64_t cluster_epoch_ = 0;  // the client's cluster switches when last subscribed
+  // What refers to one cluster's message ids (acknowledgements, start), forgotten when the
+  // client moves to another (cluster_failover.h).
+  void forget_cluster_state();
   bool seeking_ = false;
   bool unsubscribing_ = false;               // an UNSUBSCRIBE is outstanding
   bool closed_while_unsubscribing_ = false;  // between a successful SEEK and the re-subscription

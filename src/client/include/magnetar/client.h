@@ -17,6 +17,7 @@
 // hanging.
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,24 @@
 #include "magnetar/reader.h"
 
 namespace magnetar::client {
+
+// Failover between clusters (Pulsar's AutoClusterFailover / ControlledClusterFailover): the
+// service URL given to Client::create is the primary. Off unless secondary_service_urls or
+// url_provider is set.
+struct ClusterFailoverOptions {
+  // Automatic: tried in order once the primary has been unreachable for failover_delay; back
+  // to the primary once it has been reachable for switch_back_delay. Same scheme as the
+  // primary (pulsar:// or pulsar+ssl://).
+  std::vector<std::string> secondary_service_urls;
+  std::chrono::milliseconds failover_delay{30'000};
+  std::chrono::milliseconds switch_back_delay{60'000};
+  std::chrono::milliseconds check_interval{30'000};  // probe (or provider) period
+  // Controlled: an http(s) URL answering {"serviceUrl": "pulsar://..."}, polled every
+  // check_interval; a new URL is moved to at once.
+  std::string url_provider;
+  std::map<std::string, std::string> url_provider_headers;
+  bool enabled() const { return !secondary_service_urls.empty() || !url_provider.empty(); }
+};
 
 struct ClientOptions {
   std::chrono::milliseconds operation_timeout{30'000};
@@ -54,6 +73,7 @@ struct ClientOptions {
   std::string tls_private_key_file_path;
   // Credentials for the brokers (magnetar/authentication.h); null: none ("none" in CONNECT).
   std::shared_ptr<Authentication> authentication;
+  ClusterFailoverOptions cluster_failover;
 };
 
 class ClientImpl;  // internal
@@ -88,6 +108,11 @@ class Client {
 
   // Closes every producer and consumer, then the connections and threads.
   Status close();
+
+  // The service URL in use (another cluster's after a failover), and how many times the
+  // client moved between clusters.
+  std::string service_url() const;
+  int64_t cluster_switches() const;
 
  private:
   friend class RawProducer;  // internal: the broker's replicators (client/raw_producer.h)
