@@ -31,6 +31,7 @@
 #include "common/logging.h"
 #include "ledger/bookkeeper.h"
 #include "local_bookie.h"
+#include "local_cluster.h"
 #include "metadata/metadata_store.h"
 #include "mledger/managed_ledger.h"
 #include "testing/event_loop.h"
@@ -56,42 +57,9 @@ double seconds_since(Clock::time_point t) {
   std::abort();
 }
 
+using bench::Cluster;
 using bench::LocalBookie;
-
-// A memory: store, `n` bookies registered in it and a BookKeeper client, all on one loop
-// (the benchmark's thread). Removes its directories when destroyed.
-class Cluster {
- public:
-  explicit Cluster(int n) {
-    static int clusters = 0;
-    const char* d = std::getenv("MAGNETAR_BENCH_DIR");
-    dir_ = std::filesystem::path(d != nullptr ? d : "/tmp") /
-           ("magnetar-mledger-bench-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir_);
-    store_ = std::shared_ptr<metadata::MetadataStore>(
-        loop.await(metadata::open_store("memory:mledger-bench-" + std::to_string(++clusters)))
-            .value());
-    for (int i = 0; i < n; ++i) {
-      bookies_.push_back(std::make_unique<LocalBookie>(dir_ / std::to_string(i), store_));
-    }
-    bk = std::make_unique<ledger::BookKeeper>(*store_, loop.executor());
-  }
-  ~Cluster() {
-    bk.reset();
-    bookies_.clear();
-    (void)loop.await(store_->close());
-    std::filesystem::remove_all(dir_);
-  }
-  metadata::MetadataStore& store() { return *store_; }
-
-  EventLoop loop;  // first: destroyed last
-  std::unique_ptr<ledger::BookKeeper> bk;
-
- private:
-  std::filesystem::path dir_;
-  std::shared_ptr<metadata::MetadataStore> store_;
-  std::vector<std::unique_ptr<LocalBookie>> bookies_;
-};
+using bench::pump;
 
 // E = Qw = bookies; Qa = 1 with one bookie, else 2.
 int ack_quorum(int bookies) {
@@ -115,30 +83,6 @@ mledger::ManagedLedgerFactoryConfig factory_config() {
   return f;
 }
 
-// Starts `count` operations with at most `window` outstanding, refilling as they complete,
-// and turns the loop until all completed. `start(finished)` starts one; its completion must
-// increment `finished`. `on_turn()` runs after every turn of the loop. Returns seconds.
-template <typename Start, typename OnTurn>
-double pump(EventLoop& loop, int count, int window, Start start, OnTurn on_turn) {
-  int started = 0, finished = 0;
-  const auto t0 = Clock::now();
-  while (finished < count) {
-    while (started < count && started - finished < window) {
-      ++started;
-      start(finished);
-    }
-    if (loop.context().poll() == 0) {
-      loop.context().run_one_for(std::chrono::milliseconds(1));
-    }
-    on_turn();
-  }
-  return seconds_since(t0);
-}
-
-template <typename Start>
-double pump(EventLoop& loop, int count, int window, Start start) {
-  return pump(loop, count, window, start, [] {});
-}
 
 // Raw: the ledger client's fastest write path, async_add with a callback (what the managed
 // ledger itself uses).

@@ -247,9 +247,12 @@ class Writer {
   };
   Task<void> wait() {
     auto state = state_;
-    (void)co_await await_callback<bool>([state](std::function<void(bool)> done) {
+    // (Made before the co_await, not inside it: GCC 12 frees a lambda temporary written
+    // inside a co_await expression twice.)
+    auto woken = await_callback<bool>([state](std::function<void(bool)> done) {
       state->waiter = [done = std::move(done)] { done(true); };
     });
+    (void)co_await std::move(woken);
   }
 
   std::shared_ptr<ledger::LedgerHandle> lh_;

@@ -65,7 +65,8 @@ class ClientTest : public ::testing::Test {
     if (broker_) broker_->stop();
   }
 
-  void start_broker(const std::function<void(broker::BrokerConfig&)>& tweak = {}, int port = 0) {
+  // A broker of these tests: on 127.0.0.1, one bookie's quorums, a small cache.
+  static broker::BrokerConfig test_broker_config(int port = 0) {
     broker::BrokerConfig c;
     c.broker_service_port = port;
     c.bind_address = "127.0.0.1";
@@ -75,6 +76,11 @@ class ClientTest : public ::testing::Test {
     c.managed_ledger.ack_quorum = 1;
     c.managed_ledger.mark_delete_rate_limit = 0;
     c.managed_ledger_factory.cache_size_mb = 16;
+    return c;
+  }
+
+  void start_broker(const std::function<void(broker::BrokerConfig&)>& tweak = {}, int port = 0) {
+    broker::BrokerConfig c = test_broker_config(port);
     if (tweak) tweak(c);
     auto b = broker::Broker::start(c, metadata::MetadataStores{store_, store_});
     ASSERT_TRUE(b.ok()) << b.status().to_string();

@@ -235,6 +235,29 @@ TEST_F(CompactionTest, TheCompactedViewOutlivesARestartAndTheTopicsDeletedLedger
   EXPECT_EQ(view[0].payload() + view[1].payload() + view[2].payload(), "789");
 }
 
+TEST_F(CompactionTest, MoreKeysThanTheWritesInFlightAllArriveInOrder) {
+  // 1,200 kept entries: more than the compactor's 500 writes in flight.
+  ProducerOptions o = unbatched();
+  o.max_pending_messages = 2000;
+  auto p = producer(topic(), o);
+  constexpr int kKeys = 1200;
+  std::vector<std::future<Result<MessageId>>> sent;
+  for (int i = 0; i < kKeys; ++i) {
+    auto done = std::make_shared<std::promise<Result<MessageId>>>();
+    sent.push_back(done->get_future());
+    p.send_async(keyed("k" + std::to_string(i), std::to_string(i)),
+                 [done](Result<MessageId> id) { done->set_value(std::move(id)); });
+  }
+  ASSERT_TRUE(p.flush().ok());
+  for (auto& f : sent) ASSERT_TRUE(f.get().ok());
+  compact();
+  const Values view = read_compacted_view();
+  ASSERT_EQ(view.size(), static_cast<size_t>(kKeys));
+  for (int i = 0; i < kKeys; ++i) {
+    EXPECT_EQ(view[static_cast<size_t>(i)], "k" + std::to_string(i) + "=" + std::to_string(i));
+  }
+}
+
 TEST_F(CompactionTest, ReadCompactedOnASharedSubscriptionIsRefused) {
   ConsumerOptions o;
   o.type = SubscriptionType::kShared;
