@@ -50,6 +50,13 @@ Position CompactedDispatchCursor::compacted_from() const {
 }
 
 Task<Result<std::vector<Entry>>> CompactedDispatchCursor::read_or_wait(int max) {
+  // Off, the plain cursor's read itself: no coroutine of this one on the dispatch path.
+  if (!enabled_) return inner_->read_or_wait(max);
+  return compacted_read(max);
+}
+
+Task<Result<std::vector<Entry>>> CompactedDispatchCursor::compacted_read(int max) {
+  auto self = shared_from_this();
   while (enabled_) {
     const auto horizon = compaction_->horizon();
     if (!horizon) break;
@@ -90,7 +97,13 @@ Task<Result<std::vector<Entry>>> CompactedDispatchCursor::read_or_wait(int max) 
 
 Task<std::optional<Entry>> CompactedDispatchCursor::read_at(Position p) {
   const auto horizon = compaction_->horizon();
-  if (enabled_ && horizon && p <= *horizon) {
+  if (!enabled_ || !horizon || p > *horizon) return inner_->read_at(p);
+  return compacted_read_at(p);
+}
+
+Task<std::optional<Entry>> CompactedDispatchCursor::compacted_read_at(Position p) {
+  auto self = shared_from_this();
+  {
     auto view = co_await compaction_->view();
     if (view.ok() && *view) {
       auto found = co_await (*view)->find(p);

@@ -21,7 +21,8 @@ namespace magnetar::broker {
 
 class TopicCompaction;
 
-class CompactedDispatchCursor final : public DispatchCursor {
+class CompactedDispatchCursor final : public DispatchCursor,
+                                      public std::enable_shared_from_this<CompactedDispatchCursor> {
  public:
   CompactedDispatchCursor(std::shared_ptr<mledger::ManagedLedger> ml,
                           std::shared_ptr<mledger::ManagedCursor> cursor,
@@ -40,6 +41,8 @@ class CompactedDispatchCursor final : public DispatchCursor {
   void cancel_wait() override;
 
  private:
+  Task<Result<std::vector<mledger::Entry>>> compacted_read(int max);
+  Task<std::optional<mledger::Entry>> compacted_read_at(mledger::Position p);
   // Where the next compacted read starts (the first entry >= it).
   mledger::Position compacted_from() const;
   void leave_compacted(mledger::Position horizon);
