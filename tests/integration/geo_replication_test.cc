@@ -506,16 +506,17 @@ class GeoReplicatedSubscriptionTest : public GeoReplicationTest {
     if (!stats.is_object() || !stats["subscriptions"].contains(sub)) return json();
     return stats["subscriptions"][sub];
   }
+  // A consumer of `type` acknowledges on east while messages flow; east is SIGKILLed; the
+  // same subscription consumed on west delivers every message east did not acknowledge (none
+  // lost) and redelivers at most what east acknowledged after the last snapshot it passed.
+  void consumer_moves(client::SubscriptionType type);
 };
 
-// A consumer acknowledges on east while messages flow; east is SIGKILLed; the same
-// subscription consumed on west delivers every message east did not acknowledge (none lost)
-// and redelivers at most what east acknowledged after the last snapshot it passed.
-TEST_F(GeoReplicatedSubscriptionTest, AConsumerMovingToTheOtherClusterLosesNothing) {
+void GeoReplicatedSubscriptionTest::consumer_moves(client::SubscriptionType type) {
   const std::string topic = fmt::format("persistent://{}/replicated-sub", kNamespace);
   client::ConsumerOptions co;
   co.initial_position = client::InitialPosition::kEarliest;
-  co.type = client::SubscriptionType::kShared;
+  co.type = type;
   co.replicate_subscription_state = true;
   auto on_east = client_for(*east_).subscribe(topic, "rs", co);
   ASSERT_TRUE(on_east.ok()) << on_east.status().to_string();
@@ -569,9 +570,82 @@ TEST_F(GeoReplicatedSubscriptionTest, AConsumerMovingToTheOtherClusterLosesNothi
     EXPECT_EQ(n, 1) << payload;
     if (!unconsumed.count(payload)) ++redelivered;
   }
-  std::cout << "replicated subscription: " << redelivered << " of " << consumed
+  std::cout << "replicated subscription (" << (type == client::SubscriptionType::kShared
+                                                     ? "Shared"
+                                                     : "Failover")
+            << "): " << redelivered << " of " << consumed
             << " consumed messages redelivered on west, 0 of " << kUnconsumed << " lost\n";
   EXPECT_LE(redelivered, 2 * kEach);
+}
+
+TEST_F(GeoReplicatedSubscriptionTest, ASharedConsumerMovingToTheOtherClusterLosesNothing) {
+  consumer_moves(client::SubscriptionType::kShared);
+}
+
+TEST_F(GeoReplicatedSubscriptionTest, AFailoverConsumerMovingToTheOtherClusterLosesNothing) {
+  consumer_moves(client::SubscriptionType::kFailover);
+}
+
+// Snapshots every 10 ms: 600 periods in 6 s, what the default period (1 s) makes in 10
+// minutes. A topic with nothing new takes no snapshot: no marker is written on either
+// cluster, and no subscription's backlog grows (Pulsar's markers pile up in the backlog of
+// idle topics).
+class GeoIdleReplicatedSubscriptionTest : public GeoReplicatedSubscriptionTest {
+ protected:
+  std::vector<std::string> settings(const std::string& cluster) const override {
+    auto s = GeoReplicationTest::settings(cluster);
+    s.push_back("replicatedSubscriptionsSnapshotFrequencyMillis=10");
+    return s;
+  }
+  int64_t entries_added(Standalone& s, const std::string& local_name) {
+    auto [code, text] = http(s.web_port(), "GET",
+                             fmt::format("/admin/v2/persistent/{}/{}/internalStats", kNamespace,
+                                         local_name));
+    if (code != 200) return -1;
+    const auto j = json::parse(text, nullptr, false);
+    return j.is_object() ? j.value("entriesAddedCounter", int64_t{-1}) : -1;
+  }
+};
+
+TEST_F(GeoIdleReplicatedSubscriptionTest, AnIdleTopicGrowsNoBacklogOfMarkers) {
+  const std::string topic = fmt::format("persistent://{}/idle-replicated", kNamespace);
+  client::ConsumerOptions co;
+  co.initial_position = client::InitialPosition::kEarliest;
+  co.replicate_subscription_state = true;
+  auto on_east = client_for(*east_).subscribe(topic, "rs", co);
+  ASSERT_TRUE(on_east.ok()) << on_east.status().to_string();
+  auto plain = client_for(*west_).subscribe(topic, "plain", client::ConsumerOptions{});
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  auto p = producer(*east_, topic, "idle-producer");
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(p.send(client::Message(fmt::format("m-{}", i))).ok());
+  for (int i = 0; i < 20; ++i) {
+    auto m = on_east->receive(10s);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    ASSERT_TRUE(on_east->acknowledge(*m).ok());
+    auto w = plain->receive(10s);
+    ASSERT_TRUE(w.ok()) << w.status().to_string();
+    ASSERT_TRUE(plain->acknowledge(*w).ok());
+  }
+  // The last snapshot round and its UPDATE settle.
+  std::this_thread::sleep_for(2s);
+  const int64_t east_before = entries_added(*east_, "idle-replicated");
+  const int64_t west_before = entries_added(*west_, "idle-replicated");
+  ASSERT_GT(east_before, 20);  // the messages and the markers of their snapshots
+  ASSERT_GT(west_before, 20);
+  for (int i = 0; i < 6; ++i) {
+    std::this_thread::sleep_for(1s);
+    for (Standalone* s : {east_.get(), west_.get()}) {
+      const json stats = topic_stats(*s, "idle-replicated");
+      ASSERT_TRUE(stats.is_object());
+      for (const auto& [name, sub] : stats["subscriptions"].items()) {
+        EXPECT_EQ(sub["msgBacklog"], 0) << name << " after " << i + 1 << " s: " << sub.dump();
+      }
+    }
+  }
+  EXPECT_EQ(entries_added(*east_, "idle-replicated"), east_before) << "markers written on east";
+  EXPECT_EQ(entries_added(*west_, "idle-replicated"), west_before) << "markers written on west";
+  std::cout << "idle replicated topic: " << east_before << " entries on east, " << west_before
+            << " on west, none added over 600 snapshot periods\n";
 }
 
 class GeoTopologyTest : public GeoReplicationTest {

@@ -152,6 +152,7 @@ void ReplicatedSubscriptions::remote_marker(int32_t type, const std::string& sou
         }
         if (!sub->replicated()) (void)co_await sub->set_replicated(true);
         (void)co_await sub->apply_remote_position(p);
+        co_await topic->pass_markers_behind(sub);
       };
       (void)spawn_in(topic_.gate(), topic_.executor(), std::move(apply));
       return;

@@ -365,6 +365,8 @@ void PersistentTopic::write_marker(BufferChain entry, std::function<void(Positio
 }
 
 void PersistentTopic::pass_marker(Position p) {
+  recent_markers_.push_back(p);
+  while (recent_markers_.size() > kRememberedMarkers) recent_markers_.pop_front();
   for (const auto& [name, subscription] : subscriptions_) {
     if (!subscription->durable()) continue;
     auto pass = [sub = subscription, p]() -> Task<void> {
@@ -374,6 +376,18 @@ void PersistentTopic::pass_marker(Position p) {
     };
     (void)spawn_in(gate_, executor_, std::move(pass));
   }
+}
+
+Task<void> PersistentTopic::pass_markers_behind(std::shared_ptr<Subscription> sub) {
+  if (!sub->durable()) co_return;
+  const Position mark_delete = sub->cursor().mark_delete_position();
+  std::vector<Position> behind;
+  for (const Position& p : recent_markers_) {
+    if (p > mark_delete) behind.push_back(p);
+  }
+  if (behind.empty()) co_return;
+  (void)co_await sub->cursor().delete_positions(std::move(behind));
+  sub->position_moved();
 }
 
 std::shared_ptr<Subscription> PersistentTopic::find_subscription(const std::string& name) const {
@@ -408,6 +422,9 @@ Task<Result<std::shared_ptr<Subscription>>> PersistentTopic::subscribe(
     if (!cursor.ok()) co_return cursor.status();
     if (auto existing = find_subscription(name)) co_return existing;  // raced
     sub = std::make_shared<Subscription>(*this, name, type, *cursor, true, true);
+    subscriptions_[name] = sub;
+    co_await pass_markers_behind(sub);
+    co_return sub;
   } else {
     Position read_from;
     if (start) {

@@ -122,6 +122,9 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // Stores a server marker (markers.h); `stored` (if set) gets its position first. Every
   // durable subscription acknowledges it at once: markers never count in a backlog.
   void write_marker(BufferChain entry, std::function<void(mledger::Position)> stored = {});
+  // Acknowledges on `sub` the markers it has not passed yet (a subscription created, or
+  // moved by a peer's UPDATE, behind markers the others passed when they were stored).
+  Task<void> pass_markers_behind(std::shared_ptr<Subscription> sub);
 
   // The topic's compaction (topic_compaction.h): its compacted ledger, runs and status.
   const std::shared_ptr<TopicCompaction>& compaction() const { return compaction_; }
@@ -193,8 +196,12 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   std::shared_ptr<const TopicReplicators> replicators_;
   std::shared_ptr<TopicCompaction> compaction_;
   std::unique_ptr<ReplicatedSubscriptions> replicated_subscriptions_;
-  // Acknowledges the marker at `p` on every durable subscription.
+  // Acknowledges the marker at `p` on every durable subscription, and remembers it.
   void pass_marker(mledger::Position p);
+  // The markers stored since the topic was loaded (the latest kRememberedMarkers), so that a
+  // subscription created or moved behind them later acknowledges them too.
+  static constexpr size_t kRememberedMarkers = 4096;
+  std::deque<mledger::Position> recent_markers_;
   TopicPolicies policies_;
   // Applies the policies' rate limits to the limiters.
   void apply_rate_limits();
