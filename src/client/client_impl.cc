@@ -48,6 +48,17 @@ Result<std::shared_ptr<ClientImpl>> ClientImpl::create(const std::string& servic
     return Status(ClientError::kInvalidConfiguration,
                   "cluster failover needs a pulsar:// or pulsar+ssl:// service URL");
   }
+  if (const auto& f = options.cluster_failover; f.discover_peer_clusters) {
+    if (!f.url_provider.empty()) {
+      return Status(ClientError::kInvalidConfiguration,
+                    "discover_peer_clusters is for the automatic mode, not with url_provider");
+    }
+    if (!f.discovery_web_service_url.empty() && !is_http_service_url(f.discovery_web_service_url)) {
+      return Status(ClientError::kInvalidConfiguration,
+                    fmt::format("discovery_web_service_url '{}' is not an http:// or https:// URL",
+                                f.discovery_web_service_url));
+    }
+  }
   if (is_http_service_url(service_url)) {
     // HTTP lookup; producers and consumers then connect to the brokerUrl it answers, or
     // over TLS to brokerUrlTls for https:// (as Pulsar's clients do).
@@ -91,7 +102,8 @@ Result<std::shared_ptr<ClientImpl>> ClientImpl::create(const std::string& servic
     ClientImpl* raw = c.get();  // the failover thread ends in close(), before the client goes
     c->failover_ = std::make_unique<ClusterFailover>(
         service_url, options.cluster_failover, options.connection_timeout,
-        [raw](const std::string& url) { return raw->switch_service_url(url); });
+        [raw](const std::string& url) { return raw->switch_service_url(url); },
+        options.authentication);
     c->failover_->start();
   }
   return c;

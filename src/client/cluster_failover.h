@@ -11,6 +11,9 @@
 //  - controlled: every check_interval an HTTP endpoint is asked for
 //    {"serviceUrl": "..."}; a new URL is moved to at once.
 //
+// With discover_peer_clusters, the secondaries also come from the primary cluster's own
+// ClusterData (its peerClusterNames), read over its web service on this thread.
+//
 // A move swaps the client's service URL and closes its broker connections: producers and
 // consumers reconnect by topic name through the new cluster, producers re-sending what is
 // pending (nothing the application sent is dropped). Each move is logged and counted.
@@ -21,6 +24,7 @@
 #include <condition_variable>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -29,6 +33,7 @@
 
 #include "common/logging.h"
 #include "common/status.h"
+#include "magnetar/authentication.h"
 #include "magnetar/client.h"
 
 namespace magnetar::client {
@@ -36,9 +41,11 @@ namespace magnetar::client {
 class ClusterFailover {
  public:
   // `switch_to` moves the client to a service URL (called on the failover thread).
+  // `authentication` (may be null) gives the headers of the discovery's HTTP calls.
   ClusterFailover(std::string primary, ClusterFailoverOptions options,
                   std::chrono::milliseconds probe_timeout,
-                  std::function<Status(const std::string&)> switch_to);
+                  std::function<Status(const std::string&)> switch_to,
+                  std::shared_ptr<Authentication> authentication = nullptr);
   ~ClusterFailover();
   ClusterFailover(const ClusterFailover&) = delete;
   ClusterFailover& operator=(const ClusterFailover&) = delete;
@@ -50,10 +57,17 @@ class ClusterFailover {
   // Whether the broker of a service URL (its first host) accepts a TCP connection in time.
   static bool reachable(const std::string& service_url, std::chrono::milliseconds timeout);
 
+  // The secondaries learned from the cluster so far (the failover thread's copy; for tests
+  // read once the thread is stopped, or racy).
+  std::vector<std::string> learned_secondaries() const;
+
  private:
   void run();
   void check_automatic();
   void check_controlled();
+  // Asks the primary's web service for its peers' broker URLs (discover_peer_clusters).
+  Status discover_peers();
+  std::string discovery_base() const;
   bool move_to(const std::string& url, const char* why);
   // Waits one check interval; false when stopping.
   bool pause();
@@ -62,13 +76,17 @@ class ClusterFailover {
   const ClusterFailoverOptions options_;
   const std::chrono::milliseconds probe_timeout_;
   const std::function<Status(const std::string&)> switch_to_;
+  const std::shared_ptr<Authentication> authentication_;
   log::Logger log_;
   std::string current_;
   using Clock = std::chrono::steady_clock;
   std::optional<Clock::time_point> current_down_since_;
   std::optional<Clock::time_point> primary_up_since_;
+  std::vector<std::string> learned_;  // guarded by mu_ (written here, read by tests)
+  bool discovered_ = false;
+  int checks_since_discovery_ = 0;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
   std::thread thread_;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "client/tests/client_test_support.h"
+#include "http/http_client.h"
 #include "http/http_server.h"
 
 namespace magnetar::client::test {
@@ -133,6 +134,64 @@ TEST_F(FailoverTest, AutomaticFailoverMovesProducersAndConsumersAndSwitchesBack)
   if (back->payload() == "a-0") back = c->receive(10s);
   ASSERT_TRUE(back.ok()) << back.status().to_string();
   EXPECT_EQ(back->payload(), "c-0");
+}
+
+// Beyond Pulsar: given only the primary's URL, the client learns the secondary from the
+// primary's ClusterData (peerClusterNames) and fails over to it.
+TEST_F(FailoverTest, TheSecondaryIsLearnedFromThePrimarysPeerClusters) {
+  const std::string web = serve_http();
+  ASSERT_FALSE(web.empty());
+  const std::string self = broker_->config().cluster_name;
+  http::HttpClient http;
+  const auto put = [&](const std::string& cluster, const nlohmann::json& body) {
+    http::HttpRequest request;
+    request.method = "PUT";
+    request.url = web + "/admin/v2/clusters/" + cluster;
+    request.body = body.dump();
+    auto got = http.send_blocking(std::move(request));
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    EXPECT_TRUE(got->status == 200 || got->status == 204) << got->status << " " << got->body;
+  };
+  put("not-a-peer", {{"brokerServiceUrl", "pulsar://127.0.0.1:1"}});
+  put("the-peer", {{"brokerServiceUrl", other_url()}});
+  put(self, {{"brokerServiceUrl", url()}, {"peerClusterNames", {"the-peer"}}});
+
+  ClientOptions o = fast_options();
+  o.cluster_failover.discover_peer_clusters = true;
+  o.cluster_failover.discovery_web_service_url = web;
+  o.cluster_failover.check_interval = 100ms;
+  o.cluster_failover.failover_delay = 300ms;
+  Client& client = failover_client(o);
+  auto p = client.create_producer(topic(), unbatched());
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  ASSERT_TRUE(p->send(Message("before")).ok());
+  std::this_thread::sleep_for(300ms);  // a few checks: the peers are learned on the first
+  broker_->stop();
+  broker_.reset();
+  ASSERT_TRUE(eventually_true([&] { return client.service_url() == other_url(); }))
+      << client.service_url();
+  auto id = p->send(Message("after"));
+  ASSERT_TRUE(id.ok()) << id.status().to_string();
+  auto direct = Client::create(other_url(), fast_options());
+  ASSERT_TRUE(direct.ok());
+  auto r = direct->create_reader(topic(), MessageId::earliest());
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  auto m = r->read_next(5s);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->payload(), "after");
+  (void)direct->close();
+}
+
+TEST_F(FailoverTest, DiscoveryNeedsAnHttpUrlAndTheAutomaticMode) {
+  ClientOptions o = fast_options();
+  o.cluster_failover.discover_peer_clusters = true;
+  o.cluster_failover.discovery_web_service_url = "pulsar://127.0.0.1:6650";
+  auto wrong = Client::create(url(), o);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("discovery_web_service_url"), std::string::npos);
+  o.cluster_failover.discovery_web_service_url.clear();
+  o.cluster_failover.url_provider = "http://127.0.0.1:1/target";
+  EXPECT_FALSE(Client::create(url(), o).ok());
 }
 
 TEST_F(FailoverTest, ControlledFailoverFollowsTheUrlProvider) {

@@ -47,7 +47,20 @@ struct ClusterFailoverOptions {
   // check_interval; a new URL is moved to at once.
   std::string url_provider;
   std::map<std::string, std::string> url_provider_headers;
-  bool enabled() const { return !secondary_service_urls.empty() || !url_provider.empty(); }
+  // Beyond Pulsar (automatic mode): learn secondaries from the cluster itself. Its web
+  // service (discovery_web_service_url; empty: http://<the primary's first host>:8080) is
+  // asked for its name (brokers/configuration/runtime, else the ClusterData whose broker URL
+  // is the primary) and ClusterData; the brokerServiceUrl (brokerServiceUrlTls for
+  // pulsar+ssl://) of each of its peerClusterNames, or of every other registered cluster
+  // when it names no peers, is a secondary after secondary_service_urls. Learned at start,
+  // retried every check_interval until it succeeds, refreshed every 100 checks on the
+  // primary. The calls are admin calls: with authorization on, the client's role must be
+  // allowed them. Off by default.
+  bool discover_peer_clusters = false;
+  std::string discovery_web_service_url;
+  bool enabled() const {
+    return !secondary_service_urls.empty() || !url_provider.empty() || discover_peer_clusters;
+  }
 };
 
 struct ClientOptions {
