@@ -38,6 +38,24 @@ struct ClusterArgs {
 int run_cluster_up(const ClusterArgs& args);
 int run_cluster_down(const ClusterArgs& args);
 
+struct DrDrillArgs {
+  std::string dir;  // --dir: where the clusters live (default: a temporary directory)
+  int drills = 1;   // --drills
+  int rate = 500;   // --rate: messages per second
+  std::string subscription_type = "Shared";  // --subscription-type Shared|Failover|Exclusive
+  int snapshot_frequency_ms = 1000;          // --snapshot-frequency-ms
+  int failover_delay_ms = 1000;              // --failover-delay-ms
+  int switch_back_delay_ms = 2000;           // --switch-back-delay-ms
+  int check_interval_ms = 200;               // --check-interval-ms
+  int before_kill_ms = 5000;                 // --before-kill-ms: load before the kill
+  int on_secondary_ms = 5000;                // --on-secondary-ms: load on region-b
+  bool keep = false;                         // --keep: leave the clusters' directories
+  bool verbose = false;                      // --verbose: the client's info logs too
+};
+// `magnetar dr-drill`: two local clusters, one killed under load; prints the failover time,
+// messages lost and redelivered.
+int run_dr_drill(const DrDrillArgs& args);
+
 struct StandaloneArgs {
   ServerArgs server;
   std::string data_dir = "data";  // --data-dir

@@ -137,6 +137,35 @@ int main(int argc, char** argv) {
   dl->add_option("-l,--ledgerid", shell.ledger_id, "Ledger id (BookKeeper's form)");
   dl->add_flag("-f,--force")->description("Accepted for compatibility: the shell never asks");
 
+  magnetar::tools::DrDrillArgs drill;
+  auto* dr = app.add_subcommand(
+      "dr-drill",
+      "Disaster-recovery drill: two local clusters replicating, one killed under load; prints "
+      "the failover time, messages lost and redelivered");
+  dr->add_option("--dir", drill.dir, "Directory for the clusters (default: a temporary one)");
+  dr->add_option("--drills", drill.drills, "Number of drills, each on fresh clusters")
+      ->check(CLI::Range(1, 100));
+  dr->add_option("--rate", drill.rate, "Messages per second produced")
+      ->check(CLI::Range(1, 100000));
+  dr->add_option("--subscription-type", drill.subscription_type, "Shared, Failover or Exclusive")
+      ->check(CLI::IsMember({"Shared", "Failover", "Exclusive"}));
+  dr->add_option("--snapshot-frequency-ms", drill.snapshot_frequency_ms,
+                 "replicatedSubscriptionsSnapshotFrequencyMillis of both clusters")
+      ->check(CLI::Range(10, 600000));
+  dr->add_option("--failover-delay-ms", drill.failover_delay_ms,
+                 "The client's failoverDelay")->check(CLI::Range(0, 600000));
+  dr->add_option("--switch-back-delay-ms", drill.switch_back_delay_ms,
+                 "The client's switchBackDelay")->check(CLI::Range(0, 600000));
+  dr->add_option("--check-interval-ms", drill.check_interval_ms,
+                 "The client's checkInterval (probe period)")->check(CLI::Range(10, 600000));
+  dr->add_option("--before-kill-ms", drill.before_kill_ms, "Load before the kill")
+      ->check(CLI::Range(0, 3600000));
+  dr->add_option("--on-secondary-ms", drill.on_secondary_ms,
+                 "Load on the other cluster before the killed one restarts")
+      ->check(CLI::Range(0, 3600000));
+  dr->add_flag("--keep", drill.keep, "Keep the clusters' directories");
+  dr->add_flag("-v,--verbose", drill.verbose, "Show the client library's info logs");
+
   magnetar::tools::TokensArgs tokens;
   auto* tk = app.add_subcommand("tokens", "Make keys and tokens for token authentication");
   tk->require_subcommand(1);
@@ -206,6 +235,7 @@ int main(int argc, char** argv) {
   if (broker->parsed()) return magnetar::tools::run_broker(broker_args);
   if (cluster_up->parsed()) return magnetar::tools::run_cluster_up(cluster_args);
   if (cluster_down->parsed()) return magnetar::tools::run_cluster_down(cluster_args);
+  if (dr->parsed()) return magnetar::tools::run_dr_drill(drill);
   if (tk->parsed()) {
     tokens.command = tk->get_subcommands().front()->get_name();
     return magnetar::tools::run_tokens(tokens);

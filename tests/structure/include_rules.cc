@@ -49,8 +49,8 @@ const std::map<std::string, std::set<std::string>>& rules() {
       {"client", {"common", "http", "net", "proto", "protocol"}},
       {"cli", {"client", "common", "http", "ledger", "metadata", "net", "proto", "protocol"}},
       {"tools",
-       {"auth", "bookie", "broker", "broker/config", "common", "http", "ledger", "metadata",
-        "mledger", "net", "proto", "protocol"}},
+       {"auth", "bookie", "broker", "broker/config", "client", "common", "http", "ledger",
+        "metadata", "mledger", "net", "proto", "protocol"}},
   };
   return table;
 }

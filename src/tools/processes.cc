@@ -1,0 +1,120 @@
+#include "tools/processes.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace magnetar::tools {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string last_lines(const std::string& text, int lines) {
+  size_t pos = text.size();
+  for (int i = 0; i <= lines && pos > 0; ++i) {
+    pos = text.rfind('\n', pos - 1);
+    if (pos == std::string::npos) return text;
+  }
+  return text.substr(pos + 1);
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+Result<pid_t> launch(const std::vector<std::string>& args, const std::string& dir,
+                     const std::string& log, ChildLifetime lifetime) {
+  // Everything the child touches is made before fork() (no allocation after it).
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return Status(Errc::kIoError, fmt::format("fork: {}", std::strerror(errno)));
+  if (pid == 0) {
+    if (lifetime == ChildLifetime::kOwnSession) {
+      ::setsid();
+    } else {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(126);  // the parent is already gone
+    }
+    if (::chdir(dir.c_str()) != 0) ::_exit(126);
+    int in = ::open("/dev/null", O_RDONLY);
+    int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (in < 0 || out < 0) ::_exit(126);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    for (int fd = 3; fd < 1024; ++fd) ::close(fd);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+bool alive(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, WNOHANG) == pid) return false;  // our child, exited
+  return ::kill(pid, 0) == 0;
+}
+
+std::string self_binary() {
+  std::error_code ec;
+  auto path = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "magnetar" : path.string();
+}
+
+bool same_process(pid_t pid, const std::string& dir) {
+  std::error_code ec;
+  auto cwd = fs::read_symlink(fmt::format("/proc/{}/cwd", pid), ec);
+  return !ec && fs::equivalent(cwd, dir, ec);
+}
+
+void stop_process(const Launched& p) {
+  if (p.pid <= 0 || !alive(p.pid) || !same_process(p.pid, p.dir)) return;
+  ::kill(p.pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + 15s;
+  while (std::chrono::steady_clock::now() < deadline && alive(p.pid)) {
+    std::this_thread::sleep_for(50ms);
+  }
+  if (alive(p.pid)) {
+    std::fprintf(stderr, "%s (pid %d) ignored SIGTERM for 15 s: killing it\n", p.name.c_str(),
+                 p.pid);
+    ::kill(p.pid, SIGKILL);
+  }
+}
+
+}  // namespace magnetar::tools

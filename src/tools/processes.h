@@ -1,0 +1,47 @@
+#pragma once
+// Child processes of the launcher commands (`cluster up`, `dr-drill`): started with no
+// inherited descriptors, output appended to a log file, stopped gracefully or killed.
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace magnetar::tools {
+
+struct Launched {
+  std::string name;
+  pid_t pid = -1;
+  std::string dir;
+  std::string log;
+};
+
+enum class ChildLifetime {
+  kOwnSession,     // a session of its own: outlives the launcher (`cluster up`)
+  kDiesWithParent  // killed by the kernel when the launching thread ends (a drill)
+};
+
+// Starts `args` (args[0] is the program's path) in `dir`, stdin from /dev/null, stdout and
+// stderr appended to `log`.
+Result<pid_t> launch(const std::vector<std::string>& args, const std::string& dir,
+                     const std::string& log,
+                     ChildLifetime lifetime = ChildLifetime::kOwnSession);
+// Running (a child of ours that exited is reaped).
+bool alive(pid_t pid);
+// The process still is the one we started: its working directory is the recorded one.
+bool same_process(pid_t pid, const std::string& dir);
+// SIGTERM, then SIGKILL after 15 s; only while it still is the process started.
+void stop_process(const Launched& p);
+
+// The path of the running executable ("magnetar" when unknown).
+std::string self_binary();
+// A port free right now on 127.0.0.1 (the process that gets it binds it soon after); 0 when
+// none could be had.
+int free_port();
+std::string read_text(const std::string& path);
+// The last `lines` lines of `text`.
+std::string last_lines(const std::string& text, int lines);
+
+}  // namespace magnetar::tools
