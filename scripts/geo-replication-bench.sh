@@ -8,6 +8,9 @@
 #   scripts/geo-replication-bench.sh [RATE] [SIZE] [BATCHING]   # defaults: 0 (no limit) 1024 1
 #
 # BATCHING 1: 1 ms batches of at most 100 messages; 0: one message per entry.
+# LOCAL_SUB=plain|replicated (environment): a consumer on east too, its subscription
+# replicated (PIP-33, snapshots every SNAPSHOT_MS, default 1000) or not: the cost of
+# replicated subscriptions is the difference between the two runs.
 set -u
 B=${MAGNETAR_BIN_DIR:-$PWD/build/release/bin}
 RATE=${1:-0}
@@ -19,7 +22,8 @@ start() {  # name port web bookie
   mkdir -p "$D/$1"
   "$B/magnetar" standalone --data-dir "$D/$1" --set "clusterName=$1" --set "brokerServicePort=$2" \
     --set "webServicePort=$3" --set "bookiePort=$4" --set bindAddress=127.0.0.1 \
-    --set loadBalancerAutoBundleSplitEnabled=false >"$D/$1/log" 2>&1 &
+    --set loadBalancerAutoBundleSplitEnabled=false \
+    --set "replicatedSubscriptionsSnapshotFrequencyMillis=${SNAPSHOT_MS:-1000}" >"$D/$1/log" 2>&1 &
   echo $! >"$D/$1/pid"
 }
 start east 16650 18080 13181
@@ -43,11 +47,26 @@ echo "replication east -> west: rate ${RATE} msg/s (0: no limit), ${SIZE} B, bat
 "$B/magnetar-perf" consume -u pulsar://127.0.0.1:26650 -s sub --test-duration 28 \
   --stats-interval-seconds 5 "$T" >"$D/consume.out" 2>&1 &
 consumer=$!
+local_consumer=""
+if [ -n "${LOCAL_SUB:-}" ]; then
+  REPLICATED=(); [ "$LOCAL_SUB" = replicated ] && REPLICATED=(--replicated)
+  echo "and a ${LOCAL_SUB} subscription consumed on east"
+  "$B/magnetar-perf" consume -u pulsar://127.0.0.1:16650 -s local "${REPLICATED[@]}" \
+    --test-duration 28 --stats-interval-seconds 5 "$T" >"$D/consume-east.out" 2>&1 &
+  local_consumer=$!
+fi
 sleep 2
 "$B/magnetar-perf" produce -u pulsar://127.0.0.1:16650 -r "$RATE" -s "$SIZE" "${BATCHING[@]}" \
   -o 10000 --test-duration 20 --stats-interval-seconds 5 "$T" >"$D/produce.out" 2>&1
-wait $consumer
+wait $consumer $local_consumer
 echo "--- produced on east"
 grep Aggregated "$D/produce.out"
 echo "--- received on west (latency: east publish to west receipt)"
 grep Aggregated "$D/consume.out"
+if [ -n "$local_consumer" ]; then
+  echo "--- received on east (${LOCAL_SUB} subscription)"
+  grep Aggregated "$D/consume-east.out"
+  echo "--- east's subscription"
+  curl -s http://127.0.0.1:18080/admin/v2/persistent/public/geo/bench/stats |
+    python3 -c 'import json,sys; s=json.load(sys.stdin)["subscriptions"].get("local",{}); print({k: s.get(k) for k in ("isReplicated","msgBacklog")})'
+fi

@@ -117,6 +117,7 @@ int run_perf_consume(const CommonOptions& common, const ConsumePerfOptions& o, s
   options.type = *type;
   options.initial_position = *position;
   options.receiver_queue_size = o.receiver_queue_size;
+  options.replicate_subscription_state = o.replicated;
   std::vector<client::Consumer> consumers;
   for (const std::string& topic : run.topics()) {
     for (const std::string& sub : subscriptions) {

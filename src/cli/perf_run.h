@@ -63,6 +63,7 @@ struct ConsumePerfOptions {
   int64_t num_messages = 0;
   double rate = 0;
   int receiver_queue_size = 1000;
+  bool replicated = false;  // --replicated: replicate_subscription_state
 };
 
 struct ReadPerfOptions {

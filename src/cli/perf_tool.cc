@@ -177,6 +177,8 @@ PerfCommandLine::PerfCommandLine() {
   consume->add_option("-r,--rate", c.rate, "Messages per second to consume, 0 no limit (0)");
   consume->add_option("-q,--receiver-queue-size", c.receiver_queue_size,
                       "Receiver queue size (1000)");
+  consume->add_flag("--replicated", c.replicated,
+                    "Replicate the subscription's state to the other clusters (false)");
 
   read = app.add_subcommand("read", "Read with readers, measure end-to-end latency");
   add_common_options(read, rc);

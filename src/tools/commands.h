@@ -45,7 +45,7 @@ struct DrDrillArgs {
   std::string subscription_type = "Shared";  // --subscription-type Shared|Failover|Exclusive
   int snapshot_frequency_ms = 1000;          // --snapshot-frequency-ms
   int failover_delay_ms = 1000;              // --failover-delay-ms
-  int switch_back_delay_ms = 2000;           // --switch-back-delay-ms
+  int switch_back_delay_ms = 10000;          // --switch-back-delay-ms
   int check_interval_ms = 200;               // --check-interval-ms
   int before_kill_ms = 5000;                 // --before-kill-ms: load before the kill
   int on_secondary_ms = 5000;                // --on-secondary-ms: load on region-b

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -163,6 +164,8 @@ struct DrillResult {
   double switch_back_s = 0;  // region-a serving again -> the client back on it
   int64_t sent = 0, acknowledged = 0, send_errors = 0;
   int64_t received = 0, distinct = 0, lost = 0, redelivered = 0;
+  // Of `redelivered`: after the failover, and after the switch back.
+  int64_t redelivered_on_secondary = 0, redelivered_back = 0;
 };
 
 // What the consumer saw, per sequence number, and when the first message after a cluster
@@ -180,7 +183,9 @@ class Tally {
   // `switches`: the client's cluster switches when the message was received.
   void received(int64_t seq, int64_t switches) {
     std::lock_guard lock(mu_);
-    if (seq >= 0 && seq < static_cast<int64_t>(received_.size())) ++received_[seq];
+    if (seq >= 0 && seq < static_cast<int64_t>(received_.size())) {
+      if (++received_[seq] > 1) ++again_[phase_];
+    }
     ++total_;
     if (switches > mark_ && !first_after_switch_) first_after_switch_ = Clock::now();
   }
@@ -188,10 +193,12 @@ class Tally {
     std::lock_guard lock(mu_);
     return first_after_switch_;
   }
-  // From now on, waits for the first message received after the client's next move.
+  // From now on, waits for the first message received after the client's next move;
+  // redeliveries count in the next phase (before the kill, on the secondary, back).
   void reset_switch_mark(int64_t switches_now) {
     std::lock_guard lock(mu_);
     mark_ = switches_now;
+    phase_ = std::min<size_t>(phase_ + 1, again_.size() - 1);
     first_after_switch_.reset();
   }
   int64_t total() {
@@ -218,6 +225,8 @@ class Tally {
       r.redelivered += c > 1 ? c - 1 : 0;
     }
     for (int64_t seq : acked_) r.lost += received_[static_cast<size_t>(seq)] == 0 ? 1 : 0;
+    r.redelivered_on_secondary = again_[1];
+    r.redelivered_back = again_[2];
   }
 
  private:
@@ -226,6 +235,8 @@ class Tally {
   std::vector<int64_t> acked_;
   int64_t total_ = 0;
   int64_t mark_ = std::numeric_limits<int64_t>::max();
+  size_t phase_ = 0;
+  std::array<int64_t, 3> again_{};
   std::optional<Clock::time_point> first_after_switch_;
 };
 
@@ -450,11 +461,14 @@ int run_dr_drill(const DrDrillArgs& args) {
       break;
     }
     std::printf("drill %d: sent %lld, acknowledged %lld, send errors %lld, received %lld "
-                "(%lld distinct), lost %lld, redelivered %lld\n",
+                "(%lld distinct), lost %lld, redelivered %lld (%lld on region-b, %lld back on "
+                "region-a)\n",
                 i, static_cast<long long>(r->sent), static_cast<long long>(r->acknowledged),
                 static_cast<long long>(r->send_errors), static_cast<long long>(r->received),
                 static_cast<long long>(r->distinct), static_cast<long long>(r->lost),
-                static_cast<long long>(r->redelivered));
+                static_cast<long long>(r->redelivered),
+                static_cast<long long>(r->redelivered_on_secondary),
+                static_cast<long long>(r->redelivered_back));
     std::fflush(stdout);
     results.push_back(*r);
     if (!args.keep) fs::remove_all(dir, ec);
