@@ -33,6 +33,7 @@ struct GlobalOptions {
   std::string conf;
   std::string auth_plugin;
   std::string auth_params;
+  FailoverFlags failover;
 };
 
 struct ProduceOptions {
@@ -332,6 +333,39 @@ void apply_tls_settings(const TlsSettings& tls, client::ClientOptions& options) 
   options.tls_private_key_file_path = tls.key_file;
 }
 
+void add_failover_options(CLI::App& app, FailoverFlags& f) {
+  app.add_option("--secondary-service-url", f.secondary_service_urls,
+                 "Cluster failover: a secondary cluster's service URL (repeatable, in order)");
+  app.add_option("--failover-delay-ms", f.failover_delay_ms,
+                 "Cluster failover: move once the current cluster is unreachable this long "
+                 "(30000)")
+      ->check(CLI::Range(0, 86'400'000));
+  app.add_option("--switch-back-delay-ms", f.switch_back_delay_ms,
+                 "Cluster failover: back to the primary once reachable this long (60000)")
+      ->check(CLI::Range(0, 86'400'000));
+  app.add_option("--check-interval-ms", f.check_interval_ms,
+                 "Cluster failover: probe (or URL provider) period (30000)")
+      ->check(CLI::Range(10, 86'400'000));
+  app.add_option("--service-url-provider", f.url_provider,
+                 "Cluster failover: an http(s) URL answering {\"serviceUrl\": ...}");
+  app.add_flag("--discover-peer-clusters", f.discover_peer_clusters,
+               "Cluster failover: learn the secondaries from the primary's peerClusterNames");
+  app.add_option("--discovery-web-service-url", f.discovery_web_service_url,
+                 "The primary's web service for --discover-peer-clusters "
+                 "(default http://<primary host>:8080)");
+}
+
+void apply_failover_flags(const FailoverFlags& f, client::ClientOptions& options) {
+  auto& o = options.cluster_failover;
+  o.secondary_service_urls = f.secondary_service_urls;
+  o.failover_delay = std::chrono::milliseconds(f.failover_delay_ms);
+  o.switch_back_delay = std::chrono::milliseconds(f.switch_back_delay_ms);
+  o.check_interval = std::chrono::milliseconds(f.check_interval_ms);
+  o.url_provider = f.url_provider;
+  o.discover_peer_clusters = f.discover_peer_clusters;
+  o.discovery_web_service_url = f.discovery_web_service_url;
+}
+
 int run_client(std::vector<std::string> args, std::ostream& out, std::ostream& err) {
   clear_stop();
   CLI::App app{
@@ -347,6 +381,7 @@ int run_client(std::vector<std::string> args, std::ostream& out, std::ostream& e
                  "pulsar://localhost:6650, or brokerServiceUrl from the client configuration)");
   app.add_option("--conf", g.conf,
                  "client.conf to read brokerServiceUrl from (default: $PULSAR_CLIENT_CONF)");
+  add_failover_options(app, g.failover);
   app.add_option("--auth-plugin", g.auth_plugin,
                  "Authentication plugin: token or "
                  "org.apache.pulsar.client.impl.auth.AuthenticationToken (authPlugin)");
@@ -429,6 +464,7 @@ int run_client(std::vector<std::string> args, std::ostream& out, std::ostream& e
   }
   client::ClientOptions options;
   apply_tls_settings(*tls, options);
+  apply_failover_flags(g.failover, options);
   options.authentication = std::move(authentication).value();
   auto made = client::Client::create(*url, options);
   if (!made.ok()) {

@@ -22,6 +22,10 @@
 
 #include "cli/client_conf.h"
 
+namespace CLI {
+class App;
+}
+
 namespace magnetar::client {
 struct ClientOptions;
 }
@@ -30,6 +34,22 @@ namespace magnetar::cli {
 
 // `tls` onto the client library's tls_* options (magnetar-client and magnetar-perf).
 void apply_tls_settings(const TlsSettings& tls, client::ClientOptions& options);
+
+// Cluster failover (ours: pulsar-client and pulsar-perf have no such flags), for
+// magnetar-client and magnetar-perf: --secondary-service-url (repeatable),
+// --failover-delay-ms, --switch-back-delay-ms, --check-interval-ms, --service-url-provider,
+// --discover-peer-clusters, --discovery-web-service-url.
+struct FailoverFlags {
+  std::vector<std::string> secondary_service_urls;
+  int failover_delay_ms = 30'000;
+  int switch_back_delay_ms = 60'000;
+  int check_interval_ms = 30'000;
+  std::string url_provider;
+  bool discover_peer_clusters = false;
+  std::string discovery_web_service_url;
+};
+void add_failover_options(CLI::App& app, FailoverFlags& flags);
+void apply_failover_flags(const FailoverFlags& flags, client::ClientOptions& options);
 
 // `args` excludes the program name. Blocks until the command is done (consume -n 0 until
 // request_stop(), see interrupt.h).

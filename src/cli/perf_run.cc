@@ -69,6 +69,7 @@ bool PerfRun::connect() {
   if (o_.tls_enable_hostname_verification) tls->validate_hostname = true;
   client::ClientOptions options;
   apply_tls_settings(*tls, options);
+  apply_failover_flags(o_.failover, options);
   options.authentication = std::move(authentication).value();
   auto made = client::Client::create(*url, options);
   if (!made.ok()) {

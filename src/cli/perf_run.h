@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/client_tool.h"
 #include "cli/perf_stats.h"
 #include "magnetar/client.h"
 
@@ -36,6 +37,7 @@ struct CommonOptions {
   std::string trust_cert_file;
   bool tls_allow_insecure = false;
   bool tls_enable_hostname_verification = false;
+  FailoverFlags failover;  // client_tool.h
   int num_topics = 1;
   double duration_s = 0;
   int stats_interval_s = 10;

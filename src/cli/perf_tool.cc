@@ -42,6 +42,7 @@ void add_common_options(CLI::App* cmd, CommonOptions& o) {
                 "Accept any broker certificate (tlsAllowInsecureConnection)");
   cmd->add_flag("--tls-enable-hostname-verification", o.tls_enable_hostname_verification,
                 "The broker's certificate must name its host (tlsEnableHostnameVerification)");
+  add_failover_options(*cmd, o.failover);
   cmd->add_option("-t,--num-topic,--num-topics", o.num_topics,
                   "With one topic T and N > 1: use topics T-0 ... T-(N-1) (1)");
   add_run_options(cmd, o);

@@ -100,6 +100,22 @@ TEST_F(ClientToolTest, AnHttpServiceUrlLooksUpOverHttp) {
   EXPECT_NE(consumed.out.find("3 messages successfully consumed\n"), std::string::npos);
 }
 
+TEST_F(ClientToolTest, FailoverFlagsReachTheClient) {
+  // A secondary of the primary's scheme is taken (the primary serves: nothing moves).
+  auto fine = run({"--secondary-service-url", "pulsar://127.0.0.1:1", "--check-interval-ms",
+                   "100", "--failover-delay-ms", "200", "produce", topic(), "-m", "a"});
+  ASSERT_EQ(fine.code, 0) << fine.err;
+  EXPECT_EQ(fine.out, "1 messages successfully produced\n");
+  auto mixed = run({"--secondary-service-url", "pulsar+ssl://127.0.0.1:6651", "produce", topic(),
+                    "-m", "a"});
+  EXPECT_EQ(mixed.code, 1);
+  EXPECT_NE(mixed.err.find("secondary service URL"), std::string::npos) << mixed.err;
+  auto wrong = run({"--discover-peer-clusters", "--discovery-web-service-url", "nope://x",
+                    "produce", topic(), "-m", "a"});
+  EXPECT_EQ(wrong.code, 1);
+  EXPECT_NE(wrong.err.find("discovery_web_service_url"), std::string::npos) << wrong.err;
+}
+
 TEST_F(ClientToolTest, ReadFromEarliestPrintsEveryMessageInOrder) {
   ASSERT_EQ(run({"produce", topic(), "-m", "one,two,three"}).code, 0);
   auto read = run({"read", topic(), "-m", "earliest", "-n", "3"});

@@ -152,6 +152,18 @@ TEST_F(PerfToolTest, ProduceAndConsumeThroughAnHttpServiceUrl) {
       << consumed.out;
 }
 
+TEST_F(PerfToolTest, FailoverFlagsReachTheClient) {
+  auto wrong = run({"produce", topic(), "-u", url(), "--secondary-service-url",
+                    "pulsar+ssl://127.0.0.1:6651", "-m", "1"});
+  EXPECT_EQ(wrong.code, 1);
+  EXPECT_NE(wrong.err.find("secondary service URL"), std::string::npos) << wrong.err;
+  auto fine = run({"produce", topic(), "-u", url(), "--secondary-service-url",
+                   "pulsar://127.0.0.1:1", "--check-interval-ms", "100", "-r", "0", "-m", "10",
+                   "--json", json_path_.string()});
+  ASSERT_EQ(fine.code, 0) << fine.err;
+  EXPECT_EQ(summary()["messages"], 10);
+}
+
 TEST_F(PerfToolTest, ProducesThroughAnHttpsServiceUrlWithTrustCertFile) {
   const std::string dir =
       (std::filesystem::temp_directory_path() / ("magnetar-perf-tls-" + std::to_string(::getpid())))
