@@ -47,27 +47,8 @@ const log::Logger& logger() {
 
 // Binds 127.0.0.1:0 and releases the port the kernel chose.
 Result<int> pick_free_port() {
-  ScopedFd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (s.get() < 0) return Status(Errc::kIoError, "socket: " + errno_text(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (::bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(s.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    return Status(Errc::kIoError, "picking a free port: " + errno_text(errno));
-  }
-  return static_cast<int>(ntohs(addr.sin_port));
-}
-
-Result<std::string> make_temp_dir() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string path =
-      fmt::format("{}/magnetar-bookie-XXXXXX", tmp != nullptr && *tmp != '\0' ? tmp : "/tmp");
-  if (::mkdtemp(path.data()) == nullptr) {
-    return Status(Errc::kIoError, fmt::format("mkdtemp {}: {}", path, errno_text(errno)));
-  }
-  return path;
+  MAGNETAR_ASSIGN_OR_RETURN(std::vector<int> ports, pick_free_ports(1));
+  return ports.front();
 }
 
 // The bytes of `path` from `offset` on (at most the last `window` bytes when window > 0).
@@ -114,7 +95,7 @@ Result<std::unique_ptr<BookieProcess>> BookieProcess::launch(BookieProcessOption
   bool owns_dir = false;
   std::string dir = options.data_dir;
   if (dir.empty()) {
-    MAGNETAR_ASSIGN_OR_RETURN(dir, make_temp_dir());
+    MAGNETAR_ASSIGN_OR_RETURN(dir, make_temp_dir("magnetar-bookie-"));
     owns_dir = true;
   } else {
     std::error_code ec;
@@ -219,18 +200,7 @@ int BookieProcess::exit_code() const {
   return WEXITSTATUS(exit_status_);
 }
 
-std::string BookieProcess::log_tail(int lines) const {
-  // The last lines are in the last 64 KiB even of a long test's log.
-  std::string text = read_from(log_path(), 0, 64 * 1024);
-  size_t start = text.size();
-  if (start > 0 && text[start - 1] == '\n') --start;
-  for (int i = 0; i < lines && start > 0; ++i) {
-    const size_t newline = text.rfind('\n', start - 1);
-    start = newline == std::string::npos ? 0 : newline;
-  }
-  if (start < text.size() && text[start] == '\n') ++start;
-  return text.substr(start);
-}
+std::string BookieProcess::log_tail(int lines) const { return file_tail(log_path(), lines); }
 
 std::string BookieProcess::log_of_this_run() const {
   return read_from(log_path(), log_offset_, 0);

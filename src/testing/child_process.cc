@@ -1,14 +1,20 @@
 #include "testing/child_process.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cerrno>
+#include <cstdlib>
+#include <iterator>
+#include <fstream>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -121,6 +127,68 @@ Result<pid_t> spawn_child(std::vector<std::string> args, const std::string& log_
                   fmt::format("cannot run {}: {}", args.front(), errno_text(child_errno)));
   }
   return pid;
+}
+
+bool pause_child(pid_t pid, int* exit_status) {
+  ::kill(pid, SIGSTOP);
+  // SIGSTOP is asynchronous: wait for the stop to be reported.
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid, &status, WUNTRACED);
+  } while (r < 0 && errno == EINTR);
+  if (r == pid && WIFSTOPPED(status)) return true;
+  *exit_status = r == pid ? status : -1;
+  return false;
+}
+
+Result<std::vector<int>> pick_free_ports(int count) {
+  std::vector<ScopedFd> held;
+  std::vector<int> ports;
+  for (int i = 0; i < count; ++i) {
+    ScopedFd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (s.get() < 0) return Status(Errc::kIoError, "socket: " + errno_text(errno));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::getsockname(s.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      return Status(Errc::kIoError, "picking a free port: " + errno_text(errno));
+    }
+    ports.push_back(ntohs(addr.sin_port));
+    held.push_back(std::move(s));
+  }
+  return ports;
+}
+
+Result<std::string> make_temp_dir(const std::string& prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path =
+      fmt::format("{}/{}XXXXXX", tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", prefix);
+  if (::mkdtemp(path.data()) == nullptr) {
+    return Status(Errc::kIoError, fmt::format("mkdtemp {}: {}", path, errno_text(errno)));
+  }
+  return path;
+}
+
+std::string file_tail(const std::string& path, int lines) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  // A long test's log can be large; the last lines are in its last 64 KiB.
+  constexpr std::streamoff kWindow = 64 * 1024;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(std::max<std::streamoff>(0, size - kWindow));
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  size_t start = text.size();
+  if (start > 0 && text[start - 1] == '\n') --start;
+  for (int i = 0; i < lines && start > 0; ++i) {
+    size_t newline = text.rfind('\n', start - 1);
+    start = newline == std::string::npos ? 0 : newline;
+  }
+  if (start < text.size() && text[start] == '\n') ++start;
+  return text.substr(start);
 }
 
 std::pair<int, std::string> run_command(const std::string& command) {

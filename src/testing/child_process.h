@@ -43,6 +43,20 @@ Result<pid_t> spawn_child(std::vector<std::string> args, const std::string& log_
 // status, or -1 when someone else already reaped it (ECHILD).
 std::optional<int> reap_child(pid_t pid, bool block);
 
+// SIGSTOP, returning once the child is stopped: true. False when it exited instead (it is
+// reaped then, its wait status in *exit_status, -1 if unknown).
+bool pause_child(pid_t pid, int* exit_status);
+
+// `count` distinct free TCP ports on 127.0.0.1 (all bound before any is released). Another
+// process may take one before the caller binds it.
+Result<std::vector<int>> pick_free_ports(int count);
+
+// A fresh directory `$TMPDIR/<prefix>XXXXXX` (TMPDIR unset: /tmp).
+Result<std::string> make_temp_dir(const std::string& prefix);
+
+// The last `lines` lines of a text file ("" when it cannot be read).
+std::string file_tail(const std::string& path, int lines);
+
 // Runs a shell command to its end: its exit code (-1 when it did not exit normally) and what
 // it printed (stdout and stderr together).
 std::pair<int, std::string> run_command(const std::string& command);

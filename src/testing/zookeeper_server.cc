@@ -72,34 +72,6 @@ Status poll_until(int fd, short events, Clock::time_point deadline, std::string_
   }
 }
 
-// Binds all sockets before closing any, so the ports are distinct.
-Result<std::vector<int>> pick_free_ports(int count) {
-  std::vector<ScopedFd> held;
-  std::vector<int> ports;
-  for (int i = 0; i < count; ++i) {
-    ScopedFd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (s.get() < 0) return Status(Errc::kIoError, "socket: " + errno_text(errno));
-    sockaddr_in addr = loopback(0);
-    socklen_t len = sizeof addr;
-    if (::bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::getsockname(s.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      return Status(Errc::kIoError, "picking a free port: " + errno_text(errno));
-    }
-    ports.push_back(ntohs(addr.sin_port));
-    held.push_back(std::move(s));
-  }
-  return ports;
-}
-
-Result<std::string> make_temp_dir() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string path = fmt::format("{}/magnetar-zk-XXXXXX", tmp != nullptr && *tmp ? tmp : "/tmp");
-  if (::mkdtemp(path.data()) == nullptr) {
-    return Status(Errc::kIoError, fmt::format("mkdtemp {}: {}", path, errno_text(errno)));
-  }
-  return path;
-}
-
 Status write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
   out << text;
@@ -241,7 +213,7 @@ Result<std::unique_ptr<ZooKeeperServer>> ZooKeeperServer::prepare(const ZooKeepe
     return Status(Errc::kNotFound,
                   fmt::format("java binary {}: {}", resolved.java_binary, errno_text(errno)));
   }
-  MAGNETAR_ASSIGN_OR_RETURN(std::string dir, make_temp_dir());
+  MAGNETAR_ASSIGN_OR_RETURN(std::string dir, make_temp_dir("magnetar-zk-"));
   // From here on the server's destructor removes `dir`.
   auto server = std::make_unique<ZooKeeperServer>(Key(), std::move(resolved), dir, port);
   const std::string data = dir + "/data";
@@ -274,24 +246,7 @@ std::string ZooKeeperServer::log_path() const {
   return dir_ + "/zookeeper.log";
 }
 
-std::string ZooKeeperServer::log_tail(int lines) const {
-  std::ifstream in(log_path(), std::ios::binary);
-  if (!in) return {};
-  // A long test's log can be large; the last lines are in its last 64 KiB.
-  constexpr std::streamoff kWindow = 64 * 1024;
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  in.seekg(std::max<std::streamoff>(0, size - kWindow));
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  size_t start = text.size();
-  if (start > 0 && text[start - 1] == '\n') --start;
-  for (int i = 0; i < lines && start > 0; ++i) {
-    size_t newline = text.rfind('\n', start - 1);
-    start = newline == std::string::npos ? 0 : newline;
-  }
-  if (start < text.size() && text[start] == '\n') ++start;
-  return text.substr(start);
-}
+std::string ZooKeeperServer::log_tail(int lines) const { return file_tail(log_path(), lines); }
 
 bool ZooKeeperServer::lost_port_race() const {
   return other_server_on_port_ ||
@@ -349,17 +304,9 @@ Status ZooKeeperServer::restart() {
 
 void ZooKeeperServer::pause() {
   if (paused_ || !running()) return;
-  ::kill(pid_, SIGSTOP);
-  // SIGSTOP is asynchronous; return only once the JVM is really stopped.
-  int status = 0;
-  pid_t r;
-  do {
-    r = ::waitpid(pid_, &status, WUNTRACED);
-  } while (r < 0 && errno == EINTR);
-  if (r == pid_ && WIFSTOPPED(status)) {
+  if (pause_child(pid_, &exit_status_)) {
     paused_ = true;
   } else {
-    exit_status_ = r == pid_ ? status : -1;
     pid_ = -1;
   }
 }
