@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
   libboost-all-dev protobuf-compiler libprotobuf-dev
   librocksdb-dev zookeeper libzookeeper-mt-dev default-jre-headless
+  etcd-server etcd-client libgrpc++-dev protobuf-compiler-grpc
   libssl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   liblz4-dev libzstd-dev libsnappy-dev zlib1g-dev libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -11,7 +11,7 @@ work="$build/fuzz-work"
 artifacts="$build/fuzz-artifacts"
 rm -rf "$work"
 mkdir -p "$work/frame_decoder_fuzz" "$work/batch_parser_fuzz" "$work/bookie_frame_fuzz" \
-  "$work/jwt_fuzz" "$work/compacted_entry_fuzz" "$artifacts"
+  "$work/jwt_fuzz" "$work/compacted_entry_fuzz" "$work/etcd_keys_fuzz" "$artifacts"
 "$bin/fuzz_seeds" "$work/frame_decoder_fuzz" "$work/batch_parser_fuzz"
 
 passed=0
@@ -20,7 +20,11 @@ failed=0
 printf 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2lnbmF0dXJl' >"$work/jwt_fuzz/seed"
 # A compacted entry: the id header of position 3:7 around an empty stored entry.
 printf '\x00\x00\x00\x04\x08\x03\x10\x07' >"$work/compacted_entry_fuzz/seed"
-for target in frame_decoder_fuzz batch_parser_fuzz bookie_frame_fuzz jwt_fuzz compacted_entry_fuzz; do
+# An etcd node key and a node value with its header.
+printf '/n/002/a/b' >"$work/etcd_keys_fuzz/key"
+printf '\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x02v' >"$work/etcd_keys_fuzz/value"
+for target in frame_decoder_fuzz batch_parser_fuzz bookie_frame_fuzz jwt_fuzz compacted_entry_fuzz \
+    etcd_keys_fuzz; do
   echo "fuzz: $target for ${seconds}s"
   if "$bin/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=70000 \
       -print_final_stats=1 -artifact_prefix="$artifacts/$target-" "$work/$target" \

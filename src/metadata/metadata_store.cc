@@ -1,14 +1,19 @@
 #include "metadata/metadata_store.h"
 
 #include <filesystem>
+#include <type_traits>
 
 #include <fmt/format.h>
 
 #include "common/config.h"
+#include "metadata/etcd_store.h"
 #include "metadata/local_store.h"
 #include "metadata/zookeeper_store.h"
 
 namespace magnetar::metadata {
+
+static_assert(std::is_trivially_destructible_v<StoreOptions>,
+              "StoreOptions is passed by value into coroutines (see metadata_store.h)");
 
 std::string_view to_string(NotificationType t) {
   switch (t) {
@@ -129,6 +134,7 @@ Task<Result<std::unique_ptr<MetadataStore>>> open_store(std::string url, StoreOp
     co_return open_local_store(LocalBackend::kRocksDb, abs.lexically_normal().string(), options);
   }
   if (starts("zk:")) co_return co_await open_zookeeper_store(url.substr(3), options);
+  if (starts("etcd:")) co_return co_await open_etcd_store(url.substr(5), options);
   // Pulsar also accepts a bare ZooKeeper connect string ("host:2181,host2:2181/chroot").
   if (!url.empty() && url.find("://") == std::string::npos && url.find(':') != std::string::npos &&
       url.front() != '/') {
@@ -136,7 +142,8 @@ Task<Result<std::unique_ptr<MetadataStore>>> open_store(std::string url, StoreOp
   }
   co_return Status(Error::kBadUrl,
                    fmt::format("'{}' is not a metadata store URL (zk:host:port[/chroot], "
-                               "rocksdb:///path or memory:[name])",
+                               "etcd:http://host:port[,host:port][/prefix], rocksdb:///path or "
+                               "memory:[name])",
                                url));
 }
 
@@ -168,8 +175,8 @@ Task<Result<MetadataStores>> open_stores(const MetadataConfig& config) {
 
 void bind_metadata_config(ConfigSchema& schema, MetadataConfig* c) {
   schema.bind("metadataStoreUrl", &c->metadata_store_url,
-              "Cluster metadata store: zk:host:port[,host:port][/chroot], rocksdb:///path or "
-              "memory:name");
+              "Cluster metadata store: zk:host:port[,host:port][/chroot], "
+              "etcd:http://host:port[,host:port][/prefix], rocksdb:///path or memory:name");
   schema.bind("configurationMetadataStoreUrl", &c->configuration_metadata_store_url,
               "Instance-wide configuration store (clusters, tenants, namespaces, policies); "
               "empty means the same as metadataStoreUrl");

@@ -5,6 +5,7 @@
 // interface; the backend is chosen by URL:
 //
 //   zk:host:port[,host:port...][/chroot]   a ZooKeeper ensemble (clusters)
+//   etcd:http://host:port[,host:port...][/prefix]   an etcd cluster (clusters; https: TLS)
 //   rocksdb:///absolute/path               embedded and durable (standalone)
 //   memory:[name]                          in-process, for tests
 //
@@ -80,6 +81,8 @@ enum class SessionEvent {
 std::string_view to_string(NotificationType t);
 std::string_view to_string(SessionEvent e);
 
+// Must stay trivially destructible: callers pass it (or its default) by value to coroutines
+// inside co_await, where GCC 12 destroys such temporaries twice.
 struct StoreOptions {
   // Largest value accepted by put (and the largest any backend must round-trip).
   size_t max_value_size = 1024 * 1024;

@@ -15,7 +15,8 @@
 // The store outlives every handle: its destructor closes the last one on the janitor and
 // joins the janitor.
 //
-// Lock order: ZooKeeperStore::mu_ -> Session::handle_mu_ -> Session::ops_mu_. No lock is held
+// Lock order: ZooKeeperStore::mu_ -> (the listener registry's lock) -> Session::handle_mu_ ->
+// Session::ops_mu_. No lock is held
 // while calling zookeeper_close, filling a ReplySlot or running a listener.
 
 #include "metadata/zookeeper_store.h"
@@ -42,6 +43,7 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
+#include "metadata/listeners.h"
 
 namespace magnetar::metadata {
 namespace {
@@ -262,15 +264,6 @@ class Session {
   std::unordered_map<PendingOp*, std::unique_ptr<PendingOp>> pending_;
 };
 
-// A registered listener: invoked on `executor` while `alive`.
-template <typename Arg>
-struct ZkListener {
-  Executor executor;
-  std::function<void(Arg)> fn;
-  std::atomic<bool> alive{true};
-};
-using NotificationListener = ZkListener<const Notification&>;
-using SessionListener = ZkListener<SessionEvent>;
 
 class ZooKeeperStore final : public MetadataStore {
  public:
@@ -457,47 +450,21 @@ class ZooKeeperStore final : public MetadataStore {
 
   ListenerId add_listener(Executor executor,
                           std::function<void(const Notification&)> listener) override {
-    auto entry = std::make_shared<NotificationListener>();
-    entry->executor = std::move(executor);
-    entry->fn = std::move(listener);
-    ListenerId id;
-    bool first;
-    std::shared_ptr<Session> session;
-    {
-      std::lock_guard lock(mu_);
-      id = next_listener_id_++;
-      first = listeners_.empty();
-      listeners_.emplace(id, std::move(entry));
-      session = session_;
-    }
+    ListenerRegistry::Added added = listeners_.add(std::move(executor), std::move(listener));
     // Watches that fired while nobody listened were not re-armed: arm them again.
-    if (first && session) rearm_all(*session);
-    return id;
+    if (added.first) {
+      if (std::shared_ptr<Session> session = current_session()) rearm_all(*session);
+    }
+    return added.id;
   }
 
   ListenerId add_session_listener(Executor executor,
                                   std::function<void(SessionEvent)> listener) override {
-    auto entry = std::make_shared<SessionListener>();
-    entry->executor = std::move(executor);
-    entry->fn = std::move(listener);
-    std::lock_guard lock(mu_);
-    ListenerId id = next_listener_id_++;
-    session_listeners_.emplace(id, std::move(entry));
-    return id;
+    return listeners_.add_session(std::move(executor), std::move(listener));
   }
 
   // Once this returns, the listener is not invoked again unless a call already started.
-  void remove_listener(ListenerId id) override {
-    std::lock_guard lock(mu_);
-    if (auto it = listeners_.find(id); it != listeners_.end()) {
-      it->second->alive = false;
-      listeners_.erase(it);
-    }
-    if (auto it = session_listeners_.find(id); it != session_listeners_.end()) {
-      it->second->alive = false;
-      session_listeners_.erase(it);
-    }
-  }
+  void remove_listener(ListenerId id) override { listeners_.remove(id); }
 
   int64_t session_id() const override { return session_id_.load(); }
 
@@ -625,7 +592,7 @@ class ZooKeeperStore final : public MetadataStore {
     {
       std::lock_guard lock(mu_);
       if (session->state == SessionState::kClosed || closed_) return;
-      if (!listeners_.empty()) {
+      if (listeners_.has_listeners()) {
         bool children = child_watched_.count(path) > 0;
         rearm_data = children || data_watched_.count(path) > 0;
         rearm_child = children && kind == NotificationType::kCreated;
@@ -644,7 +611,7 @@ class ZooKeeperStore final : public MetadataStore {
     {
       std::lock_guard lock(mu_);
       if (session->state == SessionState::kClosed || closed_) return;
-      rearm = !listeners_.empty() && child_watched_.count(path) > 0;
+      rearm = listeners_.has_listeners() && child_watched_.count(path) > 0;
     }
     notify(Notification{NotificationType::kChildrenChanged, path});
     if (rearm) session->arm_child_watch(path);
@@ -862,7 +829,7 @@ class ZooKeeperStore final : public MetadataStore {
     std::vector<std::string> children;
     {
       std::lock_guard lock(mu_);
-      if (listeners_.empty()) return;  // add_listener re-arms
+      if (!listeners_.has_listeners()) return;  // add_listener re-arms
       data.assign(data_watched_.begin(), data_watched_.end());
       children.assign(child_watched_.begin(), child_watched_.end());
     }
@@ -873,31 +840,8 @@ class ZooKeeperStore final : public MetadataStore {
     }
   }
 
-  void notify(const Notification& notification) {
-    std::vector<std::shared_ptr<NotificationListener>> targets;
-    {
-      std::lock_guard lock(mu_);
-      for (const auto& [id, listener] : listeners_) targets.push_back(listener);
-    }
-    for (auto& listener : targets) {
-      asio::post(listener->executor, [listener, notification] {
-        if (listener->alive) listener->fn(notification);
-      });
-    }
-  }
-
-  void notify_session(SessionEvent event) {
-    std::vector<std::shared_ptr<SessionListener>> targets;
-    {
-      std::lock_guard lock(mu_);
-      for (const auto& [id, listener] : session_listeners_) targets.push_back(listener);
-    }
-    for (auto& listener : targets) {
-      asio::post(listener->executor, [listener, event] {
-        if (listener->alive) listener->fn(event);
-      });
-    }
-  }
+  void notify(const Notification& notification) { listeners_.notify(notification); }
+  void notify_session(SessionEvent event) { listeners_.notify_session(event); }
 
   // --- Session lifecycle (janitor thread) ---
 
@@ -912,10 +856,7 @@ class ZooKeeperStore final : public MetadataStore {
       closed_ = true;
       session = session_;
       waiters.swap(connect_waiters_);
-      for (auto& [id, listener] : listeners_) listener->alive = false;
-      for (auto& [id, listener] : session_listeners_) listener->alive = false;
-      listeners_.clear();
-      session_listeners_.clear();
+      listeners_.close();
     }
     for (auto& slot : waiters) slot->fill(reply_with(ZCLOSING));
     return session;
@@ -976,9 +917,7 @@ class ZooKeeperStore final : public MetadataStore {
   bool closed_ = false;                                         // guarded by mu_
   std::shared_ptr<Session> session_;                            // guarded by mu_
   std::vector<std::shared_ptr<ReplySlot>> connect_waiters_;     // guarded by mu_
-  ListenerId next_listener_id_ = 1;                             // guarded by mu_
-  std::map<ListenerId, std::shared_ptr<NotificationListener>> listeners_;   // guarded by mu_
-  std::map<ListenerId, std::shared_ptr<SessionListener>> session_listeners_;  // guarded by mu_
+  ListenerRegistry listeners_;  // its own lock, taken after mu_ (never the other way)
   std::set<std::string> data_watched_;   // paths whose data watch we keep; guarded by mu_
   std::set<std::string> child_watched_;  // paths whose child watch we keep; guarded by mu_
   std::atomic<int64_t> session_id_{0};

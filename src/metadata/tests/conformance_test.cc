@@ -1,5 +1,5 @@
 // One suite, every backend: the semantics of metadata_store.h hold the same on memory:,
-// rocksdb: and a real ZooKeeper server started by the test.
+// rocksdb:, and real ZooKeeper and etcd servers started by the test.
 
 #include <gtest/gtest.h>
 
@@ -9,6 +9,7 @@
 
 #include "metadata/metadata_store.h"
 #include "metadata/tests/store_test_support.h"
+#include "testing/etcd_server.h"
 #include "testing/zookeeper_server.h"
 
 namespace magnetar::metadata {
@@ -16,13 +17,14 @@ namespace {
 
 using test::Loop;
 
-enum class Backend { kMemory, kRocksDb, kZooKeeper };
+enum class Backend { kMemory, kRocksDb, kZooKeeper, kEtcd };
 
 std::string backend_name(const ::testing::TestParamInfo<Backend>& info) {
   switch (info.param) {
     case Backend::kMemory: return "Memory";
     case Backend::kRocksDb: return "RocksDb";
     case Backend::kZooKeeper: return "ZooKeeper";
+    case Backend::kEtcd: return "Etcd";
   }
   return "?";
 }
@@ -48,6 +50,13 @@ class ConformanceTest : public ::testing::TestWithParam<Backend> {
         url_ = "zk:" + zk_->connect_string() + "/conformance";
         break;
       }
+      case Backend::kEtcd: {
+        auto etcd = testing::EtcdServer::start();
+        ASSERT_TRUE(etcd.ok()) << etcd.status().to_string();
+        etcd_ = std::move(etcd).value();
+        url_ = etcd_->url() + "/conformance";
+        break;
+      }
     }
     a_ = open();
     b_ = open();
@@ -59,6 +68,7 @@ class ConformanceTest : public ::testing::TestWithParam<Backend> {
       s->reset();
     }
     zk_.reset();
+    etcd_.reset();
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
@@ -85,6 +95,7 @@ class ConformanceTest : public ::testing::TestWithParam<Backend> {
   std::string url_;
   std::filesystem::path dir_;
   std::unique_ptr<testing::ZooKeeperServer> zk_;
+  std::unique_ptr<testing::EtcdServer> etcd_;
   std::unique_ptr<MetadataStore> a_, b_;
 };
 
@@ -353,7 +364,7 @@ TEST_P(ConformanceTest, BadPathsAreRejected) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, ConformanceTest,
                          ::testing::Values(Backend::kMemory, Backend::kRocksDb,
-                                           Backend::kZooKeeper),
+                                           Backend::kZooKeeper, Backend::kEtcd),
                          backend_name);
 
 TEST(PathTest, ParentAndJoin) {

@@ -29,7 +29,9 @@ namespace magnetar::metadata {
 namespace {
 
 using namespace std::chrono_literals;
+using test::ephemeral;
 using test::Loop;
+using test::SessionEvents;
 
 // Short timeouts: the fixture's tick of 200 ms allows sessions down to 400 ms.
 StoreOptions short_timeouts(std::chrono::milliseconds session,
@@ -47,25 +49,6 @@ std::unique_ptr<MetadataStore> open_zk(Loop& loop, const std::string& url_rest,
   return store.ok() ? std::move(store).value() : nullptr;
 }
 
-PutOptions ephemeral() { return PutOptions{std::nullopt, true, false}; }
-
-// Records the session events a store reports, in order.
-struct SessionEvents {
-  std::vector<SessionEvent> seen;
-
-  void attach(MetadataStore& store, Loop& loop) {
-    store.add_session_listener(loop.executor(), [this](SessionEvent e) { seen.push_back(e); });
-  }
-  bool has(SessionEvent e) const { return std::find(seen.begin(), seen.end(), e) != seen.end(); }
-  size_t first(SessionEvent e) const {
-    return static_cast<size_t>(std::find(seen.begin(), seen.end(), e) - seen.begin());
-  }
-  std::string describe() const {
-    std::string out;
-    for (SessionEvent e : seen) out += fmt::format("{} ", to_string(e));
-    return out;
-  }
-};
 
 // A port on 127.0.0.1 where nothing listens (bound, then released).
 int unused_port() {
@@ -247,15 +230,7 @@ TEST(ZooKeeperStoreTest, ExpiredSessionIsReplacedAndItsEphemeralsAreGone) {
   EXPECT_NE(store->session_id(), 0);
 
   // The new session works, sees the ephemeral gone, and owns what it creates.
-  auto gone = loop.await(store->get("/eph"));
-  ASSERT_TRUE(gone.ok()) << gone.status().to_string();
-  EXPECT_FALSE(gone->has_value());
-  auto mine = loop.await(store->put("/eph", "again", ephemeral()));
-  ASSERT_TRUE(mine.ok()) << mine.status().to_string();
-  EXPECT_EQ(mine->stat.ephemeral_owner, store->session_id());
-  auto read = loop.await(observer->get("/eph"));
-  ASSERT_TRUE(read.ok() && read->has_value());
-  EXPECT_EQ((*read)->value, "again");
+  EXPECT_TRUE(test::new_session_owns_a_new_ephemeral(loop, *store, *observer, "/eph"));
   EXPECT_TRUE(loop.await(store->close()).ok());
   EXPECT_TRUE(loop.await(observer->close()).ok());
 }
