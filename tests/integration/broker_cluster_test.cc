@@ -1,5 +1,5 @@
-// Cluster mode with real processes: a ZooKeeper server, three `magnetar bookie` and two
-// `magnetar broker` processes on 127.0.0.1. Clients are the blocking protocol client
+// Cluster mode with real processes: a ZooKeeper server (or etcd), three `magnetar bookie` and
+// two `magnetar broker` processes on 127.0.0.1. Clients are the blocking protocol client
 // (testing/pulsar_test_client.h) and the brokers' HTTP API (curl-free: a raw HTTP GET/PUT
 // over a socket is enough here).
 
@@ -12,7 +12,15 @@
 namespace magnetar::testing {
 namespace {
 
-using BrokerClusterTest = BrokerClusterFixture;
+class BrokerClusterTest : public BrokerClusterFixture {
+ protected:
+  void killed_owner_is_replaced_without_losing_messages();
+  // The store stays paused for at least `paused_for` (longer than the session: the lease or
+  // session then expires on the server once it runs again).
+  void cut_off_broker_stops_serving_before_its_session_can_expire(
+      std::chrono::milliseconds paused_for = {});
+  void metadata_member_killed_under_load_changes_nothing(const std::function<void()>& kill);
+};
 
 TEST_F(BrokerClusterTest, EitherBrokerReachesEveryTopicAndBundlesSpreadOverBoth) {
   start_broker();
@@ -166,6 +174,10 @@ TEST_F(BrokerClusterTest, BundleUnloadMovesTheTopicAndKeepsItsMessages) {
 }
 
 TEST_F(BrokerClusterTest, KilledOwnerIsReplacedAfterTheSessionTimeoutWithoutLosingMessages) {
+  killed_owner_is_replaced_without_losing_messages();
+}
+
+void BrokerClusterTest::killed_owner_is_replaced_without_losing_messages() {
   start_broker();
   start_broker();
   ASSERT_FALSE(HasFailure());
@@ -420,7 +432,15 @@ TEST_F(BrokerClusterTest, ABundleWithTooManyTopicsIsSplitAndItsTopicsStayReachab
   }
 }
 
+// ZooKeeper hung for longer than every session (4 s): the broker stops serving before its
+// session can expire, and once ZooKeeper runs again the broker, and the bookies whose
+// registrations expired, come back on new sessions.
 TEST_F(BrokerClusterTest, ABrokerCutOffFromZooKeeperStopsServingBeforeItsSessionCanExpire) {
+  cut_off_broker_stops_serving_before_its_session_can_expire(6s);
+}
+
+void BrokerClusterTest::cut_off_broker_stops_serving_before_its_session_can_expire(
+    std::chrono::milliseconds paused_for) {
   start_broker();
   ASSERT_FALSE(HasFailure());
   const std::string topic = "persistent://public/default/cut-off";
@@ -429,32 +449,38 @@ TEST_F(BrokerClusterTest, ABrokerCutOffFromZooKeeperStopsServingBeforeItsSession
   auto c = connect(brokers_[0]);
   ASSERT_TRUE(c->create_producer(topic, 1).ok());
   ASSERT_TRUE(c->send_message(1, 0, "before").ok());
-  // A hung ZooKeeper: connections stay open, nothing answers. The broker's session (4 s)
+  // A hung metadata store: connections stay open, nothing answers. The broker's session (4 s)
   // cannot expire before the server answers again, but the broker cannot know that: it
-  // stops serving before the session timeout (its client notices after 2/3 of it, then a
-  // sixth more).
+  // stops serving before the session timeout (ZooKeeper's client notices after 2/3 of it,
+  // then a sixth more; our etcd client after a TTL less an eighth from its last answered
+  // keep-alive).
   const auto paused = std::chrono::steady_clock::now();
-  zk_->pause();
+  pause_metadata();
   auto closed = c->receive(wire::BaseCommand::CLOSE_PRODUCER, 10s);
   const auto after = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - paused);
-  zk_->resume();
+  std::this_thread::sleep_until(paused + paused_for);
+  resume_metadata();
   ASSERT_TRUE(closed.ok()) << closed.status().to_string();
   EXPECT_LT(after.count(), 4000) << "stopped serving only after the session timeout";
-  std::fprintf(stderr, "cut off from ZooKeeper: producers closed after %lld ms\n",
+  std::fprintf(stderr, "cut off from the metadata store: producers closed after %lld ms\n",
                static_cast<long long>(after.count()));
-  // ZooKeeper answers again: the broker serves the topic again (same or new session).
+  // The store answers again: the broker serves the topic again (same or new session).
   const auto deadline = std::chrono::steady_clock::now() + 20s;
   bool served = false;
+  Status last;
   while (!served && std::chrono::steady_clock::now() < deadline) {
     auto d = connect(brokers_[0]);
-    if (d && d->create_producer(topic, 2).ok() && d->send_message(2, 0, "after").ok()) {
+    if (!d) continue;
+    last = d->create_producer(topic, 2).status();
+    if (last.ok()) last = d->send_message(2, 0, "after").status();
+    if (last.ok()) {
       served = true;
     } else {
       std::this_thread::sleep_for(200ms);
     }
   }
-  EXPECT_TRUE(served);
+  EXPECT_TRUE(served) << last.to_string();
 }
 
 // The same cluster over a 3-server ZooKeeper ensemble.
@@ -464,6 +490,13 @@ class BrokerClusterOnEnsembleTest : public BrokerClusterTest {
 };
 
 TEST_F(BrokerClusterOnEnsembleTest, AZooKeeperServerKilledUnderLoadChangesNothing) {
+  auto leader = ensemble_->wait_for_leader(10s);
+  ASSERT_TRUE(leader.ok()) << leader.status().to_string();
+  metadata_member_killed_under_load_changes_nothing([&] { ensemble_->server(*leader).kill(); });
+}
+
+void BrokerClusterTest::metadata_member_killed_under_load_changes_nothing(
+    const std::function<void()>& kill) {
   const Settings small_ledgers = {{"managedLedgerMaxEntriesPerLedger", "100"},
                                   {"managedLedgerMinLedgerRolloverTimeMinutes", "0"}};
   start_broker(small_ledgers);
@@ -478,12 +511,10 @@ TEST_F(BrokerClusterOnEnsembleTest, AZooKeeperServerKilledUnderLoadChangesNothin
       c->subscribe(topic, "s", wire::CommandSubscribe::Shared, 1, wire::CommandSubscribe::Earliest)
           .ok());
   ASSERT_TRUE(c->create_producer(topic, 1).ok());
-  // Kill the ZooKeeper leader a third of the way through 600 messages; ledgers roll over
-  // meanwhile (new ledger ids and metadata come from ZooKeeper).
-  auto leader = ensemble_->wait_for_leader(10s);
-  ASSERT_TRUE(leader.ok()) << leader.status().to_string();
+  // Kill a metadata server a third of the way through 600 messages; ledgers roll over
+  // meanwhile (new ledger ids and metadata come from the store).
   for (int i = 0; i < 600; ++i) {
-    if (i == 200) ensemble_->server(*leader).kill();
+    if (i == 200) kill();
     auto receipt = c->send_message(1, i, fmt::format("m{}", i));
     ASSERT_TRUE(receipt.ok()) << i << ": " << receipt.status().to_string();
   }
@@ -498,6 +529,33 @@ TEST_F(BrokerClusterOnEnsembleTest, AZooKeeperServerKilledUnderLoadChangesNothin
     ASSERT_TRUE(unpacked.ok());
     EXPECT_EQ((*unpacked)[0].payload.to_string(), fmt::format("m{}", i));
   }
+}
+
+// The same cluster with etcd (one member) as its metadata store instead of ZooKeeper.
+class BrokerClusterOnEtcdTest : public BrokerClusterTest {
+ protected:
+  int etcd_members() const override { return 1; }
+};
+
+TEST_F(BrokerClusterOnEtcdTest, KilledOwnerIsReplacedAfterTheSessionTimeoutWithoutLosingMessages) {
+  killed_owner_is_replaced_without_losing_messages();
+}
+
+// etcd hung for longer than the broker's lease (4 s): the broker stops serving within the TTL,
+// before etcd can expire the lease and another broker take the bundle, and serves again on a
+// new lease once etcd runs.
+TEST_F(BrokerClusterOnEtcdTest, ABrokerCutOffFromEtcdStopsServingBeforeItsLeaseCanExpire) {
+  cut_off_broker_stops_serving_before_its_session_can_expire(6s);
+}
+
+// Over a 3-member etcd cluster: the member every client talks to first is killed under load.
+class BrokerClusterOnEtcdClusterTest : public BrokerClusterTest {
+ protected:
+  int etcd_members() const override { return 3; }
+};
+
+TEST_F(BrokerClusterOnEtcdClusterTest, AnEtcdMemberKilledUnderLoadChangesNothing) {
+  metadata_member_killed_under_load_changes_nothing([&] { etcd_->member(0).kill(); });
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #pragma once
-// The fixture of process-level tests: a real ZooKeeper JVM (testing/zookeeper_server.h) and
-// `magnetar bookie` processes (testing/bookie_process.h) on 127.0.0.1, under a per-test
-// directory; clients run in the test process on an io_context the test thread drives
+// The fixture of process-level tests: a real ZooKeeper JVM (testing/zookeeper_server.h), or
+// real etcd (testing/etcd_server.h) when a test class asks for it, and `magnetar bookie`
+// processes (testing/bookie_process.h) on 127.0.0.1, under a per-test directory; clients run in the test process on an io_context the test thread drives
 // (await(), run_until(), run_for()). Logs of the bookies are printed when a test fails.
 
 #include <fmt/format.h>
@@ -22,6 +22,7 @@
 #include "common/asio.h"
 #include "metadata/metadata_store.h"
 #include "testing/bookie_process.h"
+#include "testing/etcd_server.h"
 #include "testing/zookeeper_server.h"
 
 #ifndef MAGNETAR_BINARY
@@ -41,9 +42,16 @@ class ClusterFixture : public ::testing::Test {
  protected:
   // ZooKeeper servers for the test: 1 (a standalone server) or an ensemble of N.
   virtual int zookeeper_servers() const { return 1; }
+  // etcd members instead of ZooKeeper: 0 (ZooKeeper), 1, or a cluster of N.
+  virtual int etcd_members() const { return 0; }
 
   void SetUp() override {
-    if (zookeeper_servers() > 1) {
+    if (etcd_members() > 0) {
+      auto etcd = EtcdCluster::start(etcd_members());
+      ASSERT_TRUE(etcd.ok()) << etcd.status().to_string();
+      etcd_ = std::move(etcd).value();
+      url_ = etcd_->url() + "/bk";
+    } else if (zookeeper_servers() > 1) {
       auto ensemble = ZooKeeperEnsemble::start(zookeeper_servers());
       ASSERT_TRUE(ensemble.ok()) << ensemble.status().to_string();
       ensemble_ = std::move(ensemble).value();
@@ -75,8 +83,20 @@ class ClusterFixture : public ::testing::Test {
     store_.reset();
     zk_.reset();
     ensemble_.reset();
+    etcd_.reset();
     std::error_code ec;
     std::filesystem::remove_all(root_, ec);
+  }
+
+  // A hung metadata store (SIGSTOP): connections stay open, nothing answers. A single server
+  // only (ZooKeeper or etcd).
+  void pause_metadata() {
+    if (zk_) zk_->pause();
+    if (etcd_) etcd_->member(0).pause();
+  }
+  void resume_metadata() {
+    if (zk_) zk_->resume();
+    if (etcd_) etcd_->member(0).resume();
   }
 
   // Fast group commit; no checkpoint during a test unless asked (so restarts replay the
@@ -204,6 +224,7 @@ class ClusterFixture : public ::testing::Test {
   asio::executor_work_guard<asio::io_context::executor_type> guard_{io_.get_executor()};
   std::unique_ptr<ZooKeeperServer> zk_;
   std::unique_ptr<ZooKeeperEnsemble> ensemble_;  // instead of zk_ when zookeeper_servers() > 1
+  std::unique_ptr<EtcdCluster> etcd_;            // instead of both when etcd_members() > 0
   std::string url_;
   std::unique_ptr<metadata::MetadataStore> store_;
   std::filesystem::path root_;

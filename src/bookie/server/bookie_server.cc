@@ -380,6 +380,15 @@ Result<std::unique_ptr<BookieServer>> BookieServer::start(
   if (s->store_) {
     MAGNETAR_TRY(s->register_bookie());
     s->gc_thread_ = std::thread([srv = s.get()] { srv->gc_loop(); });
+    s->session_listener_ = s->store_->add_session_listener(
+        s->loops_[0]->get_executor(), [srv = s.get()](metadata::SessionEvent event) {
+          if (event != metadata::SessionEvent::kSessionReestablished) return;
+          {
+            std::lock_guard<std::mutex> lock(srv->gc_mu_);
+            srv->reregister_pending_ = true;
+          }
+          srv->gc_cv_.notify_all();
+        });
   }
   bookie.on_read_only([srv = s.get()] { srv->on_read_only(); });
   return s;
@@ -526,8 +535,21 @@ void BookieServer::gc_loop() {
   auto next_gc = std::chrono::steady_clock::now() +
                  std::chrono::milliseconds(config_.gc_wait_time_ms);
   while (!gc_stopping_) {
-    gc_cv_.wait_until(lock, next_gc, [&] { return gc_stopping_ || read_only_pending_; });
+    gc_cv_.wait_until(lock, next_gc,
+                      [&] { return gc_stopping_ || read_only_pending_ || reregister_pending_; });
     if (gc_stopping_) break;
+    if (reregister_pending_) {
+      reregister_pending_ = false;
+      lock.unlock();
+      log_.warn("the metadata session was lost: registering the bookie again");
+      if (Status st = register_bookie(); !st.ok()) {
+        log_.error("registering again failed: {}", st.to_string());
+      } else if (bookie_.read_only()) {
+        register_read_only();
+      }
+      lock.lock();
+      continue;
+    }
     if (read_only_pending_) {
       read_only_pending_ = false;
       lock.unlock();
@@ -548,6 +570,7 @@ void BookieServer::gc_loop() {
 void BookieServer::stop() {
   if (stopped_) return;
   stopped_ = true;
+  if (store_ && session_listener_ != 0) store_->remove_listener(session_listener_);
   {
     std::lock_guard<std::mutex> lock(gc_mu_);
     gc_stopping_ = true;

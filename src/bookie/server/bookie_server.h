@@ -50,8 +50,10 @@ class BookieServer {
   Status register_bookie();
   void on_read_only();
   // The server's background thread (only with a metadata store): garbage collection every
-  // gcWaitTime, and the read-only registration when the bookie turns read-only (so no
-  // journal or request thread waits on the metadata store).
+  // gcWaitTime, the read-only registration when the bookie turns read-only, and registering
+  // again when the metadata session was lost and a new one opened (its ephemeral
+  // registration went with the old session) — so no journal or request thread waits on the
+  // metadata store.
   void gc_loop();
   void register_read_only();
   Status run_gc();
@@ -76,6 +78,8 @@ class BookieServer {
   std::condition_variable gc_cv_;
   bool gc_stopping_ = false;
   bool read_only_pending_ = false;  // guarded by gc_mu_
+  bool reregister_pending_ = false;  // guarded by gc_mu_
+  metadata::ListenerId session_listener_ = 0;
   std::thread gc_thread_;
 };
 
