@@ -2,18 +2,21 @@
 // on 127.0.0.1 and all state under one directory:
 //
 //   DIR/zookeeper/    zoo.cfg, data/, zookeeper.log   (Debian's ZooKeeper, one server)
+//   DIR/etcd/         data/, etcd.log                 (with --metadata etcd: Debian's etcd, one
+//                                                      member, instead of ZooKeeper)
 //   DIR/bookie-N/     journal/, ledgers/, bookie.log
 //   DIR/broker-N/     broker.log
 //   DIR/cluster.json  {"processes": [{"name", "pid", "dir"}], "brokers": [{"serviceUrl",
-//                     "webServiceUrl"}], "metadataStoreUrl", "layout": {"name", "zookeeperPort",
-//                     "bookiePorts", "brokerPorts": [[service, web]], "configurationStore"}}
+//                     "webServiceUrl"}], "metadataStoreUrl", "layout": {"name", "metadata",
+//                     "zookeeperPort" or "etcdPorts": [client, peer], "bookiePorts",
+//                     "brokerPorts": [[service, web]], "configurationStore"}}
 //
 // `up` on a directory that held a cluster restarts that cluster over its data, on its
 // recorded ports (a bookie's identity is its address and port), or refuses when asked for
 // another shape; it fails, stopping what it started, when any process is gone by the end.
-// `up` starts ZooKeeper, the bookies, then the brokers, each in its own session (they outlive
-// the command), and returns once every bookie is registered and every broker serves; it prints
-// each broker's URLs and records the cluster (its ClusterData: the first broker's web URL, every
+// `up` starts ZooKeeper (or etcd), the bookies, then the brokers, each in its own session
+// (they outlive the command), and returns once every bookie is registered and every broker
+// serves; it prints each broker's URLs and records the cluster (its ClusterData: the first broker's web URL, every
 // broker's service URL) in the configuration store. That store is the cluster's own ZooKeeper,
 // or with `--configuration-store URL` one shared by several clusters (geo-replication): start
 // it with `up --brokers 0 --bookies 0` (ZooKeeper alone), then each cluster with `--name` and
@@ -59,7 +62,9 @@ using namespace std::chrono_literals;
 // What a restart needs to bring the same cluster back.
 struct Layout {
   std::string name;
-  int zookeeper_port = 0;
+  std::string metadata = "zookeeper";  // or "etcd"
+  int zookeeper_port = 0;  // the metadata store's client port (ZooKeeper's or etcd's)
+  int etcd_peer_port = 0;
   std::vector<int> bookie_ports;
   std::vector<std::pair<int, int>> broker_ports;  // service, web
   std::string configuration_store;
@@ -67,11 +72,24 @@ struct Layout {
   Json to_json() const {
     Json brokers = Json::array();
     for (const auto& [service, web] : broker_ports) brokers.push_back({service, web});
-    return {{"name", name},
-            {"zookeeperPort", zookeeper_port},
+    Json out = {{"name", name}, {"metadata", metadata}};
+    if (metadata == "etcd") {
+      out["etcdPorts"] = {zookeeper_port, etcd_peer_port};
+    } else {
+      out["zookeeperPort"] = zookeeper_port;
+    }
+    out.update(Json{
             {"bookiePorts", bookie_ports},
             {"brokerPorts", brokers},
-            {"configurationStore", configuration_store}};
+            {"configurationStore", configuration_store}});
+    return out;
+  }
+
+  std::string metadata_url() const {
+    if (metadata == "etcd") {
+      return fmt::format("etcd:http://127.0.0.1:{}/magnetar", zookeeper_port);
+    }
+    return fmt::format("zk:127.0.0.1:{}/magnetar", zookeeper_port);
   }
 };
 
@@ -81,7 +99,15 @@ std::optional<Layout> read_layout(const std::string& data) {
   const Json& l = j["layout"];
   Layout out;
   out.name = l.value("name", "");
+  out.metadata = l.value("metadata", "zookeeper");
   out.zookeeper_port = l.value("zookeeperPort", 0);
+  if (out.metadata == "etcd") {
+    const Json ports = l.value("etcdPorts", Json::array());
+    if (ports.size() == 2 && ports[0].is_number_integer() && ports[1].is_number_integer()) {
+      out.zookeeper_port = ports[0].get<int>();
+      out.etcd_peer_port = ports[1].get<int>();
+    }
+  }
   out.configuration_store = l.value("configurationStore", "");
   for (const auto& p : l.value("bookiePorts", Json::array())) {
     if (p.is_number_integer()) out.bookie_ports.push_back(p.get<int>());
@@ -145,6 +171,62 @@ Result<std::smatch> wait_for_line(const Launched& p, const std::regex& ready,
                                             last_lines(*text, 15)));
 }
 
+// Starts Debian's ZooKeeper (one server) for the cluster; recorded in `started`.
+Result<pid_t> launch_zookeeper(const std::string& data, const Layout& layout,
+                               std::vector<Launched>& started) {
+  MAGNETAR_ASSIGN_OR_RETURN(std::string classpath, metadata::zookeeper_classpath());
+  Launched zk{"zookeeper", -1, data + "/zookeeper", data + "/zookeeper/zookeeper.log"};
+  std::error_code ec;
+  fs::create_directories(zk.dir + "/data", ec);
+  {
+    std::ofstream cfg(zk.dir + "/zoo.cfg");
+    cfg << fmt::format(
+        "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}/data\nclientPort={}\n"
+        "clientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\n"
+        "4lw.commands.whitelist=ruok,srvr,stat\n",
+        zk.dir, layout.zookeeper_port);
+    std::ofstream log4j(zk.dir + "/log4j.properties");
+    log4j << metadata::zookeeper_log4j_properties();
+  }
+  MAGNETAR_ASSIGN_OR_RETURN(
+      zk.pid, launch(metadata::zookeeper_command("/usr/bin/java", classpath, zk.dir,
+                                                 4 * 1024 * 1024),
+                     zk.dir, zk.log));
+  started.push_back(zk);
+  return zk.pid;
+}
+
+// Starts Debian's etcd (one member) for the cluster; recorded in `started`. Over an existing
+// data directory etcd ignores the initial-cluster flags and comes back as it was.
+Result<pid_t> launch_etcd(const std::string& data, const Layout& layout,
+                          std::vector<Launched>& started) {
+  constexpr const char* kBinary = "/usr/bin/etcd";
+  if (::access(kBinary, X_OK) != 0) {
+    return Status(Errc::kNotFound, fmt::format("{} not found: install Debian's etcd-server "
+                                               "(scripts/install-deps.sh does)",
+                                               kBinary));
+  }
+  Launched etcd{"etcd", -1, data + "/etcd", data + "/etcd/etcd.log"};
+  std::error_code ec;
+  fs::create_directories(etcd.dir, ec);
+  const std::string client = fmt::format("http://127.0.0.1:{}", layout.zookeeper_port);
+  const std::string peer = fmt::format("http://127.0.0.1:{}", layout.etcd_peer_port);
+  std::vector<std::string> argv = {kBinary,
+                                   "--name", "magnetar",
+                                   "--data-dir", etcd.dir + "/data",
+                                   "--listen-client-urls", client,
+                                   "--advertise-client-urls", client,
+                                   "--listen-peer-urls", peer,
+                                   "--initial-advertise-peer-urls", peer,
+                                   "--initial-cluster", "magnetar=" + peer,
+                                   "--initial-cluster-state", "new",
+                                   "--logger", "zap",
+                                   "--log-level", "warn"};
+  MAGNETAR_ASSIGN_OR_RETURN(etcd.pid, launch(argv, etcd.dir, etcd.log));
+  started.push_back(etcd);
+  return etcd.pid;
+}
+
 }  // namespace
 
 int run_cluster_up(const ClusterArgs& args) {
@@ -190,14 +272,15 @@ int run_cluster_up(const ClusterArgs& args) {
     const bool same = previous->name == args.cluster_name &&
                       static_cast<int>(previous->bookie_ports.size()) == args.bookies &&
                       static_cast<int>(previous->broker_ports.size()) == args.brokers &&
-                      previous->configuration_store == args.configuration_store;
+                      previous->configuration_store == args.configuration_store &&
+                      previous->metadata == args.metadata;
     if (!same) {
       std::fprintf(stderr,
-                   "error: %s holds cluster '%s' with %zu broker(s) and %zu bookie(s)%s%s; "
-                   "restart it with those (--name, --brokers, --bookies, "
+                   "error: %s holds cluster '%s' on %s with %zu broker(s) and %zu bookie(s)%s%s; "
+                   "restart it with those (--name, --metadata, --brokers, --bookies, "
                    "--configuration-store), or use another --data\n",
-                   data.c_str(), previous->name.c_str(), previous->broker_ports.size(),
-                   previous->bookie_ports.size(),
+                   data.c_str(), previous->name.c_str(), previous->metadata.c_str(),
+                   previous->broker_ports.size(), previous->bookie_ports.size(),
                    previous->configuration_store.empty() ? "" : " and configuration store ",
                    previous->configuration_store.c_str());
       return 1;
@@ -213,6 +296,7 @@ int run_cluster_up(const ClusterArgs& args) {
     layout = *previous;
   } else {
     layout.name = args.cluster_name;
+    layout.metadata = args.metadata;
     layout.configuration_store = args.configuration_store;
     std::set<int> taken;
     auto fresh_port = [&taken]() {
@@ -221,37 +305,21 @@ int run_cluster_up(const ClusterArgs& args) {
       return port;
     };
     layout.zookeeper_port = fresh_port();
+    if (layout.metadata == "etcd") layout.etcd_peer_port = fresh_port();
     for (int i = 0; i < args.bookies; ++i) layout.bookie_ports.push_back(fresh_port());
     for (int i = 0; i < args.brokers; ++i) {
       const int service = fresh_port();
       layout.broker_ports.emplace_back(service, fresh_port());
     }
   }
-  const std::string metadata_url = fmt::format("zk:127.0.0.1:{}/magnetar", layout.zookeeper_port);
+  const std::string metadata_url = layout.metadata_url();
   write_state(data, {}, Json::array(), metadata_url, layout);
   std::vector<Launched> started;
-  // 1. ZooKeeper.
-  auto classpath = metadata::zookeeper_classpath();
-  if (!classpath.ok()) return fail(started, classpath.status().message());
-  Launched zk{"zookeeper", -1, data + "/zookeeper", data + "/zookeeper/zookeeper.log"};
-  fs::create_directories(zk.dir + "/data", ec);
-  const int zk_port = layout.zookeeper_port;
-  {
-    std::ofstream cfg(zk.dir + "/zoo.cfg");
-    cfg << fmt::format(
-        "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}/data\nclientPort={}\n"
-        "clientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\n"
-        "4lw.commands.whitelist=ruok,srvr,stat\n",
-        zk.dir, zk_port);
-    std::ofstream log4j(zk.dir + "/log4j.properties");
-    log4j << metadata::zookeeper_log4j_properties();
-  }
-  auto zk_pid = launch(metadata::zookeeper_command("/usr/bin/java", *classpath, zk.dir,
-                                                   4 * 1024 * 1024),
-                       zk.dir, zk.log);
-  if (!zk_pid.ok()) return fail(started, zk_pid.status().message());
-  zk.pid = *zk_pid;
-  started.push_back(zk);
+  // 1. The metadata store: ZooKeeper, or etcd.
+  auto store_pid = layout.metadata == "etcd" ? launch_etcd(data, layout, started)
+                                             : launch_zookeeper(data, layout, started);
+  if (!store_pid.ok()) return fail(started, store_pid.status().message());
+  const Launched zk = started.back();
   // Ready when a session opens (the chroot is created on the way).
   {
     const auto deadline = Clock::now() + 60s;
@@ -267,14 +335,14 @@ int run_cluster_up(const ClusterArgs& args) {
       }
       last = store.status();
       if (!alive(zk.pid) || Clock::now() > deadline) {
-        return fail(started, fmt::format("ZooKeeper did not start ({}); last lines of {}:\n{}",
-                                         last.message(), zk.log,
+        return fail(started, fmt::format("{} did not start ({}); last lines of {}:\n{}",
+                                         zk.name, last.message(), zk.log,
                                          last_lines(read_text(zk.log), 15)));
       }
       std::this_thread::sleep_for(200ms);
     }
   }
-  std::printf("zookeeper  127.0.0.1:%d\n", zk_port);
+  std::printf("%-10s 127.0.0.1:%d\n", zk.name.c_str(), layout.zookeeper_port);
   std::fflush(stdout);
   const std::string binary = self_binary();
   // 2. Bookies.
@@ -396,7 +464,7 @@ int run_cluster_down(const ClusterArgs& args) {
     return 1;
   }
   auto processes = read_state(data);
-  // Brokers first (they release their bundles), then bookies, then ZooKeeper.
+  // Brokers first (they release their bundles), then bookies, then the metadata store.
   std::stable_sort(processes.begin(), processes.end(), [](const Launched& a, const Launched& b) {
     auto rank = [](const std::string& n) {
       return n.starts_with("broker") ? 0 : n.starts_with("bookie") ? 1 : 2;

@@ -27,6 +27,7 @@ struct ClusterArgs {
   int bookies = 3;       // --bookies  configuration store for several clusters)
   std::string data = "cluster-data";  // --data
   std::string cluster_name = "local";  // --name, --cluster-name
+  std::string metadata = "zookeeper";  // --metadata zookeeper|etcd
   // --configuration-store: the instance-wide store the brokers share with other clusters
   // (configurationMetadataStoreUrl); empty: the cluster's own ZooKeeper.
   std::string configuration_store;

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   auto* cluster = app.add_subcommand("cluster", "Start or stop a local cluster on 127.0.0.1");
   cluster->require_subcommand(1);
   auto* cluster_up = cluster->add_subcommand(
-      "up", "Start ZooKeeper, bookies and brokers; return once they serve");
+      "up", "Start ZooKeeper (or etcd), bookies and brokers; return once they serve");
   cluster_up->add_option("--brokers", cluster_args.brokers,
                          "Number of brokers (0, with --bookies 0: ZooKeeper alone)")
       ->check(CLI::Range(0, 16));
@@ -60,6 +60,9 @@ int main(int argc, char** argv) {
       ->required();
   cluster_up->add_option("--name,--cluster-name", cluster_args.cluster_name,
                          "The cluster's name (clusterName)");
+  cluster_up->add_option("--metadata", cluster_args.metadata,
+                         "The metadata store to start: zookeeper (default) or etcd")
+      ->check(CLI::IsMember({"zookeeper", "etcd"}));
   cluster_up->add_option("--configuration-store", cluster_args.configuration_store,
                          "Configuration store shared with other clusters, e.g. "
                          "zk:127.0.0.1:2181/magnetar (default: the cluster's own ZooKeeper)");

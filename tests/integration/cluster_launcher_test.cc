@@ -1,7 +1,7 @@
 // `magnetar cluster up` / `down` as a user runs them: a real cluster comes up on 127.0.0.1,
 // serves a message through each broker, and `down` leaves no process behind; `up` again on
 // the same directory brings the same cluster back on its ports with its messages, and
-// refuses another shape.
+// refuses another shape. Once with ZooKeeper, once with etcd as the metadata store.
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -25,13 +25,17 @@
 namespace magnetar::testing {
 namespace {
 
-TEST(ClusterLauncherTest, UpServesThroughEveryBrokerAndDownStopsEverything) {
+class ClusterLauncherTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ClusterLauncherTest, UpServesThroughEveryBrokerAndDownStopsEverything) {
+  const std::string metadata = GetParam();
   const auto dir = std::filesystem::temp_directory_path() /
-                   fmt::format("magnetar-launcher-{}", ::getpid());
+                   fmt::format("magnetar-launcher-{}-{}", metadata, ::getpid());
   std::filesystem::remove_all(dir);
   const std::string binary = MAGNETAR_BINARY;
-  auto [code, out] =
-      run_command(fmt::format("{} cluster up --brokers 2 --bookies 2 --data {}", binary, dir.string()));
+  auto [code, out] = run_command(fmt::format("{} cluster up --metadata {} --brokers 2 --bookies 2 "
+                                             "--data {}",
+                                             binary, metadata, dir.string()));
   ASSERT_EQ(code, 0) << out;
   const std::regex broker_line(R"(broker\s+pulsar://127\.0\.0\.1:(\d+)\s+http://127\.0\.0\.1:(\d+))");
   std::vector<int> ports;
@@ -51,7 +55,10 @@ TEST(ClusterLauncherTest, UpServesThroughEveryBrokerAndDownStopsEverything) {
   auto j = nlohmann::json::parse(text.str());
   std::vector<int> pids;
   for (const auto& p : j["processes"]) pids.push_back(p["pid"].get<int>());
-  ASSERT_EQ(pids.size(), 5u);  // zookeeper, 2 bookies, 2 brokers
+  ASSERT_EQ(pids.size(), 5u);  // the metadata store, 2 bookies, 2 brokers
+  const std::string url = j["metadataStoreUrl"].get<std::string>();
+  EXPECT_EQ(url.rfind(metadata == "etcd" ? "etcd:http://127.0.0.1:" : "zk:127.0.0.1:", 0), 0u)
+      << url;
 
   // The owner of a topic, found from `start` by following redirects as a client does.
   auto owner_of = [](const std::string& topic, int start) {
@@ -89,8 +96,7 @@ TEST(ClusterLauncherTest, UpServesThroughEveryBrokerAndDownStopsEverything) {
   }
 
   // BookKeeper's shell commands, by BookKeeper's names and options, against the cluster.
-  const std::string shell =
-      fmt::format("{} bookkeeper --set metadataStoreUrl={}", binary, j["metadataStoreUrl"].get<std::string>());
+  const std::string shell = fmt::format("{} bookkeeper --set metadataStoreUrl={}", binary, url);
   auto [listed, listed_out] = run_command(shell + " listbookies -rw");
   EXPECT_EQ(listed, 0) << listed_out;
   EXPECT_EQ(listed_out.rfind("ReadWrite Bookies :\n127.0.0.1:", 0), 0u) << listed_out;
@@ -115,13 +121,21 @@ TEST(ClusterLauncherTest, UpServesThroughEveryBrokerAndDownStopsEverything) {
   for (int pid : pids) EXPECT_NE(::kill(pid, 0), 0) << "pid " << pid << " still runs";
 
   // Another shape on the same data is refused, with the reason.
-  auto [other, other_out] = run_command(
-      fmt::format("{} cluster up --brokers 1 --bookies 2 --data {}", binary, dir.string()));
+  auto [other, other_out] = run_command(fmt::format(
+      "{} cluster up --metadata {} --brokers 1 --bookies 2 --data {}", binary, metadata,
+      dir.string()));
   EXPECT_NE(other, 0) << other_out;
   EXPECT_NE(other_out.find("with 2 broker(s) and 2 bookie(s)"), std::string::npos) << other_out;
+  const std::string other_store = metadata == "etcd" ? "zookeeper" : "etcd";
+  auto [moved, moved_out] = run_command(fmt::format(
+      "{} cluster up --metadata {} --brokers 2 --bookies 2 --data {}", binary, other_store,
+      dir.string()));
+  EXPECT_NE(moved, 0) << moved_out;
+  EXPECT_NE(moved_out.find("on " + metadata + " with"), std::string::npos) << moved_out;
   // The same shape restarts it: the same brokers' URLs, the messages still there.
-  auto [restart, restart_out] = run_command(
-      fmt::format("{} cluster up --brokers 2 --bookies 2 --data {}", binary, dir.string()));
+  auto [restart, restart_out] = run_command(fmt::format(
+      "{} cluster up --metadata {} --brokers 2 --bookies 2 --data {}", binary, metadata,
+      dir.string()));
   ASSERT_EQ(restart, 0) << restart_out;
   EXPECT_NE(restart_out.find("restarting cluster local"), std::string::npos) << restart_out;
   std::vector<int> again_ports;
@@ -155,6 +169,13 @@ TEST(ClusterLauncherTest, UpServesThroughEveryBrokerAndDownStopsEverything) {
   EXPECT_NE(down2_out.find("5 process(es) stopped"), std::string::npos) << down2_out;
   std::filesystem::remove_all(dir);
 }
+
+INSTANTIATE_TEST_SUITE_P(MetadataStores, ClusterLauncherTest,
+                         ::testing::Values(std::string("zookeeper"), std::string("etcd")),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param == "etcd" ? std::string("Etcd")
+                                                       : std::string("ZooKeeper");
+                         });
 
 }  // namespace
 }  // namespace magnetar::testing
