@@ -28,6 +28,7 @@ nlohmann::json Consumer::stats() const {
           {"bytesOutCounter", bytes_out},
           {"priorityLevel", priority_},
           {"address", sink ? sink->remote() : ""},
+          {"clientVersion", sink ? sink->client_version() : ""},
           {"connectedSince", connected_since_ms_}};
 }
 

@@ -25,8 +25,9 @@ class ConsumerSink {
   virtual void close_consumer(uint64_t consumer_id) = 0;
   virtual void send_reached_end_of_topic(uint64_t consumer_id) = 0;
   virtual void send_active_consumer_change(uint64_t consumer_id, bool active) = 0;
-  // The client's address, for stats.
+  // The client's address and version (CONNECT's client_version), for stats.
   virtual const std::string& remote() const = 0;
+  virtual const std::string& client_version() const = 0;
 };
 
 class ProducerSink {
@@ -38,6 +39,7 @@ class ProducerSink {
   // any loop).
   virtual void throttle_reading(std::chrono::steady_clock::duration pause) = 0;
   virtual const std::string& remote() const = 0;
+  virtual const std::string& client_version() const = 0;
 };
 
 }  // namespace magnetar::broker

@@ -34,6 +34,7 @@ nlohmann::json Producer::stats() const {
           {"msgInCounter", msgs_in},
           {"bytesInCounter", bytes_in},
           {"address", sink ? sink->remote() : ""},
+          {"clientVersion", sink ? sink->client_version() : ""},
           {"connectedSince", connected_since_ms_}};
 }
 

@@ -409,6 +409,12 @@ TEST_F(BrokerTest, GarbageLyingLengthsHugeFramesAndUnknownProducersCloseTheConne
     auto c = client();
     auto bad = c->subscribe("persistent://bad", "s", wire::CommandSubscribe::Shared, 1);
     EXPECT_EQ(testing::server_error_of(bad), wire::InvalidTopicName);
+    // Pulsar's answer to an empty subscription name, which the official clients rely on.
+    auto unnamed = c->subscribe("persistent://public/default/unnamed", "",
+                                wire::CommandSubscribe::Shared, 2);
+    EXPECT_EQ(testing::server_error_of(unnamed), wire::ProducerBusy);
+    EXPECT_NE(unnamed.message().find("Empty subscription name"), std::string::npos)
+        << unnamed.to_string();
   }
   // The broker still serves the well-behaved client.
   auto ids = produce(*healthy, "persistent://public/default/still-fine", 3);

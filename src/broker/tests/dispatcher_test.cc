@@ -137,6 +137,7 @@ class FakeSink final : public ConsumerSink {
     active_changes[consumer_id] = active;
   }
   const std::string& remote() const override { return remote_; }
+  const std::string& client_version() const override { return version_; }
 
   std::vector<Sent> sent;
   std::vector<uint64_t> closed, ended;
@@ -152,6 +153,7 @@ class FakeSink final : public ConsumerSink {
 
  private:
   std::string remote_ = "127.0.0.1:1";
+  std::string version_ = "fake-client";
 };
 
 class DispatcherTest : public ::testing::Test {

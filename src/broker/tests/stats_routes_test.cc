@@ -142,6 +142,9 @@ TEST_F(StatsRoutesTest, TopicStatsCarryTheRatesOfTheLastPeriod) {
   const Json now = get(kTopics + "/rates/stats").json();
   EXPECT_EQ(now["subscriptions"]["sub"]["consumers"][0]["msgOutCounter"], 80);  // redeliveries in
   EXPECT_EQ(now["msgOutCounter"], 80);
+  // Each producer's and consumer's client, as its CONNECT named it (Pulsar's clientVersion).
+  EXPECT_EQ(now["publishers"][0]["clientVersion"], "magnetar-test");
+  EXPECT_EQ(now["subscriptions"]["sub"]["consumers"][0]["clientVersion"], "magnetar-test");
   EXPECT_GT(now["bytesOutCounter"].get<int64_t>(), now["bytesInCounter"].get<int64_t>());
 
   // A quiet period brings every rate back to zero.

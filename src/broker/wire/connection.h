@@ -84,6 +84,7 @@ class Connection final : public ConsumerSink,
   int protocol_version() const { return protocol_version_; }
   bool wants_broker_entry_metadata() const { return broker_entry_metadata_; }
   const std::string& remote() const override { return remote_; }
+  const std::string& client_version() const override { return client_version_; }
   bool tls() const { return stream_->tls(); }
 
   // ConsumerSink / ProducerSink: CLOSE_PRODUCER / CLOSE_CONSUMER (the client reconnects)
@@ -194,6 +195,7 @@ class Connection final : public ConsumerSink,
   Executor executor_;            // the stream's: this connection's loop
   std::thread::id loop_thread_;  // set by start(), on the connection's loop
   std::string remote_;
+  std::string client_version_;  // from CONNECT, at most kMaxClientVersionLength bytes
   log::Logger log_;
   protocol::FrameDecoder decoder_;
   bool connected_ = false;

@@ -70,7 +70,11 @@ void Connection::handle_connect(const wire::CommandConnect& connect) {
   c->set_protocol_version(protocol_version_);
   c->set_max_message_size(config_.max_message_size);
   write_command(cmd);
-  log_ = log_.with("client", connect.client_version());
+  // Untrusted: kept bounded (stats show it; Pulsar's clients send "Pulsar-CPP-v3.7.0" and
+  // the like).
+  constexpr size_t kMaxClientVersionLength = 256;
+  client_version_ = connect.client_version().substr(0, kMaxClientVersionLength);
+  log_ = log_.with("client", client_version_);
   log_.debug("connected, protocol version {}", protocol_version_);
 }
 

@@ -43,7 +43,10 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
       co_return;
     }
     if (req.subscription().empty()) {
-      self->send_error(req.request_id(), wire::InvalidTopicName, "empty subscription name");
+      // Pulsar's code and text (its NamingException maps to ProducerBusy); the official C++
+      // client turns ProducerBusy on a subscribe into InvalidConfiguration, "SubscriptionName
+      // cannot be empty", and depends on it.
+      self->send_error(req.request_id(), wire::ProducerBusy, "Empty subscription name");
       co_return;
     }
     auto denied = co_await self->authorize_subscription(*name, req.subscription(),
