@@ -31,12 +31,7 @@ using test::ephemeral;
 using test::Loop;
 using test::SessionEvents;
 
-StoreOptions timeouts(std::chrono::milliseconds session, std::chrono::milliseconds operation) {
-  StoreOptions options;
-  options.session_timeout = session;
-  options.operation_timeout = operation;
-  return options;
-}
+constexpr auto timeouts = test::store_options;
 
 std::unique_ptr<MetadataStore> open_etcd(Loop& loop, const std::string& url,
                                          const StoreOptions& options) {

@@ -20,6 +20,14 @@ using Loop = magnetar::testing::EventLoop;
 
 inline PutOptions ephemeral() { return PutOptions{std::nullopt, true, false}; }
 
+inline StoreOptions store_options(std::chrono::milliseconds session,
+                                  std::chrono::milliseconds operation) {
+  StoreOptions options;
+  options.session_timeout = session;
+  options.operation_timeout = operation;
+  return options;
+}
+
 // Records the session events a store reports, in order, with when each came.
 struct SessionEvents {
   using Clock = std::chrono::steady_clock;

@@ -34,13 +34,7 @@ using test::Loop;
 using test::SessionEvents;
 
 // Short timeouts: the fixture's tick of 200 ms allows sessions down to 400 ms.
-StoreOptions short_timeouts(std::chrono::milliseconds session,
-                            std::chrono::milliseconds operation) {
-  StoreOptions options;
-  options.session_timeout = session;
-  options.operation_timeout = operation;
-  return options;
-}
+constexpr auto short_timeouts = test::store_options;
 
 std::unique_ptr<MetadataStore> open_zk(Loop& loop, const std::string& url_rest,
                                        const StoreOptions& options) {
