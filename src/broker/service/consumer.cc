@@ -7,12 +7,13 @@
 namespace magnetar::broker {
 
 Consumer::Consumer(const std::shared_ptr<ConsumerSink>& sink, uint64_t id, std::string name,
-                   int priority)
+                   int priority, int partition)
     : sink_(sink),
       owner_(sink.get()),
       id_(id),
       name_(std::move(name)),
       priority_(priority),
+      partition_(partition),
       connected_since_ms_(wall_clock_ms()) {}
 
 nlohmann::json Consumer::stats() const {

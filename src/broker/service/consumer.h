@@ -20,8 +20,12 @@ namespace magnetar::broker {
 class Consumer {
  public:
   // `sink`: the connection it came on (kept weakly: the consumer never keeps it open).
-  Consumer(const std::shared_ptr<ConsumerSink>& sink, uint64_t id, std::string name, int priority);
+  // `partition`: the topic's partition index, -1 for a non-partitioned topic; it goes in the
+  // message ids the consumer is sent, as Pulsar's do.
+  Consumer(const std::shared_ptr<ConsumerSink>& sink, uint64_t id, std::string name, int priority,
+           int partition = -1);
   uint64_t id() const { return id_; }
+  int partition() const { return partition_; }
   const std::string& name() const { return name_; }
   int priority() const { return priority_; }
   // Null once the connection is gone.
@@ -56,6 +60,7 @@ class Consumer {
   uint64_t id_;
   std::string name_;
   int priority_;
+  int partition_;
   int64_t connected_since_ms_;
 };
 

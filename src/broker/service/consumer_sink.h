@@ -18,9 +18,10 @@ namespace magnetar::broker {
 class ConsumerSink {
  public:
   virtual ~ConsumerSink() = default;
-  // One stored entry for `consumer_id`, sent as it is stored (not copied).
-  virtual void send_message(uint64_t consumer_id, mledger::Position position, const Buffer& entry,
-                            uint32_t redelivery_count) = 0;
+  // One stored entry for `consumer_id`, sent as it is stored (not copied); `partition` is the
+  // topic's partition index (-1: not a partition), carried in the message id.
+  virtual void send_message(uint64_t consumer_id, mledger::Position position, int32_t partition,
+                            const Buffer& entry, uint32_t redelivery_count) = 0;
   // The consumer is dropped (the client reconnects); the sink forgets it.
   virtual void close_consumer(uint64_t consumer_id) = 0;
   virtual void send_reached_end_of_topic(uint64_t consumer_id) = 0;

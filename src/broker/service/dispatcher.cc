@@ -211,7 +211,8 @@ void Dispatcher::send_to(const std::shared_ptr<Consumer>& consumer, const mledge
   if (!sink) return;
   auto count = redeliveries_.find(entry.position);
   const bool redelivery = count != redeliveries_.end();
-  sink->send_message(consumer->id(), entry.position, entry.data, redelivery ? count->second : 0);
+  sink->send_message(consumer->id(), entry.position, consumer->partition(), entry.data,
+                     redelivery ? count->second : 0);
   const auto bytes = static_cast<int64_t>(entry.data.size());
   consumer->permits -= messages;
   consumer->msgs_out += messages;

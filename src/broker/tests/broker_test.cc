@@ -125,6 +125,12 @@ TEST_F(BrokerTest, LookupAnswersConnectHereAndRejectsBadNames) {
 TEST_F(BrokerTest, ProduceThenConsumeExclusiveInOrder) {
   auto c = client();
   const std::string topic = "persistent://public/default/orders";
+  // Before anything is written the last message id is -1:-1, as Pulsar answers.
+  ASSERT_TRUE(c->subscribe(topic, "early", wire::CommandSubscribe::Exclusive, 3).ok());
+  auto none = c->get_last_message_id(3);
+  ASSERT_TRUE(none.ok()) << none.status().to_string();
+  EXPECT_EQ(static_cast<int64_t>(none->last_message_id().ledgerid()), -1);
+  EXPECT_EQ(static_cast<int64_t>(none->last_message_id().entryid()), -1);
   auto ids = produce(*c, topic, 10);
   ASSERT_EQ(ids.size(), 10u);
   for (size_t i = 1; i < ids.size(); ++i) {
@@ -142,6 +148,8 @@ TEST_F(BrokerTest, ProduceThenConsumeExclusiveInOrder) {
     EXPECT_EQ(m->payload.to_string(), "msg-" + std::to_string(i));
     EXPECT_TRUE(m->had_checksum);
     EXPECT_EQ(m->id.entryid(), ids[static_cast<size_t>(i)].entryid());
+    EXPECT_TRUE(m->id.has_partition());  // -1: not a partition, sent as Pulsar sends it
+    EXPECT_EQ(m->id.partition(), -1);
   }
   // Cumulative ack with a request id gets an ACK_RESPONSE (the client waits for it).
   auto acked = c->ack(7, {id_of(ids.back())}, true, 99);
@@ -370,6 +378,15 @@ TEST_F(BrokerTest, AutoCreatedPartitionedTopics) {
   EXPECT_EQ(meta->partitions(), 3u);
   auto ids = produce(*c, "persistent://public/default/parts-partition-2", 2);
   EXPECT_EQ(ids.size(), 2u);
+  // Messages of a partition carry its index in their ids, as Pulsar's do; clients build the
+  // message ids they hand out from it.
+  ASSERT_TRUE(c->subscribe("persistent://public/default/parts-partition-2", "s",
+                           wire::CommandSubscribe::Exclusive, 4, wire::CommandSubscribe::Earliest)
+                  .ok());
+  ASSERT_TRUE(c->flow(4, 10).ok());
+  auto m = c->receive_message();
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->id.partition(), 2);
 }
 
 // Bad input closes only the offending connection.

@@ -127,7 +127,7 @@ struct Sent {
 
 class FakeSink final : public ConsumerSink {
  public:
-  void send_message(uint64_t consumer_id, Position position, const Buffer&,
+  void send_message(uint64_t consumer_id, Position position, int32_t, const Buffer&,
                     uint32_t redelivery_count) override {
     sent.push_back({consumer_id, position, redelivery_count});
   }

@@ -317,13 +317,15 @@ bool Connection::handle(protocol::Frame& frame) {
   }
 }
 
-void Connection::send_message(uint64_t consumer_id, mledger::Position position, const Buffer& entry,
-                              uint32_t redelivery_count) {
+void Connection::send_message(uint64_t consumer_id, mledger::Position position, int32_t partition,
+                              const Buffer& entry, uint32_t redelivery_count) {
   wire::BaseCommand cmd;
   cmd.set_type(wire::BaseCommand::MESSAGE);
   auto* msg = cmd.mutable_message();
   msg->set_consumer_id(consumer_id);
   set_message_id(msg->mutable_message_id(), position);
+  // Pulsar sends the partition index, -1 included: clients build the message id from it.
+  msg->mutable_message_id()->set_partition(partition);
   if (redelivery_count > 0) msg->set_redelivery_count(redelivery_count);
   write(protocol::encode_with_entry(cmd, entry));
 }

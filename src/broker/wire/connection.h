@@ -92,8 +92,8 @@ class Connection final : public ConsumerSink,
   void close_producer(uint64_t producer_id) override;
   void throttle_reading(std::chrono::steady_clock::duration pause) override;
   void close_consumer(uint64_t consumer_id) override;
-  void send_message(uint64_t consumer_id, mledger::Position position, const Buffer& entry,
-                    uint32_t redelivery_count) override;
+  void send_message(uint64_t consumer_id, mledger::Position position, int32_t partition,
+                    const Buffer& entry, uint32_t redelivery_count) override;
   void send_reached_end_of_topic(uint64_t consumer_id) override;
   void send_active_consumer_change(uint64_t consumer_id, bool active) override;
 

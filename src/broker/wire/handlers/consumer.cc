@@ -68,7 +68,7 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
     if (!t) co_return;
     if (self->closed_) co_return;
     auto consumer = std::make_shared<Consumer>(self, req.consumer_id(), req.consumer_name(),
-                                               req.priority_level());
+                                               req.priority_level(), name->partition_index());
     if (req.read_compacted()) {
       if (req.subtype() != wire::CommandSubscribe::Exclusive &&
           req.subtype() != wire::CommandSubscribe::Failover) {

@@ -67,7 +67,14 @@ void Connection::handle_get_last_message_id(const wire::CommandGetLastMessageId&
                auto cmd = make_command(wire::BaseCommand::GET_LAST_MESSAGE_ID_RESPONSE);
                auto* r = cmd.mutable_getlastmessageidresponse();
                r->set_request_id(request_id);
-               set_message_id(r->mutable_last_message_id(), last);
+               if (last.entry_id.value() < 0 && ml.number_of_entries() == 0) {
+                 // Nothing was ever written (or nothing is left): Pulsar answers -1:-1, not
+                 // the empty current ledger, and clients compare with that.
+                 r->mutable_last_message_id()->set_ledgerid(static_cast<uint64_t>(-1));
+                 r->mutable_last_message_id()->set_entryid(static_cast<uint64_t>(-1));
+               } else {
+                 set_message_id(r->mutable_last_message_id(), last);
+               }
                const int partition = entry.topic->name().partition_index();
                if (partition >= 0) r->mutable_last_message_id()->set_partition(partition);
                const mledger::Position md = entry.subscription->cursor().mark_delete_position();
