@@ -421,7 +421,13 @@ class EtcdStore final : public MetadataStore {
         if (range_at(answer.resp, 1).count() > 0) {
           co_return Status(Error::kNotEmpty, fmt::format("remove {}: node has children", path));
         }
-        continue;  // changed between the compare and the reads: go again
+        // The failure reads run at the compare's revision, so one of the above holds; were
+        // it not so, go again, within the deadline.
+        if (Clock::now() >= deadline) {
+          co_return Status(Error::kBadVersion, fmt::format("remove {}: the node kept changing",
+                                                           path));
+        }
+        continue;
       }
       if (!retryable(answer.status) || Clock::now() >= deadline) {
         co_return call_status(answer.status, "remove", path);
