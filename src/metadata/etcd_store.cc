@@ -28,7 +28,6 @@
 #include <condition_variable>
 #include <deque>
 #include <fstream>
-#include <map>
 #include <mutex>
 #include <random>
 #include <set>
@@ -208,11 +207,10 @@ class Stream : public grpc::ClientBidiReactor<Req, Resp>,
   using ReadFn = std::function<void(Resp&)>;
   using DoneFn = std::function<void(const grpc::Status&)>;
 
-  Stream(ReadFn on_read, DoneFn on_done)
-      : on_read_(std::move(on_read)), on_done_(std::move(on_done)) {}
+  explicit Stream(ReadFn on_read) : on_read_(std::move(on_read)) {}
 
   grpc::ClientContext& context() { return ctx_; }
-  // Before start().
+  // Before start(): the done callback names the stream, so it is set once the stream exists.
   void set_on_done(DoneFn on_done) { on_done_ = std::move(on_done); }
 
   // After the stub bound the reactor (stub->async()->Method(&context(), this)).
@@ -824,11 +822,15 @@ class EtcdStore final : public MetadataStore {
     tracked_cv_.wait(lock, [this] { return tracked_.empty(); });
   }
 
-  // LeaseGrant for session_timeout (whole seconds, at least 1). From any thread; for the
-  // janitor's own use, the answer is posted to the janitor.
+  // The lease TTL asked for: session_timeout in whole seconds, rounded up, at least 1.
+  int64_t requested_ttl_seconds() const {
+    return std::max<int64_t>(1, (options_.session_timeout.count() + 999) / 1000);
+  }
+
+  // The first LeaseGrant, awaited by start() (regrant() is the janitor's own).
   Task<Answer<pb::LeaseGrantResponse>> grant_lease() {
     pb::LeaseGrantRequest req;
-    req.set_ttl(std::max<int64_t>(1, (options_.session_timeout.count() + 999) / 1000));
+    req.set_ttl(requested_ttl_seconds());
     auto invoke = [stub = lease_.get()](grpc::ClientContext* ctx, const pb::LeaseGrantRequest* rq,
                                         pb::LeaseGrantResponse* rs,
                                         std::function<void(grpc::Status)> done) {
@@ -845,7 +847,7 @@ class EtcdStore final : public MetadataStore {
     granting_ = true;
     auto call = std::make_shared<UnaryCall<pb::LeaseGrantRequest, pb::LeaseGrantResponse>>();
     call->channel = channel_;
-    call->req.set_ttl(std::max<int64_t>(1, (options_.session_timeout.count() + 999) / 1000));
+    call->req.set_ttl(requested_ttl_seconds());
     call->ctx.set_deadline(std::chrono::system_clock::now() + options_.session_timeout);
     track(&call->ctx);
     lease_->async()->LeaseGrant(
@@ -968,7 +970,7 @@ class EtcdStore final : public MetadataStore {
       auto answered = [this, lease = resp.id(), ttl = resp.ttl()] { on_keepalive(lease, ttl); };
       asio::post(janitor_, std::move(answered));
     };
-    auto stream = std::make_shared<KeepAliveStream>(std::move(on_read), nullptr);
+    auto stream = std::make_shared<KeepAliveStream>(std::move(on_read));
     KeepAliveStream* raw = stream.get();
     stream->set_on_done([this, raw](const grpc::Status&) {
       auto ended = [this, raw] {
@@ -989,7 +991,7 @@ class EtcdStore final : public MetadataStore {
   void open_watch() {
     if (closed_.load()) return;
     auto on_read = [this](pb::WatchResponse& resp) { on_watch_response(resp); };
-    auto stream = std::make_shared<WatchStream>(std::move(on_read), nullptr);
+    auto stream = std::make_shared<WatchStream>(std::move(on_read));
     WatchStream* raw = stream.get();
     stream->set_on_done([this, raw](const grpc::Status& status) {
       auto ended = [this, raw, status] {
