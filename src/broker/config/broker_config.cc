@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "common/config.h"
@@ -25,6 +26,11 @@ std::string BrokerConfig::service_url_tls() const {
 std::string BrokerConfig::web_service_url_tls() const {
   if (!web_service_port_tls) return "";
   return fmt::format("https://{}:{}", advertised_address, *web_service_port_tls);
+}
+
+bool BrokerConfig::is_proxy_role(std::string_view role) const {
+  if (role.empty()) return false;
+  return std::find(proxy_roles.begin(), proxy_roles.end(), role) != proxy_roles.end();
 }
 
 net::TlsOptions BrokerConfig::tls_options() const {
@@ -202,6 +208,12 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
   s.bind("superUserRoles", &c->super_user_roles, "Roles that may do everything");
   s.bind("authorizationAllowWildcardsMatching", &c->authorization_allow_wildcards_matching,
          "Granted roles ending (starting) with * match by prefix (suffix)");
+  s.bind("proxyRoles", &c->proxy_roles,
+         "Roles of Pulsar proxies: they must name the client they connect for, and both roles "
+         "are authorized");
+  s.bind("authenticateOriginalAuthData", &c->authenticate_original_auth_data,
+         "Authenticate the client credentials a proxy forwards instead of trusting the client "
+         "role it names");
   s.bind("brokerClientAuthenticationPlugin", &c->broker_client_authentication_plugin,
          "Authentication of the broker's own clients (replicators, forwarded admin calls), e.g. "
          "org.apache.pulsar.client.impl.auth.AuthenticationToken");

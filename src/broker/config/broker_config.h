@@ -104,6 +104,12 @@ struct BrokerConfig {
       "org.apache.pulsar.broker.authorization.PulsarAuthorizationProvider";
   std::vector<std::string> super_user_roles;            // superUserRoles
   bool authorization_allow_wildcards_matching = false;  // authorizationAllowWildcardsMatching
+  // Connections through a Pulsar proxy (§1.5, §4.3): a role listed in proxyRoles must name
+  // the client it speaks for (CONNECT's original_principal, HTTP's X-Original-Principal), and
+  // both roles must be allowed. With authenticateOriginalAuthData the client's forwarded
+  // credentials are authenticated again instead of trusting the name.
+  std::vector<std::string> proxy_roles;          // proxyRoles
+  bool authenticate_original_auth_data = false;  // authenticateOriginalAuthData
   // The broker's own clients (replicators, forwarded admin calls): their credentials.
   std::string broker_client_authentication_plugin;      // brokerClientAuthenticationPlugin
   std::string broker_client_authentication_parameters;  // brokerClientAuthenticationParameters
@@ -155,6 +161,8 @@ struct BrokerConfig {
   std::string web_service_url_tls() const;
   // The server TLS settings of both TLS listeners.
   net::TlsOptions tls_options() const;
+  // Whether `role` is one of proxyRoles (an empty role never is).
+  bool is_proxy_role(std::string_view role) const;
 };
 
 // Declares the broker keys (and the metadata and managed-ledger keys) bound to `config`.

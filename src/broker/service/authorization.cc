@@ -1,5 +1,6 @@
 #include "broker/service/authorization.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -61,6 +62,7 @@ Authorization::Authorization(const BrokerConfig& config, metadata::MetadataStore
                              Executor executor)
     : authorizer_(auth::AuthorizationSettings{config.super_user_roles,
                                               config.authorization_allow_wildcards_matching}),
+      proxy_roles_(config.proxy_roles),
       executor_(executor),
       caches_(std::make_unique<Caches>(configuration, executor)) {}
 
@@ -68,6 +70,11 @@ Authorization::~Authorization() = default;
 
 bool Authorization::is_super_user(std::string_view role) const {
   return authorizer_.is_super_user(role);
+}
+
+bool Authorization::is_proxy_role(std::string_view role) const {
+  return !role.empty() &&
+         std::find(proxy_roles_.begin(), proxy_roles_.end(), role) != proxy_roles_.end();
 }
 
 Task<Result<Authorization::Facts>> Authorization::facts(std::string tenant, std::string ns) {

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "auth/authorization.h"
 #include "broker/config/broker_config.h"
@@ -48,6 +49,9 @@ class Authorization {
   Authorization& operator=(const Authorization&) = delete;
 
   bool is_super_user(std::string_view role) const;
+  // One of proxyRoles: its requests speak for another role (the original principal), and
+  // both must pass every check (pulsar-security-proxy.md §1.5, §4.3).
+  bool is_proxy_role(std::string_view role) const;
 
   // Super users and admins of `tenant`.
   Task<Result<Verdict>> tenant_admin(std::string role, std::string tenant);
@@ -77,6 +81,7 @@ class Authorization {
   Task<Result<Grants>> grants(std::string role, std::string tenant, std::string ns);
 
   auth::Authorizer authorizer_;
+  std::vector<std::string> proxy_roles_;
   Executor executor_;
   std::unique_ptr<Caches> caches_;  // used on executor_ only
 };
