@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <variant>
 
 #include "auth/authorization.h"
 #include "broker/config/broker_config.h"
@@ -64,6 +65,13 @@ struct ConnectionContext {
   Authorization* authorization = nullptr;
 };
 
+// The client a Pulsar proxy names in a command of its own (LOOKUP, PARTITIONED_METADATA).
+struct ForwardedClient {
+  std::optional<std::string> principal;  // original_principal; nullopt: the command names none
+  std::string auth_data;                 // original_auth_data
+  std::string auth_method;               // original_auth_method ("none" when absent)
+};
+
 class Connection final : public ConsumerSink,
                          public ProducerSink,
                          public std::enable_shared_from_this<Connection> {
@@ -86,6 +94,14 @@ class Connection final : public ConsumerSink,
   const std::string& remote() const override { return remote_; }
   const std::string& client_version() const override { return client_version_; }
   bool tls() const { return stream_->tls(); }
+  // Who authenticated (empty: authentication is off), and on a connection from a Pulsar proxy
+  // (role() is one of proxyRoles) the client it speaks for (empty otherwise). principal() is
+  // the one for logs and stats: the original principal when there is one.
+  const std::string& role() const { return role_; }
+  const std::string& original_principal() const { return original_principal_; }
+  const std::string& principal() const {
+    return original_principal_.empty() ? role_ : original_principal_;
+  }
 
   // ConsumerSink / ProducerSink: CLOSE_PRODUCER / CLOSE_CONSUMER (the client reconnects)
   // forget the object; MESSAGE, REACHED_END_OF_TOPIC, ACTIVE_CONSUMER_CHANGE.
@@ -114,6 +130,10 @@ class Connection final : public ConsumerSink,
   bool handle(protocol::Frame& frame);
   // handlers/connect.cc
   void handle_connect(const wire::CommandConnect& connect);
+  // CONNECT's original_principal (and with authenticateOriginalAuthData its original_auth_*),
+  // after role_ is known (§1.5 of pulsar-security-proxy.md). False when the connection was
+  // refused: the ERROR is queued and the connection closes.
+  bool accept_original_principal(const wire::CommandConnect& connect);
   // AUTH_RESPONSE: the answer to a refresh challenge (§1.4 of pulsar-security-proxy.md).
   bool handle_auth_response(const wire::CommandAuthResponse& response);
   // Every authenticationRefreshCheckSeconds while the credentials expire: once expired, an
@@ -121,14 +141,25 @@ class Connection final : public ConsumerSink,
   // cannot refresh or left the previous challenge unanswered.
   Task<void> auth_refresh_loop();
   // handlers/access.cc: nullopt when the role may (or authorization is off), else the
-  // failure to answer (`denied` is the text of a refusal).
+  // failure to answer (`denied` is the text of a refusal). On a proxied connection the
+  // original principal must pass too; `original` replaces the connection's for one command
+  // (command_original_principal()).
   Task<std::optional<ServerFailure>> authorize_topic(protocol::TopicName topic,
-                                                     auth::ActionSet actions, std::string denied);
+                                                     auth::ActionSet actions, std::string denied,
+                                                     std::optional<std::string> original = {});
   Task<std::optional<ServerFailure>> authorize_subscription(protocol::TopicName topic,
                                                             std::string subscription,
                                                             std::string denied);
   Task<std::optional<ServerFailure>> authorize_namespace(std::string ns, auth::ActionSet actions,
                                                          std::string denied);
+  // The original principal a LOOKUP or PARTITIONED_METADATA is authorized for: the command's
+  // own original_principal when it has one and role_ is a proxy role (authenticated from the
+  // command's original_auth_* with authenticateOriginalAuthData), else the connection's; or
+  // the failure to answer (`invalid` is the text when the command names no usable client).
+  std::variant<std::string, ServerFailure> command_original_principal(
+      const ForwardedClient& forwarded, const std::string& invalid);
+  // Super user: role_, and on a proxied connection the original principal too.
+  bool is_super_user() const;
   // handlers/lookup.cc
   void handle_lookup(const wire::CommandLookupTopic& lookup);
   void handle_partitioned_metadata(const wire::CommandPartitionedTopicMetadata& request);
@@ -207,6 +238,13 @@ class Connection final : public ConsumerSink,
   std::optional<int64_t> auth_expires_at_;  // seconds since the epoch; nullopt: never
   bool supports_auth_refresh_ = false;      // CONNECT's feature flag
   bool auth_challenge_pending_ = false;     // a refresh AUTH_CHALLENGE waits for its answer
+  // Proxied connections: the client the proxy speaks for (empty: not proxied). With
+  // authenticateOriginalAuthData its credentials were authenticated, and the refresh checks
+  // them instead of the proxy's (§1.4).
+  std::string original_principal_;
+  bool original_authenticated_ = false;
+  std::string original_auth_method_;            // the provider that authenticated them
+  std::optional<int64_t> original_expires_at_;  // seconds since the epoch; nullopt: never
   bool closed_ = false;
   int protocol_version_ = 0;
   bool broker_entry_metadata_ = false;

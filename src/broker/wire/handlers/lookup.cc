@@ -2,12 +2,30 @@
 // creates a producer or consumer. Failures are metadata failures (MetadataError), or
 // ServiceNotReady when worth retrying.
 
+#include <string>
+#include <variant>
+
 #include "broker/namespace/namespace_service.h"
 #include "broker/service/topic_registry.h"
 #include "broker/wire/connection.h"
 #include "protocol/topic_name.h"
 
 namespace magnetar::broker {
+
+namespace {
+
+// The client a proxy names in a LOOKUP or PARTITIONED_METADATA, if any (access.cc decides
+// what it counts for).
+template <typename Command>
+ForwardedClient forwarded_client(const Command& command) {
+  ForwardedClient out;
+  if (command.has_original_principal()) out.principal = command.original_principal();
+  out.auth_data = command.original_auth_data();
+  out.auth_method = command.has_original_auth_method() ? command.original_auth_method() : "none";
+  return out;
+}
+
+}  // namespace
 
 void Connection::handle_lookup(const wire::CommandLookupTopic& lookup) {
   auto self = shared_from_this();
@@ -23,9 +41,19 @@ void Connection::handle_lookup(const wire::CommandLookupTopic& lookup) {
       self->write_command(cmd);
       co_return;
     }
+    auto original = self->command_original_principal(
+        forwarded_client(lookup), "Valid Proxy Client role should be provided for lookup ");
+    if (auto* refused = std::get_if<ServerFailure>(&original)) {
+      r->set_response(wire::CommandLookupTopicResponse::Failed);
+      r->set_error(refused->error);
+      r->set_message(refused->message);
+      self->write_command(cmd);
+      co_return;
+    }
     auth::ActionSet lookup_actions = {auth::AuthAction::kProduce, auth::AuthAction::kConsume};
     auto denied = co_await self->authorize_topic(*name, std::move(lookup_actions),
-                                                 "Client is not authorized to Lookup");
+                                                 "Client is not authorized to Lookup",
+                                                 std::get<std::string>(std::move(original)));
     if (denied) {
       r->set_response(wire::CommandLookupTopicResponse::Failed);
       r->set_error(denied->error);
@@ -65,9 +93,20 @@ void Connection::handle_partitioned_metadata(const wire::CommandPartitionedTopic
       self->write_command(cmd);
       co_return;
     }
+    auto original = self->command_original_principal(
+        forwarded_client(req),
+        "Valid Proxy Client role should be provided for getPartitionMetadataRequest ");
+    if (auto* refused = std::get_if<ServerFailure>(&original)) {
+      r->set_response(wire::CommandPartitionedTopicMetadataResponse::Failed);
+      r->set_error(refused->error);
+      r->set_message(refused->message);
+      self->write_command(cmd);
+      co_return;
+    }
     auth::ActionSet lookup_actions = {auth::AuthAction::kProduce, auth::AuthAction::kConsume};
     auto denied = co_await self->authorize_topic(
-        *name, std::move(lookup_actions), "Client is not authorized to Get Partition Metadata");
+        *name, std::move(lookup_actions), "Client is not authorized to Get Partition Metadata",
+        std::get<std::string>(std::move(original)));
     if (denied) {
       r->set_response(wire::CommandPartitionedTopicMetadataResponse::Failed);
       r->set_error(denied->error);

@@ -54,10 +54,10 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
     }
     // A replicator's name makes its messages count as replicated (deduplicated by source
     // position, never replicated on): with authorization on, only super users (the clusters'
-    // broker roles) may take it. Pulsar lets any producer of the topic do so.
+    // broker roles; through a proxy, both roles) may take it. Pulsar lets any producer of the
+    // topic do so.
     if (!denied && self->context_.authorization != nullptr &&
-        req.producer_name().rfind(protocol::kReplicatorPrefix, 0) == 0 &&
-        !self->context_.authorization->is_super_user(self->role_)) {
+        req.producer_name().rfind(protocol::kReplicatorPrefix, 0) == 0 && !self->is_super_user()) {
       denied = ServerFailure{wire::AuthorizationError,
                              "Only super users may create replicator producers (pulsar.repl.*)"};
     }
