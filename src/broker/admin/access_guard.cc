@@ -4,7 +4,9 @@
 
 #include <utility>
 #include <variant>
+#include <vector>
 
+#include "broker/admin/policies_json.h"
 #include "broker/service/authentication.h"
 #include "broker/service/authorization.h"
 #include "broker/service/producer.h"
@@ -143,6 +145,62 @@ Task<std::optional<Response>> authorize(Authorization& authz, std::string role,
   co_return denied(401, kTenantRefusal);
 }
 
+// A Pulsar proxy's requests name the client they are for (§4.3 of
+// pulsar-security-proxy.md): the role of the client's own token, or the proxy's role when it
+// authenticates with its own credentials.
+constexpr const char* kOriginalPrincipalHeader = "x-original-principal";
+
+// Pulsar's 401 when the proxy or the client it speaks for is refused.
+Response proxy_refused(const http::Permission& permission, const std::string& proxy,
+                       const std::string& original) {
+  const std::string p = proxy.substr(0, 256);
+  const std::string o = original.substr(0, 256);
+  if (permission.scope == Scope::kSuperUser) {
+    return denied(
+        401,
+        fmt::format("Proxy not authorized for super-user operation (proxy:{},original:{})", p, o));
+  }
+  return denied(
+      401, fmt::format("Proxy not authorized to access resource (proxy:{},original:{})", p, o));
+}
+
+// The route's checks for a request authenticated as `role`.
+Task<std::optional<Response>> check_role(Authorization& authz, std::string role,
+                                         http::Permission permission, http::Resource resource) {
+  if (authz.is_super_user(role)) co_return std::nullopt;
+  auto check = authorize(authz, std::move(role), std::move(permission), std::move(resource));
+  co_return co_await std::move(check);
+}
+
+// The route's checks for a request from a proxy role (`proxy`): it must name the client it
+// speaks for, which may not be a proxy role itself, and both roles must pass.
+Task<std::optional<Response>> check_proxied(Authorization& authz, std::string proxy,
+                                            std::optional<std::string> original,
+                                            http::Permission permission, http::Resource resource) {
+  auto log = log::Logger("broker.http").with("role", proxy);
+  if (!original || blank(*original)) {
+    log.info("proxied request without {}", "X-Original-Principal");
+    co_return denied(401, "Original principal cannot be empty if the request is via proxy.");
+  }
+  log = log.with("original_principal", original->substr(0, 256));
+  if (authz.is_proxy_role(*original)) {
+    log.info("proxied request for a proxy role");
+    co_return denied(401, "Original principal cannot be a proxy role");
+  }
+  const std::vector<std::string> roles = {*original, proxy};
+  for (const std::string& role : roles) {
+    http::Permission p = permission;
+    http::Resource r = resource;
+    auto check = check_role(authz, role, std::move(p), std::move(r));
+    std::optional<Response> refusal = co_await std::move(check);
+    if (!refusal) continue;
+    log.with("checked_role", role.substr(0, 256)).info("proxied request refused");
+    if (refusal->status == 401) co_return proxy_refused(permission, proxy, *original);
+    co_return refusal;
+  }
+  co_return std::nullopt;
+}
+
 }  // namespace
 
 std::variant<Caller, Response> authenticate_request(const Request& request,
@@ -184,12 +242,27 @@ http::Guard make_access_guard(const Authentication* authentication, Authorizatio
     if (auto* r = std::get_if<Response>(&caller)) co_return std::move(*r);
     if (authorization == nullptr) co_return std::nullopt;
     std::string role = std::get<Caller>(caller).role;
-    if (authorization->is_super_user(role)) co_return std::nullopt;
     // Arguments are made outside the co_await expression (GCC 12 and class temporaries).
     http::Permission permission = route.permission;
     http::Resource resource = route.permission.resource(params);
+    const std::string* forwarded = header(request, kOriginalPrincipalHeader);
+    if (authorization->is_proxy_role(role)) {
+      std::optional<std::string> original;
+      if (forwarded != nullptr) original = *forwarded;
+      auto check = check_proxied(*authorization, std::move(role), std::move(original),
+                                 std::move(permission), std::move(resource));
+      co_return co_await std::move(check);
+    }
+    // Other roles are checked as themselves: a proxy that forwards the client's own token
+    // names that same role, and anyone else's header counts for nothing.
+    if (forwarded != nullptr && !blank(*forwarded) && *forwarded != role) {
+      log::Logger("broker.http")
+          .with("role", role)
+          .with("original_principal", forwarded->substr(0, 256))
+          .info("ignoring X-Original-Principal from a role that is not one of proxyRoles");
+    }
     auto check =
-        authorize(*authorization, std::move(role), std::move(permission), std::move(resource));
+        check_role(*authorization, std::move(role), std::move(permission), std::move(resource));
     co_return co_await std::move(check);
   };
 }
