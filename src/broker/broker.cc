@@ -77,7 +77,7 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
                               b->config_.broker_delete_inactive_topics_mode));
   }
   // Authentication settings are checked before any port is bound, as the TLS files are.
-  auto authentication = Authentication::create(b->config_);
+  auto authentication = make_authentication(b->config_);
   if (!authentication.ok()) return authentication.status();
   b->authentication_ = std::move(*authentication);
   auto authorization =

@@ -40,9 +40,13 @@ namespace magnetar::net {
 class TlsContext;
 }
 
+namespace magnetar::auth {
+class Authentication;
+}  // namespace magnetar::auth
+
 namespace magnetar::broker {
 
-class Authentication;
+using auth::Authentication;
 class Authorization;
 class Connection;
 struct ConnectionContext;

@@ -21,8 +21,12 @@
 #include "http/http_server.h"
 #include "http/router.h"
 
-namespace magnetar::broker {
+namespace magnetar::auth {
 class Authentication;
+}  // namespace magnetar::auth
+
+namespace magnetar::broker {
+using auth::Authentication;
 class Authorization;
 }  // namespace magnetar::broker
 

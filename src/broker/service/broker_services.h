@@ -6,9 +6,13 @@
 #include "common/gate.h"
 #include "metadata/metadata_store.h"
 
+namespace magnetar::auth {
+class Authentication;
+}  // namespace magnetar::auth
+
 namespace magnetar::broker {
 
-class Authentication;
+using auth::Authentication;
 class Authorization;
 class NamespaceService;
 class SchemaRegistry;

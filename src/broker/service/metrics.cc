@@ -23,9 +23,6 @@ struct Families {
   metrics::Family<metrics::Gauge>* connections;
   metrics::Family<metrics::Counter>* connections_created;
   metrics::Family<metrics::Counter>* connections_closed;
-  metrics::Family<metrics::Counter>* auth_success;
-  metrics::Family<metrics::Counter>* auth_failures;
-  metrics::Family<metrics::Counter>* expired_tokens;
   metrics::Family<metrics::Gauge>* rate_in;
   metrics::Family<metrics::Gauge>* rate_out;
   metrics::Family<metrics::Gauge>* throughput_in;
@@ -96,14 +93,6 @@ Families& families() {
     out.connections_closed =
         r.counter("pulsar_connection_closed_total_count", "Client connections closed", {"cluster"})
             .value();
-    out.auth_success = r.counter("pulsar_authentication_success_total", "Credentials accepted",
-                                 {"provider_name", "auth_method"})
-                           .value();
-    out.auth_failures = r.counter("pulsar_authentication_failures_total", "Credentials refused",
-                                  {"provider_name", "auth_method", "reason"})
-                            .value();
-    out.expired_tokens =
-        r.counter("pulsar_expired_token_total", "Tokens refused because they expired").value();
     auto topic_gauge = [&r](const std::string& name, const char* help) {
       return r.gauge(name, help, kTopicLabels).value();
     };
@@ -226,19 +215,6 @@ std::shared_ptr<metrics::Gauge> topics_count_gauge(const std::string& cluster,
 ConnectionCounters connection_counters(const std::string& cluster) {
   return ConnectionCounters{families().connections_created->get(cluster),
                             families().connections_closed->get(cluster)};
-}
-
-AuthenticationMetrics authentication_metrics(const std::string& provider,
-                                             const std::string& method) {
-  auto& f = families();
-  AuthenticationMetrics out;
-  out.success = f.auth_success->get(provider, method);
-  for (const char* reason :
-       {"INVALID_AUTH_DATA", "INVALID_TOKEN", "INVALID_AUDIENCES", "EXPIRED_TOKEN"}) {
-    out.failures.emplace(reason, f.auth_failures->get(provider, method, reason));
-  }
-  out.expired = f.expired_tokens->get();
-  return out;
 }
 
 }  // namespace magnetar::broker

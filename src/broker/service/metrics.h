@@ -51,15 +51,4 @@ struct ConnectionCounters {
 };
 ConnectionCounters connection_counters(const std::string& cluster);
 
-// pulsar_authentication_success_total{provider_name, auth_method},
-// pulsar_authentication_failures_total{..., reason} (Pulsar's token reasons) and
-// pulsar_expired_token_total. Never a credential in a label.
-struct AuthenticationMetrics {
-  std::shared_ptr<metrics::Counter> success;
-  std::map<std::string, std::shared_ptr<metrics::Counter>, std::less<>> failures;  // by reason
-  std::shared_ptr<metrics::Counter> expired;
-};
-AuthenticationMetrics authentication_metrics(const std::string& provider,
-                                             const std::string& method);
-
 }  // namespace magnetar::broker

@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "auth/authentication.h"
 #include "auth/base64.h"
 #include "auth/jwt.h"
 #include "broker/broker_server.h"
@@ -290,7 +291,7 @@ TEST_F(HttpSecurityTest, SecretsStayOutOfLogsMetricsAndErrors) {
   log::init(log::Options{log::Level::kDebug, false, log_file.string()});
   const std::string broker_token = token("broker-internal");
   // The counters are process-wide: what this test adds is what it checks.
-  const auto counters = authentication_metrics("AuthenticationProviderToken", "token");
+  const auto counters = auth::authentication_metrics("AuthenticationProviderToken", "token");
   const double successes = counters.success->value();
   const double invalid = counters.failures.find("INVALID_TOKEN")->second->value();
   const double expired_before = counters.failures.find("EXPIRED_TOKEN")->second->value();

@@ -35,9 +35,13 @@
 #include "protocol/frame.h"
 #include "protocol/topic_name.h"
 
+namespace magnetar::auth {
+class Authentication;
+}  // namespace magnetar::auth
+
 namespace magnetar::broker {
 
-class Authentication;
+using auth::Authentication;
 class Authorization;
 class Consumer;
 class NamespaceService;
