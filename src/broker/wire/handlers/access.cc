@@ -108,7 +108,10 @@ Task<std::optional<ServerFailure>> Connection::authorize_topic(
     protocol::TopicName topic, auth::ActionSet actions, std::string denied,
     std::optional<std::string> original) {
   if (context_.authorization == nullptr) co_return std::nullopt;
-  for (const std::string& role : roles_to_check(role_, original.value_or(original_principal_))) {
+  // Named, not a temporary of the loop (GCC 12 and temporaries around co_await).
+  const std::vector<std::string> roles =
+      roles_to_check(role_, original.value_or(original_principal_));
+  for (const std::string& role : roles) {
     auto verdict = co_await context_.authorization->topic_action(role, topic, actions);
     auto failure = failure_of(verdict, topic.namespace_name(), denied, topic.to_string());
     if (failure) {
@@ -125,7 +128,8 @@ Task<std::optional<ServerFailure>> Connection::authorize_subscription(protocol::
                                                                       std::string subscription,
                                                                       std::string denied) {
   if (context_.authorization == nullptr) co_return std::nullopt;
-  for (const std::string& role : roles_to_check(role_, original_principal_)) {
+  const std::vector<std::string> roles = roles_to_check(role_, original_principal_);
+  for (const std::string& role : roles) {
     auto verdict = co_await context_.authorization->subscribe(role, topic, subscription);
     auto failure = failure_of(verdict, topic.namespace_name(), denied, topic.to_string());
     if (failure) {
@@ -150,7 +154,8 @@ Task<std::optional<ServerFailure>> Connection::authorize_namespace(std::string n
         wire::TopicNotFound,
         fmt::format("Tenant or namespace or topic does not exist: {}", ns.substr(0, 256))};
   }
-  for (const std::string& role : roles_to_check(role_, original_principal_)) {
+  const std::vector<std::string> roles = roles_to_check(role_, original_principal_);
+  for (const std::string& role : roles) {
     auto verdict = co_await context_.authorization->namespace_action(role, ns, actions);
     auto failure = failure_of(verdict, ns, denied, "");
     if (failure) {
