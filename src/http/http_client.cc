@@ -422,11 +422,14 @@ Task<Result<HttpResponse>> HttpClient::exchange(const Url& url, const HttpReques
     }
     if (ec || parser.is_done()) break;
     if (read_ec == asio::error::eof || read_ec == asio::ssl::error::stream_truncated) {
+      // Closed before a single byte: no answer at all (Boost's put_eof would call an empty
+      // stream a complete "200 OK" without body).
+      if (!parser.got_some()) {
+        ec = bhttp::error::end_of_stream;
+        break;
+      }
       parser.put_eof(ec);
       if (!ec && !parser.is_done()) ec = bhttp::error::partial_message;
-      if (ec == bhttp::error::partial_message && !parser.got_some()) {
-        ec = bhttp::error::end_of_stream;
-      }
     } else if (read_ec) {
       ec = read_ec;
     }

@@ -244,6 +244,14 @@ TEST(HttpClientErrorsTest, ReportsAMalformedResponse) {
   EXPECT_EQ(r.status().code(), ClientError::kMalformedResponse) << r.status().to_string();
 }
 
+TEST(HttpClientErrorsTest, AServerClosingWithoutAByteIsAConnectionFailure) {
+  RawServer raw("");  // reads the request, closes without answering
+  auto r = HttpClient().send_blocking(make_request("GET", raw.url()));
+  ASSERT_FALSE(r.ok()) << "status " << r->status << ", body '" << r->body << "'";
+  EXPECT_EQ(r.status().code(), ClientError::kConnectionFailed) << r.status().to_string();
+  EXPECT_TRUE(r.status().is(Errc::kUnavailable));
+}
+
 TEST(HttpClientErrorsTest, BoundsTheResponseSize) {
   RawServer raw("HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n" + std::string(5000, 'x'));
   ClientOptions options;
