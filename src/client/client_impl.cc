@@ -4,6 +4,7 @@
 
 #include "client/cluster_failover.h"
 #include "client/lookup_service.h"
+#include "client/service_hosts.h"
 #include "common/backoff.h"
 #include "protocol/topic_name.h"
 
@@ -11,29 +12,21 @@ namespace magnetar::client {
 
 namespace {
 
-// "pulsar://h1:p1,h2:p2" -> {"pulsar://h1:p1", "pulsar://h2:p2"}; the same for pulsar+ssl://.
+// The hosts of a pulsar:// or pulsar+ssl:// service URL (`tls`: which one).
 Result<std::vector<std::string>> split_service_url(const std::string& service_url, bool tls) {
-  const std::string_view kScheme = tls ? "pulsar+ssl://" : "pulsar://";
-  if (service_url.rfind(kScheme, 0) != 0) {
+  auto parsed = parse_service_url(service_url);
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->scheme != (tls ? "pulsar+ssl" : "pulsar")) {
     return Status(ClientError::kInvalidConfiguration,
-                  fmt::format("service URL '{}' must start with pulsar://, pulsar+ssl:// or "
-                              "http://",
-                              service_url));
+                  fmt::format("service URL '{}' must start with {}", service_url,
+                              tls ? "pulsar+ssl://" : "pulsar://"));
   }
-  std::vector<std::string> urls;
-  std::string_view hosts = std::string_view(service_url).substr(kScheme.size());
-  while (!hosts.empty() && hosts.back() == '/') hosts.remove_suffix(1);
-  size_t start = 0;
-  while (start <= hosts.size()) {
-    size_t comma = hosts.find(',', start);
-    if (comma == std::string_view::npos) comma = hosts.size();
-    std::string url = fmt::format("{}{}", kScheme, hosts.substr(start, comma - start));
-    auto parsed = parse_broker_url(url);
-    if (!parsed.ok()) return parsed.status();
-    urls.push_back(std::move(url));
-    start = comma + 1;
-  }
-  return urls;
+  return std::move(parsed->hosts);
+}
+
+ServiceHosts::Options quarantine_options(const ClientOptions& o) {
+  return ServiceHosts::Options{.initial = o.service_url_quarantine_initial,
+                               .max = o.service_url_quarantine_max};
 }
 
 }  // namespace
@@ -76,7 +69,7 @@ Result<std::shared_ptr<ClientImpl>> ClientImpl::create(const std::string& servic
     return c;
   }
   // TLS for pulsar+ssl://: every connection of the client then uses it.
-  const bool use_tls = service_url.rfind("pulsar+ssl://", 0) == 0;
+  const bool use_tls = service_url.starts_with("pulsar+ssl://");
   auto split = split_service_url(service_url, use_tls);
   if (!split.ok()) return split.status();
   std::vector<std::string> urls = std::move(split).value();
@@ -113,9 +106,11 @@ Status ClientImpl::switch_service_url(const std::string& url) {
   auto split = split_service_url(url, uses_tls());
   if (!split.ok()) return split.status();
   {
+    auto hosts =
+        std::make_shared<ServiceHosts>(std::move(split).value(), quarantine_options(options_));
     std::lock_guard lock(urls_mu_);
     service_url_ = url;
-    service_urls_ = std::move(split).value();
+    hosts_ = std::move(hosts);
   }
   ++switches_;
   log_.with("service_url", url).info("moved to another cluster: reconnecting everything");
@@ -138,7 +133,11 @@ std::string ClientImpl::service_url() const {
 }
 
 ClientImpl::ClientImpl(std::vector<std::string> urls, const ClientOptions& options)
-    : service_urls_(std::move(urls)), options_(options), log_(log::Logger("client")) {
+    : hosts_(urls.empty()
+                 ? nullptr
+                 : std::make_shared<ServiceHosts>(std::move(urls), quarantine_options(options))),
+      options_(options),
+      log_(log::Logger("client")) {
   for (int i = 0; i < options_.io_threads; ++i) {
     loops_.push_back(std::make_unique<Loop>());
     start_loop(*loops_.back());
@@ -210,15 +209,36 @@ Task<Result<std::shared_ptr<ClientConnection>>> ClientImpl::get_connection(int l
 
 Task<Result<std::shared_ptr<ClientConnection>>> ClientImpl::service_connection(int loop,
                                                                                Deadline deadline) {
-  std::string url;
+  auto self = shared_from_this();
+  std::shared_ptr<ServiceHosts> hosts;  // kept: a failover may swap hosts_ meanwhile
   {
     std::lock_guard lock(urls_mu_);
-    if (!service_urls_.empty()) url = service_urls_[next_url_.fetch_add(1) % service_urls_.size()];
+    hosts = hosts_;
   }
-  if (url.empty()) {  // an http:// client: lookups go over HTTP
+  if (!hosts) {  // an http:// client: lookups go over HTTP
     co_return Status(ClientError::kInvalidConfiguration, "no pulsar:// service URL");
   }
-  co_return co_await get_connection(loop, url, url, deadline);
+  // A host that cannot be reached is quarantined and the next one tried at once, each host
+  // at most once per call, while the deadline allows.
+  Status last;
+  for (size_t attempt = 0; attempt < hosts->size() && Clock::now() < deadline; ++attempt) {
+    const size_t index = hosts->next();
+    const std::string& url = hosts->url(index);
+    auto cnx = co_await get_connection(loop, url, url, deadline);
+    if (cnx.ok()) {
+      hosts->succeeded(index);
+      co_return cnx;
+    }
+    if (closed_ || !cnx.status().retriable()) co_return cnx;
+    last = cnx.status();
+    const auto quarantine = hosts->failed(index);
+    if (quarantine.count() > 0) {
+      log_.with("host", url)
+          .info("service host skipped for {} ms: {}", quarantine.count(), last.message());
+    }
+  }
+  if (last.ok()) last = Status(ClientError::kTimeout, "no time left to reach a service host");
+  co_return last;
 }
 
 Task<Result<BrokerAddress>> ClientImpl::lookup(int loop, std::string topic, Deadline deadline) {

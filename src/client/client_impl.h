@@ -28,6 +28,7 @@ namespace magnetar::client {
 
 class ClusterFailover;
 class LookupService;
+class ServiceHosts;
 
 // Something the client closes when it closes (producers, consumers).
 class Closeable {
@@ -67,7 +68,8 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   Task<Result<std::shared_ptr<ClientConnection>>> get_connection(int loop, std::string logical,
                                                                  std::string physical,
                                                                  Deadline deadline);
-  // A connection to one of the service URL's hosts (rotating among them).
+  // A connection to one of the service URL's hosts: round robin, skipping the hosts whose
+  // connection failed lately (service_hosts.h); on a failure, the next host at once.
   Task<Result<std::shared_ptr<ClientConnection>>> service_connection(int loop, Deadline deadline);
   // Through the lookup service of the service URL's scheme (binary or HTTP:
   // lookup_service.h): the broker serving `topic`, following redirects (at most
@@ -109,9 +111,11 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   // Lets the loops run dry (graceful: every coroutine has ended), forcing them after `grace`.
   void stop_loops(std::chrono::milliseconds grace);
 
-  mutable std::mutex urls_mu_;  // guards service_url_ and service_urls_ (failover swaps them)
+  mutable std::mutex urls_mu_;  // guards service_url_ and hosts_ (failover swaps them)
   std::string service_url_;
-  std::vector<std::string> service_urls_;
+  // The pulsar:// hosts and their health (null for an http:// client); shared with the
+  // lookups running on the loops while a failover swaps it.
+  std::shared_ptr<ServiceHosts> hosts_;
   std::unique_ptr<ClusterFailover> failover_;
   std::atomic<int64_t> switches_{0};
   const ClientOptions options_;
@@ -122,7 +126,6 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   std::vector<std::unique_ptr<Loop>> loops_;
   std::unique_ptr<Loop> listener_;
   std::atomic<uint64_t> next_loop_{0};
-  std::atomic<uint64_t> next_url_{0};
   std::atomic<uint64_t> request_id_{1};
   std::atomic<uint64_t> producer_id_{1};
   std::atomic<uint64_t> consumer_id_{1};

@@ -4,6 +4,7 @@
 
 #include <boost/asio/connect.hpp>
 
+#include "client/service_hosts.h"
 #include "common/version.h"
 #include "net/tls.h"
 
@@ -37,16 +38,13 @@ Result<HostPort> parse_broker_url(const std::string& url) {
     return Status(ClientError::kInvalidConfiguration,
                   fmt::format("'{}' is not a pulsar:// or pulsar+ssl:// URL", url));
   }
-  while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
-  const auto colon = rest.rfind(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 == rest.size()) {
-    return Status(ClientError::kInvalidConfiguration, fmt::format("'{}' has no host:port", url));
+  rest = rest.substr(0, rest.find('/'));  // a path means nothing here
+  auto a = parse_authority(rest, default_port(tls ? "pulsar+ssl" : "pulsar"));
+  if (!a.ok()) {
+    return Status(ClientError::kInvalidConfiguration,
+                  fmt::format("'{}': {}", url, a.status().message()));
   }
-  HostPort hp{std::string(rest.substr(0, colon)), std::string(rest.substr(colon + 1)), tls};
-  if (hp.host.size() > 2 && hp.host.front() == '[' && hp.host.back() == ']') {
-    hp.host = hp.host.substr(1, hp.host.size() - 2);
-  }
-  return hp;
+  return HostPort{a->host, std::to_string(a->port), tls};
 }
 
 Result<std::shared_ptr<net::TlsContext>> make_tls_context(const ClientOptions& options) {

@@ -51,7 +51,8 @@ class ConnectionListener {
   virtual void on_disconnected(ClientConnection& cnx) = 0;
 };
 
-// Parses "pulsar://host:port" and "pulsar+ssl://host:port".
+// Parses "pulsar://host[:port]" and "pulsar+ssl://host[:port]" (default ports 6650, 6651;
+// a path is ignored).
 struct HostPort {
   std::string host;
   std::string port;

@@ -5,10 +5,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <nlohmann/json.hpp>
 
 #include "client/lookup_service.h"
+#include "client/service_hosts.h"
 #include "common/version.h"
 #include "http/http_client.h"
 #include "http/http_server.h"
@@ -86,7 +86,9 @@ class HttpLookup final : public LookupService {
  public:
   // `tls`: the service URL is https://, so lookups answer the brokers' TLS URLs.
   HttpLookup(std::vector<std::string> bases, const ClientOptions& options, bool tls)
-      : bases_(std::move(bases)),
+      : hosts_(std::move(bases),
+               ServiceHosts::Options{.initial = options.service_url_quarantine_initial,
+                                     .max = options.service_url_quarantine_max}),
         operation_timeout_(options.operation_timeout),
         tls_(tls),
         authentication_(options.authentication),
@@ -116,25 +118,30 @@ class HttpLookup final : public LookupService {
 
  private:
   // GET `target` (path and query) from the next service host, redirects followed; the JSON
-  // body of a 200 answer. Bounded by `deadline` and the operation timeout.
+  // body of a 200 answer. Bounded by `deadline` and the operation timeout. A host that
+  // gives no answer (refused, reset, silent) is quarantined and the next one asked at once.
   Task<Result<Json>> get_json(std::string target, Deadline deadline);
+  // One GET from one host (its answer, whatever its status).
+  Task<Result<http::HttpResponse>> get(const std::string& base, const std::string& target,
+                                       Deadline deadline);
 
-  const std::vector<std::string> bases_;  // "http[s]://host:port", one per service host
+  ServiceHosts hosts_;  // "http[s]://host:port", one per service host
+  const log::Logger log_ = log::Logger("client.http_lookup");
   const std::chrono::milliseconds operation_timeout_;
   const bool tls_;  // https:// service URL: connect to brokerUrlTls (pulsar+ssl://)
   const std::shared_ptr<Authentication> authentication_;  // null: no credentials
   const http::HttpClient http_;
-  std::atomic<uint64_t> next_{0};
 };
 
-Task<Result<Json>> HttpLookup::get_json(std::string target, Deadline deadline) {
+Task<Result<http::HttpResponse>> HttpLookup::get(const std::string& base, const std::string& target,
+                                                 Deadline deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   if (left.count() <= 0) {
     co_return Status(ClientError::kTimeout, fmt::format("HTTP lookup of {}: no time left", target));
   }
   http::HttpRequest request;
   request.method = "GET";
-  request.url = bases_[next_.fetch_add(1) % bases_.size()] + target;
+  request.url = base + target;
   request.timeout = std::min(left, operation_timeout_);
   if (authentication_) {
     auto headers = authentication_->http_headers();
@@ -144,6 +151,28 @@ Task<Result<Json>> HttpLookup::get_json(std::string target, Deadline deadline) {
   }
   auto response = co_await http_.send(std::move(request));
   if (!response.ok()) co_return transport_failure(response.status());
+  co_return std::move(response).value();
+}
+
+Task<Result<Json>> HttpLookup::get_json(std::string target, Deadline deadline) {
+  Result<http::HttpResponse> response = Status(ClientError::kTimeout, "not asked yet");
+  for (size_t attempt = 0; attempt < hosts_.size(); ++attempt) {
+    const size_t index = hosts_.next();
+    response = co_await get(hosts_.url(index), target, deadline);
+    if (response.ok()) {
+      hosts_.succeeded(index);  // an answer, even an error: the host is up
+      break;
+    }
+    const Status& st = response.status();
+    if (!st.is(Errc::kUnavailable) && !st.is(Errc::kTimeout)) break;  // not the host's fault
+    const auto quarantine = hosts_.failed(index);
+    if (quarantine.count() > 0) {
+      log_.with("host", hosts_.url(index))
+          .info("service host skipped for {} ms: {}", quarantine.count(), st.message());
+    }
+    if (Clock::now() >= deadline) break;
+  }
+  if (!response.ok()) co_return response.status();
   if (response->status != 200) co_return answer_failure(*response);
   Json body = Json::parse(response->body, nullptr, false);
   if (body.is_discarded()) {
@@ -212,29 +241,27 @@ bool is_http_service_url(std::string_view service_url) {
 
 Result<std::unique_ptr<LookupService>> make_http_lookup(const std::string& service_url,
                                                         const ClientOptions& options) {
-  const bool tls = service_url.starts_with(kHttps);
-  const std::string_view scheme = tls ? kHttps : kHttp;
-  if (!service_url.starts_with(scheme)) {
+  auto parsed = parse_service_url(service_url);
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->scheme != "http" && parsed->scheme != "https") {
     return Status(ClientError::kInvalidConfiguration,
                   fmt::format("service URL '{}' is not an http:// or https:// URL", service_url));
   }
-  // "http://h1:p1,h2:p2/" -> {"http://h1:p1", "http://h2:p2"}; the same for https://
-  std::string_view hosts = std::string_view(service_url).substr(scheme.size());
-  while (!hosts.empty() && hosts.back() == '/') hosts.remove_suffix(1);
-  std::vector<std::string> bases;
-  size_t start = 0;
-  while (start <= hosts.size()) {
-    size_t comma = hosts.find(',', start);
-    if (comma == std::string_view::npos) comma = hosts.size();
-    const std::string_view host = hosts.substr(start, comma - start);
-    auto url = http::parse_url(fmt::format("{}{}", scheme, host));
-    if (!url.ok() || host.empty() || url->target != "/") {
-      return Status(ClientError::kInvalidConfiguration,
-                    fmt::format("service URL '{}': '{}' is not host:port", service_url, host));
-    }
-    bases.push_back(url->origin());
-    start = comma + 1;
+  // "http://h1:p1,h2:p2/" -> {"http://h1:p1", "http://h2:p2"}; the same for https://. A
+  // base path would be dropped by the lookups' absolute paths: refused.
+  if (!parsed->path.empty() && parsed->path != "/") {
+    return Status(
+        ClientError::kInvalidConfiguration,
+        fmt::format("service URL '{}': a path ('{}') is not supported", service_url, parsed->path));
   }
+  for (const auto& base : parsed->hosts) {
+    if (!http::parse_url(base).ok()) {
+      return Status(ClientError::kInvalidConfiguration,
+                    fmt::format("service URL '{}': '{}' is not host:port", service_url, base));
+    }
+  }
+  const bool tls = parsed->scheme == "https";
+  std::vector<std::string> bases = std::move(parsed->hosts);
   return std::unique_ptr<LookupService>(
       std::make_unique<HttpLookup>(std::move(bases), options, tls));
 }

@@ -58,7 +58,8 @@ TEST(HashTest, JavaStringHashAndMurmur3MatchTheirReferenceValues) {
 TEST(ClientOptionsTest, BadServiceUrlsAreRefused) {
   EXPECT_FALSE(Client::create("ftp://localhost:8080").ok());
   EXPECT_FALSE(Client::create("localhost:6650").ok());
-  EXPECT_FALSE(Client::create("pulsar://no-port").ok());
+  EXPECT_FALSE(Client::create("pulsar://:6650").ok());
+  EXPECT_TRUE(Client::create("pulsar://no-port").ok()) << "6650 by default";
   EXPECT_TRUE(Client::create("pulsar://h1:6650,h2:6651").ok());
 }
 

@@ -69,6 +69,12 @@ struct ClientOptions {
   int io_threads = 1;
   std::chrono::seconds keep_alive_interval{30};
   int max_lookup_redirects = 20;
+  // A host of a multi-host service URL whose connection fails is skipped for a while: from
+  // `initial`, doubling with each later failure up to `max`; a success ends it. When every
+  // host is skipped, the one that failed longest ago is tried anyway. initial 0: plain
+  // round robin (Pulsar's C++ client). Binary and HTTP lookups alike.
+  std::chrono::milliseconds service_url_quarantine_initial{100};
+  std::chrono::milliseconds service_url_quarantine_max{30'000};
   // Reconnect backoff of producers and consumers (jittered, doubling).
   std::chrono::milliseconds initial_backoff{100};
   std::chrono::milliseconds max_backoff{60'000};
@@ -94,12 +100,13 @@ class ClientImpl;  // internal
 class Client {
  public:
   // `service_url`: "pulsar://host:port[,host2:port2...]", or "pulsar+ssl://..." for TLS,
-  // or "http://host:port[,...]" (a broker's web service URL) for HTTP lookup: topics are
+  // or "http[s]://host:port[,...]" (a broker's web service URL) for HTTP lookup: topics are
   // looked up through the brokers' REST API (redirects followed), producers and consumers
-  // then connect to the broker URL it names with the binary protocol. https:// is refused
-  // with kInvalidConfiguration (no TLS in the HTTP lookup yet).
-  // No network activity yet; TLS files are read now (errors: kInvalidConfiguration, naming
-  // the file).
+  // then connect to the broker URL it names with the binary protocol. A missing port is the
+  // scheme's default (6650, 6651, 80, 443). A proxy's URL works too: lookup answers with
+  // proxy_through_service_url make every connection go through it.
+  // No network activity yet; TLS files are read now. Errors: kInvalidConfiguration naming
+  // the URL (bad scheme, empty host, bad port) or the file.
   static Result<Client> create(const std::string& service_url, ClientOptions options = {});
 
   Result<Producer> create_producer(const std::string& topic, ProducerOptions options = {});
