@@ -1,5 +1,12 @@
 // The binary protocol's lookups (lookup_service.h): LOOKUP with redirects,
 // PARTITIONED_METADATA and GET_TOPICS_OF_NAMESPACE over the client's broker connections.
+//
+// Proxies (Pulsar's proxy answers every LOOKUP with proxy_through_service_url=true): the
+// broker named is then only the logical address; the physical one stays the service host
+// the lookup was sent to, and connections to the broker go through it (CONNECT with
+// proxy_to_broker_url, connection.h). A Redirect with the flag is asked again through the
+// same service host, spliced to the broker it names; once an answer of the chain carried
+// the flag, the final broker is reached through the proxy too, whatever later answers say.
 
 #include <fmt/format.h>
 
@@ -30,6 +37,7 @@ Task<Result<BrokerAddress>> BinaryLookup::lookup(int loop, std::string topic, De
   std::shared_ptr<ClientConnection> cnx = *first;
   const bool tls = client_.uses_tls();
   bool authoritative = false;
+  bool proxied = false;  // an answer said: go through the service host
   for (int redirects = 0;; ++redirects) {
     wire::BaseCommand cmd;
     cmd.set_type(wire::BaseCommand::LOOKUP);
@@ -50,8 +58,11 @@ Task<Result<BrokerAddress>> BinaryLookup::lookup(int loop, std::string topic, De
                                          topic, resp.brokerserviceurl())
                            : fmt::format("lookup of {} named no broker", topic));
     }
+    proxied = proxied || resp.proxy_through_service_url();
+    // The service host (the proxy) this chain of lookups went through.
+    const std::string& physical = proxied ? cnx->physical_address() : broker_url;
     if (resp.response() == wire::CommandLookupTopicResponse::Connect) {
-      co_return BrokerAddress{broker_url, broker_url};
+      co_return BrokerAddress{broker_url, physical};
     }
     // Redirect: ask the named broker, with the authoritative flag it gave.
     if (redirects + 1 >= client_.options().max_lookup_redirects) {
@@ -59,7 +70,7 @@ Task<Result<BrokerAddress>> BinaryLookup::lookup(int loop, std::string topic, De
                        fmt::format("lookup of {} redirected {} times", topic, redirects + 1));
     }
     authoritative = resp.authoritative();
-    auto next = co_await client_.get_connection(loop, broker_url, broker_url, deadline);
+    auto next = co_await client_.get_connection(loop, broker_url, physical, deadline);
     if (!next.ok()) co_return next.status();
     cnx = *next;
   }

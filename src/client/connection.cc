@@ -80,8 +80,9 @@ ClientConnection::ClientConnection(asio::io_context& io, std::string logical, st
                                    std::shared_ptr<net::TlsContext> tls)
     : logical_(std::move(logical)),
       physical_(std::move(physical)),
+      peer_(logical_ == physical_ ? physical_ : fmt::format("{} via {}", logical_, physical_)),
       options_(options),
-      log_(log::Logger("client.cnx").with("broker", physical_)),
+      log_(log::Logger("client.cnx").with("broker", peer_)),
       tls_(std::move(tls)),
       executor_(io.get_executor()),
       socket_(io),
@@ -96,7 +97,7 @@ Task<Status> ClientConnection::connect(Deadline deadline) {
       co_return Status::OK();
     case State::kClosed:
       co_return connect_status_.ok()
-          ? Status(ClientError::kDisconnected, fmt::format("connection to {} closed", physical_))
+          ? Status(ClientError::kDisconnected, fmt::format("connection to {} closed", peer_))
           : connect_status_;
     case State::kConnecting:
       co_return co_await wait_ready(deadline);
@@ -135,6 +136,16 @@ Task<Status> ClientConnection::wait_ready(Deadline deadline) {
 Task<Status> ClientConnection::do_connect(Deadline deadline) {
   auto hp = parse_broker_url(physical_);
   if (!hp.ok()) co_return hp.status();
+  // Through a proxy: the broker the proxy is to splice us to, as "host:port" with no scheme
+  // (what Pulsar's proxies expect in proxy_to_broker_url).
+  std::string proxy_to;
+  if (proxied()) {
+    auto target = parse_broker_url(logical_);
+    if (!target.ok()) co_return target.status();
+    const bool v6 = target->host.find(':') != std::string::npos;
+    proxy_to = v6 ? fmt::format("[{}]:{}", target->host, target->port)
+                  : fmt::format("{}:{}", target->host, target->port);
+  }
   if (hp->tls && !tls_) {
     co_return Status(ClientError::kInvalidConfiguration,
                      fmt::format("{} needs TLS: use a pulsar+ssl:// service URL", physical_));
@@ -216,6 +227,7 @@ Task<Status> ClientConnection::do_connect(Deadline deadline) {
   auto* c = connect.mutable_connect();
   c->set_client_version(fmt::format("magnetar-cpp-{}", kVersion));
   c->set_protocol_version(kProtocolVersion);
+  if (!proxy_to.empty()) c->set_proxy_to_broker_url(proxy_to);
   if (options_.authentication) {
     c->set_auth_method_name(options_.authentication->method());
     c->set_auth_data(*credentials);
@@ -224,6 +236,7 @@ Task<Status> ClientConnection::do_connect(Deadline deadline) {
   }
   // A broker may challenge expired credentials later: answered with fresh ones.
   c->mutable_feature_flags()->set_supports_auth_refresh(options_.authentication != nullptr);
+  if (decorate_connect_) decorate_connect_(*c);
   handshake_ = std::make_shared<Pending>(ex);
   auto handshake = handshake_;
   send_command(connect);
@@ -235,7 +248,7 @@ Task<Status> ClientConnection::do_connect(Deadline deadline) {
   handshake_.reset();
   if (!handshake->response) {
     if (state_ == State::kClosed && !connect_status_.ok()) co_return connect_status_;
-    co_return Status(ClientError::kTimeout, fmt::format("no CONNECTED from {} in time", physical_));
+    co_return Status(ClientError::kTimeout, fmt::format("no CONNECTED from {} in time", peer_));
   }
   if (!handshake->response->ok()) co_return handshake->response->status();
   keep_alive_timer_.expires_after(options_.keep_alive_interval);
@@ -282,9 +295,8 @@ void ClientConnection::close(const Status& reason) {
   auto pending = std::move(pending_);
   pending_.clear();
   for (auto& [id, p] : pending) {
-    p->response =
-        Status(ClientError::kDisconnected,
-               fmt::format("connection to {} lost: {}", physical_, connect_status_.message()));
+    p->response = Status(ClientError::kDisconnected, fmt::format("connection to {} lost: {}", peer_,
+                                                                 connect_status_.message()));
     p->timer.cancel();
   }
   auto producers = std::move(producers_);
@@ -318,8 +330,11 @@ Task<void> ClientConnection::read_loop() {
     if (ec) {
       // A broker that refuses our certificate says so after the TLS 1.3 handshake: an alert
       // read here ("tlsv13 alert certificate required").
-      std::string why =
-          ec == asio::error::eof ? std::string("closed by the broker") : net::describe_error(ec);
+      std::string why = net::describe_error(ec);
+      if (ec == asio::error::eof) {
+        why = proxied() ? fmt::format("closed by the proxy {} (to {})", physical_, logical_)
+                        : std::string("closed by the broker");
+      }
       if (net::is_tls_error(ec)) why = fmt::format("TLS error from {}: {}", physical_, why);
       close(Status(ClientError::kDisconnected, why));
       co_return;
@@ -388,7 +403,7 @@ Task<Result<wire::BaseCommand>> ClientConnection::await_pending(std::shared_ptr<
   if (!p->response) {
     auto it = pending_.find(request_id);
     if (it != pending_.end() && it->second == p) pending_.erase(it);
-    co_return Status(ClientError::kTimeout, fmt::format("no response from {} in time", physical_));
+    co_return Status(ClientError::kTimeout, fmt::format("no response from {} in time", peer_));
   }
   co_return std::move(*p->response);
 }
@@ -397,7 +412,7 @@ Task<Result<wire::BaseCommand>> ClientConnection::request(const wire::BaseComman
                                                           uint64_t request_id, Deadline deadline) {
   if (state_ != State::kReady) {
     co_return Status(ClientError::kDisconnected,
-                     fmt::format("connection to {} is not ready", physical_));
+                     fmt::format("connection to {} is not ready", peer_));
   }
   auto p = pending_for(request_id);
   send_command(command);
@@ -408,7 +423,7 @@ Task<Result<wire::BaseCommand>> ClientConnection::wait_response(uint64_t request
                                                                 Deadline deadline) {
   if (state_ != State::kReady) {
     co_return Status(ClientError::kDisconnected,
-                     fmt::format("connection to {} is not ready", physical_));
+                     fmt::format("connection to {} is not ready", peer_));
   }
   auto p = pending_for(request_id);
   co_return co_await await_pending(p, request_id, deadline);

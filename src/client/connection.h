@@ -19,6 +19,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -70,7 +71,9 @@ Status server_error_status(int error, const std::string& text);
 class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
  public:
   // `logical`: the broker URL the lookup named; `physical`: where to connect (the same unless
-  // going through a proxy). `tls`: needed when `physical` is pulsar+ssl://.
+  // going through a proxy). When they differ, CONNECT carries proxy_to_broker_url = the
+  // logical URL's host:port, and the proxy at `physical` splices us to that broker.
+  // `tls`: needed when `physical` is pulsar+ssl://.
   ClientConnection(asio::io_context& io, std::string logical, std::string physical,
                    const ClientOptions& options, std::shared_ptr<net::TlsContext> tls = nullptr);
   ~ClientConnection();
@@ -78,6 +81,11 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   // Connects and handshakes. Bounded by `deadline` and the connection timeout. Other
   // coroutines may wait for the outcome with wait_ready().
   Task<Status> connect(Deadline deadline);
+  // For a proxy's connections to brokers: changes the CONNECT this connection sends (the
+  // client's original principal and credentials, its version). Call before connect().
+  void set_connect_decorator(std::function<void(wire::CommandConnect&)> decorate) {
+    decorate_connect_ = std::move(decorate);
+  }
   Task<Status> wait_ready(Deadline deadline);
   bool ready() const { return state_ == State::kReady; }
   bool closed() const { return state_ == State::kClosed; }
@@ -100,6 +108,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
 
   const std::string& logical_address() const { return logical_; }
   const std::string& physical_address() const { return physical_; }
+  bool proxied() const { return logical_ != physical_; }
   int max_message_size() const { return max_message_size_; }
   int protocol_version() const { return protocol_version_; }
   const std::string& server_version() const { return server_version_; }
@@ -126,6 +135,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
 
   const std::string logical_;
   const std::string physical_;
+  const std::string peer_;  // for messages: physical_, or "<logical> via <physical>"
   const ClientOptions options_;
   log::Logger log_;
   const std::shared_ptr<net::TlsContext> tls_;
@@ -143,6 +153,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   int protocol_version_ = 0;
   std::string server_version_;
   std::shared_ptr<Pending> handshake_;  // while waiting for CONNECTED
+  std::function<void(wire::CommandConnect&)> decorate_connect_;
   std::map<uint64_t, std::shared_ptr<Pending>> pending_;
   std::map<uint64_t, std::weak_ptr<ConnectionListener>> producers_;
   std::map<uint64_t, std::weak_ptr<ConnectionListener>> consumers_;
