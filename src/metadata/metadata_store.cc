@@ -188,4 +188,13 @@ void bind_metadata_config(ConfigSchema& schema, MetadataConfig* c) {
       .range(1, 3600);
 }
 
+void add_zookeeper_aliases(ConfigSchema& schema) {
+  auto zk = [](std::string_view servers) {
+    return servers.starts_with("zk:") ? std::string(servers) : "zk:" + std::string(servers);
+  };
+  schema.alias("zookeeperServers", "metadataStoreUrl", zk);
+  schema.alias("configurationStoreServers", "configurationMetadataStoreUrl", zk);
+  schema.alias("globalZookeeperServers", "configurationMetadataStoreUrl", zk);
+}
+
 }  // namespace magnetar::metadata

@@ -177,5 +177,9 @@ std::string join_path(std::string_view parent, std::string_view child);
 // Declares metadataStoreUrl, configurationMetadataStoreUrl, metadataStoreSessionTimeoutMillis
 // and metadataStoreOperationTimeoutSeconds, bound to `config` (which must outlive `schema`).
 void bind_metadata_config(ConfigSchema& schema, MetadataConfig* config);
+// Pulsar's deprecated ZooKeeper names of the store URLs: zookeeperServers (metadataStoreUrl),
+// configurationStoreServers and globalZookeeperServers (configurationMetadataStoreUrl), their
+// "host:port,..." values read as zk: URLs.
+void add_zookeeper_aliases(ConfigSchema& schema);
 
 }  // namespace magnetar::metadata

@@ -69,6 +69,13 @@ class FrameDecoder {
   Result<std::optional<Frame>> next();
 
   size_t buffered_bytes() const noexcept { return pending_.size(); }
+  // The bytes fed but not decoded yet, handed over (a relay that stops decoding passes them
+  // on as they are); the decoder is empty afterwards.
+  BufferChain take_buffered() {
+    BufferChain out = std::move(pending_);
+    pending_.clear();
+    return out;
+  }
   bool failed() const noexcept { return !error_.ok(); }
 
  private:

@@ -22,6 +22,14 @@ int run_bookie(const ServerArgs& args);
 // `magnetar broker`: runs a broker of a cluster until SIGINT/SIGTERM.
 int run_broker(const ServerArgs& args);
 
+struct ProxyArgs {
+  ServerArgs server;
+  std::string metadata_store;                // --metadata-store (pulsar proxy's flag)
+  std::string configuration_metadata_store;  // --configuration-metadata-store
+};
+// `magnetar proxy`: runs a proxy in front of a cluster's brokers until SIGINT/SIGTERM.
+int run_proxy(const ProxyArgs& args);
+
 struct ClusterArgs {
   int brokers = 2;       // --brokers (0 with --bookies 0: ZooKeeper alone, e.g. a
   int bookies = 3;       // --bookies  configuration store for several clusters)

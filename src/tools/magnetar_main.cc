@@ -1,5 +1,5 @@
-// `magnetar`: the single server binary. Roles (standalone, broker, bookie, proxy) are added
-// as subcommands as they are built: standalone, broker and bookie today, plus tooling.
+// `magnetar`: the single server binary. Roles (standalone, broker, bookie, proxy) are
+// subcommands, beside the tooling (cluster, bookkeeper shell, tokens, dr-drill).
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -45,6 +45,16 @@ int main(int argc, char** argv) {
   magnetar::tools::ServerArgs broker_args;
   auto* broker = app.add_subcommand("broker", "Run a broker of a cluster (ZooKeeper metadata)");
   add_server_options(broker, broker_args);
+
+  magnetar::tools::ProxyArgs proxy_args;
+  auto* proxy = app.add_subcommand(
+      "proxy", "Run a proxy: one address for a cluster's brokers (lookups, data, admin HTTP)");
+  add_server_options(proxy, proxy_args.server);
+  proxy->add_option("--config", proxy_args.server.conf, "Same as --conf (pulsar proxy's name)");
+  proxy->add_option("-m,--metadata-store", proxy_args.metadata_store,
+                    "The cluster's metadata store URL (metadataStoreUrl)");
+  proxy->add_option("--configuration-metadata-store", proxy_args.configuration_metadata_store,
+                    "The configuration store URL (configurationMetadataStoreUrl)");
 
   magnetar::tools::ClusterArgs cluster_args;
   auto* cluster = app.add_subcommand("cluster", "Start or stop a local cluster on 127.0.0.1");
@@ -236,6 +246,7 @@ int main(int argc, char** argv) {
   if (bookie->parsed()) return magnetar::tools::run_bookie(bookie_args);
   if (standalone->parsed()) return magnetar::tools::run_standalone(standalone_args);
   if (broker->parsed()) return magnetar::tools::run_broker(broker_args);
+  if (proxy->parsed()) return magnetar::tools::run_proxy(proxy_args);
   if (cluster_up->parsed()) return magnetar::tools::run_cluster_up(cluster_args);
   if (cluster_down->parsed()) return magnetar::tools::run_cluster_down(cluster_args);
   if (dr->parsed()) return magnetar::tools::run_dr_drill(drill);
