@@ -126,14 +126,14 @@ Task<Result<std::vector<std::string>>> BookKeeper::available_bookies() {
 
 Task<Result<std::shared_ptr<LedgerHandle>>> BookKeeper::create(
     int ensemble_size, int write_quorum, int ack_quorum, std::string password,
-    std::map<std::string, std::string> custom) {
+    std::map<std::string, std::string> custom, LedgerId id_above) {
   auto bookies = co_await available_bookies();
   if (!bookies.ok()) co_return bookies.status();
   std::set<std::string> none;
   auto ensemble =
       options_.placement->new_ensemble(ensemble_size, write_quorum, ack_quorum, *bookies, none);
   if (!ensemble.ok()) co_return ensemble.status();
-  auto id = co_await ids_.next();
+  auto id = co_await ids_.next(id_above.value());
   if (!id.ok()) co_return id.status();
 
   LedgerMetadata md;

@@ -72,9 +72,12 @@ class BookKeeper {
   BookKeeper(metadata::MetadataStore& store, Executor executor, BookKeeperOptions options = {});
   ~BookKeeper();
 
+  // `id_above`: the new ledger's id is greater (a managed ledger's ledgers are ordered by
+  // id, and the broker creating the next one may hold an older block of ids than the one
+  // that created the last); none (-1): any id.
   Task<Result<std::shared_ptr<LedgerHandle>>> create(
       int ensemble_size, int write_quorum, int ack_quorum, std::string password,
-      std::map<std::string, std::string> custom = {});
+      std::map<std::string, std::string> custom = {}, LedgerId id_above = LedgerId());
   // recovery = false: read-only view up to the LAC known to the bookies (or the last entry
   // of a closed ledger). recovery = true: fence, recover, close (the new owner's way in).
   Task<Result<std::shared_ptr<LedgerHandle>>> open(LedgerId ledger, std::string password,

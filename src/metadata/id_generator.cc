@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <boost/asio/redirect_error.hpp>
+#include <algorithm>
 #include <charconv>
 #include <limits>
 
@@ -23,9 +24,18 @@ IdGenerator::IdGenerator(MetadataStore* store, Executor executor, std::string co
   MAGNETAR_ASSERT(options_.first_id >= 0, "IdGenerator first_id must not be negative");
 }
 
-Task<Result<int64_t>> IdGenerator::next() {
+Task<Result<int64_t>> IdGenerator::next(int64_t above) {
+  bool fresh = false;  // a block reserved by this call
   while (true) {
+    // Ids at or below `above` are skipped (never handed out, never reused).
+    if (next_ <= above) next_ = std::min(end_, above + 1);
     if (next_ < end_) co_return next_++;
+    if (fresh && above >= 0) {
+      // A new block starts above every id ever reserved: `above` was never one of them.
+      co_return Status(Errc::kInvalidArgument,
+                       fmt::format("no id above {} can come from '{}': it was never reserved",
+                                   above, path_));
+    }
     if (reserving_) {
       // Another next() is reserving: wait for it instead of reserving a second block (which
       // could complete first and make our ids go backwards).
@@ -38,6 +48,7 @@ Task<Result<int64_t>> IdGenerator::next() {
     reserving_ = false;
     reserved_.cancel();
     if (!st.ok()) co_return st;
+    fresh = true;
   }
 }
 

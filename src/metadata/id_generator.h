@@ -38,10 +38,15 @@ class IdGenerator {
   IdGenerator(const IdGenerator&) = delete;
   IdGenerator& operator=(const IdGenerator&) = delete;
 
-  // The next id. Errors: store errors while reserving a block; Errc::kCorruption when the
-  // counter node does not hold a non-negative decimal number; kResourceExhausted when ids
-  // would overflow int64.
-  Task<Result<int64_t>> next();
+  // The next id, greater than `above` (-1: any). Ids of this generator's block at or below
+  // `above` are skipped, and a new block is reserved when none is left above it: blocks are
+  // handed out in increasing order, but another generator's block reserved later can hold
+  // larger ids than this one's, so a caller that needs ids increasing across generators (a
+  // managed ledger's ledgers, whichever broker creates them) names the largest it has.
+  // Errors: store errors while reserving a block; Errc::kCorruption when the counter node
+  // does not hold a non-negative decimal number; kResourceExhausted when ids would overflow
+  // int64; kInvalidArgument when `above` is beyond every id ever reserved.
+  Task<Result<int64_t>> next(int64_t above = -1);
 
   // Ids still reserved in memory (for tests and metrics).
   int64_t remaining_in_block() const { return end_ - next_; }

@@ -288,8 +288,11 @@ Task<Status> ManagedLedger::create_ledger() {
   state_ = State::kCreatingLedger;
   auto& bk = factory_.bookkeeper();
   auto custom = ledger_custom_metadata();
+  // Ledgers are ordered by id (positions compare by ledger id): the new one must come after
+  // every ledger of this log, whichever broker made them.
+  const LedgerId last = ledgers_.empty() ? LedgerId() : ledgers_.rbegin()->first;
   auto lh = co_await bk.create(config_.ensemble_size, config_.write_quorum, config_.ack_quorum,
-                               config_.password, std::move(custom));
+                               config_.password, std::move(custom), last);
   if (state_ == State::kClosed || state_ == State::kFenced) {
     if (lh.ok()) (void)co_await bk.remove((*lh)->id());
     co_return ml_error(Error::kClosed, name_, "closed while creating a ledger");

@@ -953,6 +953,32 @@ TEST_F(IdGeneratorTest, NewGeneratorAfterRestartStartsAboveAllPreviousIds) {
   EXPECT_GT(*next, highest);
 }
 
+// Two brokers' generators: the one that reserved its block first holds smaller ids than the
+// other's. Asked for an id above the other's (the last ledger of a log it takes over), it
+// skips the rest of its block and reserves a new one, which is above every id reserved.
+TEST_F(IdGeneratorTest, AnIdAboveAnotherGeneratorsComesFromANewBlock) {
+  IdGenerator early(session(), loop_.executor(), kCounter, IdGenerator::Options{.block_size = 100});
+  IdGenerator late(session(), loop_.executor(), kCounter, IdGenerator::Options{.block_size = 100});
+  auto a = loop_.await(early.next());
+  auto b = loop_.await(late.next());
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_LT(*a, *b);
+  auto above = loop_.await(early.next(*b));
+  ASSERT_TRUE(above.ok()) << above.status().to_string();
+  EXPECT_GT(*above, *b);
+  // Within its own block, ids at or below `above` are skipped.
+  auto skipped = loop_.await(early.next(*above + 10));
+  ASSERT_TRUE(skipped.ok());
+  EXPECT_EQ(*skipped, *above + 11);
+  auto plain = loop_.await(early.next());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(*plain, *skipped + 1);
+  // An id above anything ever reserved is a caller's error, not an endless reservation.
+  auto beyond = loop_.await(early.next(int64_t{1} << 40));
+  ASSERT_FALSE(beyond.ok());
+  EXPECT_TRUE(beyond.status().is(Errc::kInvalidArgument)) << beyond.status().to_string();
+}
+
 TEST_F(IdGeneratorTest, ConcurrentCallersOnOneGeneratorGetDistinctIds) {
   IdGenerator gen(session(), loop_.executor(), kCounter, IdGenerator::Options{.block_size = 7});
   std::vector<std::shared_ptr<std::optional<Result<std::vector<int64_t>>>>> runs;

@@ -367,6 +367,37 @@ TEST(ManagedLedgerTest, SecondOwnerFencesTheFirst) {
   (void)f.cluster.await(factory2.close());
 }
 
+// The broker that takes a log over may hold a block of ledger ids reserved before the one the
+// previous owner used: its new ledger must still come after every ledger of the log, or
+// cursors (which order positions by ledger id) never reach what it writes.
+TEST(ManagedLedgerTest, ATakeoverByABrokerWithOlderLedgerIdsKeepsTheLogInOrder) {
+  Fixture f(test_name());
+  // The second broker reserves its block of ids first (a ledger of another log).
+  ledger::BookKeeper bk2(f.cluster.store(), f.cluster.executor());
+  ManagedLedgerFactory factory2(f.cluster.store(), bk2, Fixture::factory_config());
+  auto other = f.cluster.await(factory2.open("t/ns/persistent/elsewhere", small_config()));
+  ASSERT_TRUE(other.ok()) << other.status().to_string();
+  auto first = f.open("t/ns/persistent/order", small_config());
+  auto cursor = *f.cluster.await(first->open_cursor("sub", InitialPosition::kEarliest));
+  for (int i = 0; i < 5; ++i) f.add(*first, i);
+  const LedgerId first_ledger = first->current_ledger_id();
+  ASSERT_GT(first_ledger, (*other)->current_ledger_id());
+  // The first owner is gone; the second takes the log over and writes on.
+  auto second = f.cluster.await(factory2.open("t/ns/persistent/order", small_config()));
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  for (int i = 5; i < 10; ++i) {
+    auto p = f.cluster.await((*second)->add(payload(i)));
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    EXPECT_GT(p->ledger_id, first_ledger) << "a ledger older than the log's last one";
+  }
+  auto reader = f.cluster.await((*second)->open_cursor("late", InitialPosition::kEarliest));
+  ASSERT_TRUE(reader.ok()) << reader.status().to_string();
+  auto all = f.read_all(**reader);
+  ASSERT_EQ(all.size(), 10u);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(all[static_cast<size_t>(i)], "entry-" + std::to_string(i));
+  (void)f.cluster.await(factory2.close());
+}
+
 TEST(ManagedLedgerTest, WriteFailureClosesTheLedgerAndALaterAddStartsANewOne) {
   Fixture f(test_name());
   auto ml = f.open("t/ns/persistent/fail", small_config());
