@@ -175,8 +175,9 @@ Buffer command_header(const wire::BaseCommand& command, size_t total_after_comma
                       size_t extra_room, uint8_t** tail) {
   MAGNETAR_ASSERT(command.IsInitialized(), "encoding a command with required fields unset: " +
                                                command.InitializationErrorString());
-  MAGNETAR_ASSERT(has_sub_command(command), "encoding a command whose sub-command is missing "
-                                            "(required fields unset)");
+  MAGNETAR_ASSERT(has_sub_command(command),
+                  "encoding a " + wire::BaseCommand::Type_Name(command.type()) +
+                      " command whose sub-command is missing (required fields unset)");
   size_t command_size = command.ByteSizeLong();
   Buffer b = Buffer::allocate(8 + command_size + extra_room);
   uint8_t* p = b.mutable_data();

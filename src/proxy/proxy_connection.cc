@@ -324,9 +324,12 @@ void ProxyConnection::handle_lookup_frame(protocol::Frame& frame) {
     log_.info("lookup connection: {}", wire::BaseCommand::Type_Name(type));
   }
   switch (type) {
-    case wire::BaseCommand::PING:
-      send(make_command(wire::BaseCommand::PONG));
+    case wire::BaseCommand::PING: {
+      auto pong = make_command(wire::BaseCommand::PONG);
+      pong.mutable_pong();
+      send(pong);
       return;
+    }
     case wire::BaseCommand::PONG:
     case wire::BaseCommand::AUTH_RESPONSE:
       return;
@@ -526,7 +529,9 @@ Task<void> ProxyConnection::keep_alive_loop() {
       close();
       co_return;
     }
-    send(make_command(wire::BaseCommand::PING));
+    auto ping = make_command(wire::BaseCommand::PING);
+    ping.mutable_ping();
+    send(ping);
   }
 }
 

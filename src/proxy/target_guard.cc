@@ -184,12 +184,17 @@ Result<Target> parse_target(std::string_view url) {
     }
     t.host = std::string(url.substr(1, close - 1));
     port_text = url.substr(close + 2);
+    // Brackets hold an IPv6 literal only.
+    if (t.host.find(':') == std::string::npos ||
+        t.host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos) {
+      return refuse("not [address]:port");
+    }
   } else {
     const size_t colon = url.rfind(':');
     if (colon == std::string_view::npos || colon == 0) return refuse("not host:port");
     t.host = std::string(url.substr(0, colon));
     port_text = url.substr(colon + 1);
-    if (t.host.find_first_of(":/@?#") != std::string::npos) return refuse("not host:port");
+    if (t.host.find_first_of(":/@?#[]") != std::string::npos) return refuse("not host:port");
   }
   auto port = parse_number(port_text, 65535);
   if (!port || *port == 0 || t.host.empty()) return refuse("not host:port");

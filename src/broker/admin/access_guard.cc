@@ -9,7 +9,6 @@
 #include "broker/admin/policies_json.h"
 #include "broker/service/authentication.h"
 #include "broker/service/authorization.h"
-#include "broker/service/producer.h"
 #include "common/logging.h"
 #include "protocol/topic_name.h"
 
@@ -21,12 +20,6 @@ using http::Action;
 using http::Request;
 using http::Response;
 using http::Scope;
-
-constexpr std::string_view kBearer = "Bearer ";
-
-int64_t now_seconds() {
-  return wall_clock_ms() / 1000;
-}
 
 const std::string* header(const Request& request, const char* name) {
   auto it = request.headers.find(name);
@@ -206,28 +199,13 @@ Task<std::optional<Response>> check_proxied(Authorization& authz, std::string pr
 std::variant<Caller, Response> authenticate_request(const Request& request,
                                                     const Authentication* authentication) {
   if (authentication == nullptr) return Caller{};
-  std::string method = "none";
-  std::string credentials;
-  if (const std::string* value = header(request, "authorization")) {
-    if (value->compare(0, kBearer.size(), kBearer) == 0) {
-      method = "token";
-      credentials = value->substr(kBearer.size());
-    }
-  }
-  // Without a header, an HTTPS client certificate names the role (AuthenticationProviderTls).
-  if (method == "none" && !request.tls_common_name.empty()) method = "tls";
-  if (const std::string* chosen = header(request, "x-pulsar-auth-method-name")) {
-    method = *chosen;
-  }
-  auto outcome =
-      authentication->authenticate(method, credentials, now_seconds(), request.tls_common_name);
-  if (!outcome.role && method != "none") {
-    // A failed credential still gets the anonymous role when there is one (Pulsar's filter).
+  auto outcome = authentication->authenticate_http(
+      header(request, "authorization"), header(request, "x-pulsar-auth-method-name"),
+      request.tls_common_name, auth::now_seconds());
+  if (!outcome.reason.empty()) {
     log::Logger("broker.http")
-        .with("method", method.substr(0, 64))
         .with("path", request.path.substr(0, 256))
         .info("authentication failed: {}", outcome.reason);
-    outcome = authentication->authenticate("none", "", now_seconds());
   }
   if (!outcome.role) return authentication_required();
   return Caller{*outcome.role};

@@ -305,12 +305,7 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
   s.accept_foreign(pulsar_broker_keys());
   s.accept_foreign_prefix("bookkeeper_");
   s.accept_foreign_prefix("brokerClient_");
-  auto zk = [](std::string_view servers) {
-    return servers.starts_with("zk:") ? std::string(servers) : "zk:" + std::string(servers);
-  };
-  s.alias("zookeeperServers", "metadataStoreUrl", zk);
-  s.alias("configurationStoreServers", "configurationMetadataStoreUrl", zk);
-  s.alias("globalZookeeperServers", "configurationMetadataStoreUrl", zk);
+  metadata::add_zookeeper_aliases(s);
 }
 
 }  // namespace magnetar::broker

@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <thread>
 
 #include "client/tests/client_test_support.h"
@@ -211,29 +214,50 @@ TEST_F(ProxyTest, GarbageAndLyingLengthsCloseOnlyThatConnection) {
   EXPECT_TRUE(ok->lookup(topic()).ok());
 }
 
-TEST_F(ProxyTest, ConnectionsOverTheLimitAreClosedAndSilentOnesTimeOut) {
-  start_proxy([](ProxyConfig& c) {
-    c.max_concurrent_inbound_connections = 4;
-    c.broker_proxy_connect_timeout_ms = 800;  // the time a client has to send CONNECT
+TEST_F(ProxyTest, ThousandsOfIdleConnectionsOverTheLimitLeaveClientsServed) {
+  // Room for the sockets of both ends in this process.
+  rlimit files{};
+  ::getrlimit(RLIMIT_NOFILE, &files);
+  files.rlim_cur = std::min<rlim_t>(files.rlim_max, 8192);
+  ::setrlimit(RLIMIT_NOFILE, &files);
+  const int kLimit = 100;
+  const int kFlood = files.rlim_cur >= 4096 ? 1500 : 400;
+  start_proxy([&](ProxyConfig& c) {
+    c.max_concurrent_inbound_connections = kLimit;
+    c.broker_proxy_connect_timeout_ms = 1500;  // the time a client has to send CONNECT
   });
+  // A client that is already connected keeps being served through the flood.
+  auto served = raw();
+  ASSERT_TRUE(served);
   std::vector<int> idle;
-  for (int i = 0; i < 4; ++i) idle.push_back(raw_connect(proxy_->port()));
-  // Accepted connections are counted once the proxy's loop has taken them.
-  for (int i = 0; i < 100 && proxy_->connections() < 4; ++i) std::this_thread::sleep_for(10ms);
-  ASSERT_EQ(proxy_->connections(), 4);
+  for (int i = 0; i < kFlood; ++i) {
+    const int fd = raw_connect(proxy_->port());
+    if (fd >= 0) idle.push_back(fd);
+  }
+  EXPECT_EQ(static_cast<int>(idle.size()), kFlood);
+  for (int i = 0; i < 200 && proxy_->connections() < kLimit; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(proxy_->connections(), kLimit);
+  auto during = served->lookup(topic());
+  ASSERT_TRUE(during.ok()) << during.status().to_string();
+  EXPECT_EQ(during->response(), wire::CommandLookupTopicResponse::Connect);
+  // Beyond the limit a connection is closed at once, not after the CONNECT timeout.
   const int extra = raw_connect(proxy_->port());
   ASSERT_GE(extra, 0);
-  EXPECT_TRUE(closed_by_peer(extra));  // at once, not after the CONNECT timeout
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(closed_by_peer(extra));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1000ms);
   ::close(extra);
-  // The idle ones never sent CONNECT: closed after the timeout, and room again.
+  // The idle ones never sent CONNECT: every one is closed (at once or after the timeout).
   for (int fd : idle) {
     EXPECT_TRUE(closed_by_peer(fd));
     ::close(fd);
   }
-  for (int i = 0; i < 100 && proxy_->connections() > 0; ++i) std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 300 && proxy_->connections() > 1; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(proxy_->connections(), 1);  // the served client
   auto c = raw();
   ASSERT_TRUE(c);
   EXPECT_TRUE(c->lookup(topic()).ok());
+  EXPECT_TRUE(served->lookup(topic()).ok());
 }
 
 TEST_F(ProxyTest, TooManyLookupsInFlightAreRefusedWithPulsarsText) {

@@ -29,7 +29,7 @@ TEST(TargetGuardTest, TargetsAreHostAndPortOnly) {
   EXPECT_EQ(v6->to_string(), "[::1]:6650");
   for (const char* bad : {"", "host", "host:", ":6650", "host:0", "host:65536", "host:66x",
                           "user@host:6650", "host:6650/x?y", "a b:6650", "host\n:6650",
-                          "[::1]6650", "http://host/path:1"}) {
+                          "[::1]6650", "http://host/path:1", "[a/b]:6650", "[]:6650", "a]b:6650"}) {
     EXPECT_FALSE(parse_target(bad).ok()) << bad;
   }
   EXPECT_FALSE(parse_target(std::string(400, 'a') + ":6650").ok());
@@ -103,6 +103,25 @@ TEST(ProxyConfigTest, PulsarsProxyConfStartsOurs) {
   bind_proxy_config(zs, &z);
   ASSERT_TRUE(zs.load_text("zookeeperServers=zk1:2181,zk2:2181\n", "proxy.conf").ok());
   EXPECT_EQ(z.metadata.metadata_store_url, "zk:zk1:2181,zk2:2181");
+}
+
+// Every key of the proxy.conf Pulsar ships, with its shipped value, loads (the store URL then
+// given as `pulsar proxy --metadata-store` would).
+TEST(ProxyConfigTest, EveryKeyOfPulsarsShippedProxyConfLoads) {
+  ProxyConfig c;
+  ConfigSchema schema("proxy");
+  bind_proxy_config(schema, &c);
+  Status st = schema.load_file(std::string(MAGNETAR_PULSAR_CONF_DIR) + "/proxy.conf");
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  ASSERT_TRUE(schema.apply_flag("metadataStoreUrl", "zk:127.0.0.1:2181").ok());
+  EXPECT_TRUE(c.validate().ok()) << c.validate().to_string();
+  EXPECT_EQ(c.service_port, 6650);
+  EXPECT_EQ(c.web_service_port, 8080);
+  EXPECT_EQ(c.broker_proxy_allowed_target_ports, "6650,6651");
+  EXPECT_EQ(c.max_concurrent_inbound_connections, 10000);
+  EXPECT_EQ(c.max_concurrent_lookup_requests, 50000);
+  EXPECT_TRUE(c.authenticate_metrics_endpoint);
+  EXPECT_FALSE(c.service_port_tls.has_value());
 }
 
 TEST(ProxyConfigTest, ConfigurationsThatCannotWorkNameTheKey) {
