@@ -57,10 +57,10 @@ class Broker {
     c.broker_service_port = 0;
     c.bind_address = "127.0.0.1";
     if (mode >= 1) {
-      c.authentication_enabled = true;
-      c.authentication_providers = {
+      c.authentication.enabled = true;
+      c.authentication.providers = {
           "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"};
-      c.token_secret_key = "data:;base64," + auth::base64_encode(secret_);
+      c.authentication.token.secret_key = "data:;base64," + auth::base64_encode(secret_);
     }
     if (mode >= 2) c.authorization_enabled = true;
     auto b = broker::Broker::start(c, metadata::MetadataStores{store_, store_});

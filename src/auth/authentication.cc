@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "common/config.h"
 #include "common/metrics.h"
 
 namespace magnetar::auth {
@@ -44,6 +45,28 @@ int64_t now_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+void bind_authentication_config(ConfigSchema& s, AuthenticationSettings* a) {
+  s.bind("authenticationEnabled", &a->enabled,
+         "Clients must authenticate (CONNECT's auth_method_name and auth_data, HTTP's "
+         "Authorization header or client certificate)");
+  s.bind("authenticationProviders", &a->providers,
+         "Authentication provider classes, e.g. "
+         "org.apache.pulsar.broker.authentication.AuthenticationProviderToken");
+  s.bind("anonymousUserRole", &a->anonymous_role,
+         "Role of a client that sends no credentials of a configured method (empty: refused)");
+  s.bind("tokenSecretKey", &a->token.secret_key,
+         "HMAC key of tokens: data:;base64,..., file:///path, a path or base64");
+  s.bind("tokenPublicKey", &a->token.public_key,
+         "Public key (X.509 DER) of tokens signed with RS*/PS*/ES*, in the same forms");
+  s.bind("tokenPublicAlg", &a->token.public_alg,
+         "Algorithm of tokenPublicKey: RS256 (default), ..., ES256 for EC keys");
+  s.bind("tokenAuthClaim", &a->token.auth_claim, "Claim holding the role");
+  s.bind("tokenAudienceClaim", &a->token.audience_claim,
+         "Claim a token's audience is in (empty: audiences are not checked)");
+  s.bind("tokenAudience", &a->token.audience,
+         "This server's audience: tokenAudienceClaim must contain it");
 }
 
 AuthenticationMetrics authentication_metrics(const std::string& provider,

@@ -33,6 +33,9 @@
 #include "auth/token_authenticator.h"
 #include "common/status.h"
 
+namespace magnetar {
+class ConfigSchema;
+}
 namespace magnetar::metrics {
 class Counter;
 }
@@ -49,6 +52,11 @@ struct AuthenticationSettings {
   std::string anonymous_role;          // anonymousUserRole
   TokenSettings token;                 // token* keys
 };
+
+// Declares authenticationEnabled, authenticationProviders, anonymousUserRole and the token*
+// keys, bound to `settings` (broker.conf and proxy.conf share them; `settings` must outlive
+// `schema`).
+void bind_authentication_config(ConfigSchema& schema, AuthenticationSettings* settings);
 
 // pulsar_authentication_success_total{provider_name, auth_method},
 // pulsar_authentication_failures_total{..., reason} (Pulsar's token reasons) and

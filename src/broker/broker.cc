@@ -17,30 +17,11 @@
 #include "broker/wire/connection.h"
 #include "ledger/bookkeeper.h"
 #include "mledger/managed_ledger.h"
+#include "net/listen.h"
 #include "net/stream.h"
 #include "net/tls.h"
 
 namespace magnetar::broker {
-
-namespace {
-
-// Opens, binds and listens; errors name the address and port.
-Status listen_on(asio::ip::tcp::acceptor& acceptor, const asio::ip::address& address,
-                 const std::string& bind_address, int port) {
-  boost::system::error_code ec;
-  asio::ip::tcp::endpoint endpoint(address, static_cast<uint16_t>(port));
-  acceptor.open(endpoint.protocol(), ec);
-  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor.bind(endpoint, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return Status(Errc::kUnavailable,
-                  fmt::format("cannot listen on {}:{}: {}", bind_address, port, ec.message()));
-  }
-  return Status::OK();
-}
-
-}  // namespace
 
 Broker::Broker(BrokerConfig config, metadata::MetadataStores stores)
     : config_(std::move(config)), stores_(std::move(stores)), log_(log::Logger("broker")) {}
@@ -84,12 +65,6 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
       Authorization::create(b->config_, b->stores_.configuration.get(), b->executor());
   if (!authorization.ok()) return authorization.status();
   b->authorization_ = std::move(*authorization);
-  boost::system::error_code ec;
-  auto address = asio::ip::make_address(b->config_.bind_address, ec);
-  if (ec) {
-    return Status(Errc::kInvalidArgument,
-                  fmt::format("bindAddress '{}': {}", b->config_.bind_address, ec.message()));
-  }
   // TLS files are checked before any port is bound: a bad one stops the start.
   if (b->config_.broker_service_port_tls) {
     auto tls = net::TlsContext::create(net::TlsRole::kServer, b->config_.tls_options());
@@ -101,13 +76,13 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   }
   b->acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(b->loops_.front()->io);
   MAGNETAR_TRY(
-      listen_on(*b->acceptor_, address, b->config_.bind_address, b->config_.broker_service_port));
+      net::listen_on(*b->acceptor_, b->config_.bind_address, b->config_.broker_service_port));
   b->port_ = b->acceptor_->local_endpoint().port();
   b->config_.broker_service_port = b->port_;
   if (b->tls_) {
     b->tls_acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(b->loops_.front()->io);
-    MAGNETAR_TRY(listen_on(*b->tls_acceptor_, address, b->config_.bind_address,
-                           *b->config_.broker_service_port_tls));
+    MAGNETAR_TRY(net::listen_on(*b->tls_acceptor_, b->config_.bind_address,
+                                *b->config_.broker_service_port_tls));
     b->tls_port_ = b->tls_acceptor_->local_endpoint().port();
     b->config_.broker_service_port_tls = b->tls_port_;
   }

@@ -87,20 +87,6 @@ net::TlsOptions ProxyConfig::broker_tls_options() const {
   return o;
 }
 
-auth::AuthenticationSettings ProxyConfig::authentication_settings() const {
-  auth::AuthenticationSettings s;
-  s.enabled = authentication_enabled;
-  s.providers = authentication_providers;
-  s.anonymous_role = anonymous_user_role;
-  s.token.secret_key = token_secret_key;
-  s.token.public_key = token_public_key;
-  s.token.public_alg = token_public_alg;
-  s.token.auth_claim = token_auth_claim;
-  s.token.audience_claim = token_audience_claim;
-  s.token.audience = token_audience;
-  return s;
-}
-
 bool ProxyConfig::static_discovery() const {
   return tls_enabled_with_broker ? !broker_service_url_tls.empty() : !broker_service_url.empty();
 }
@@ -188,18 +174,7 @@ void bind_proxy_config(ConfigSchema& s, ProxyConfig* c) {
   s.bind("tlsHandshakeTimeoutMillis", &c->tls_handshake_timeout_millis,
          "A client's TLS handshake must end within this")
       .range(100, 600000);
-  s.bind("authenticationEnabled", &c->authentication_enabled, "Authenticate clients");
-  s.bind("authenticationProviders", &c->authentication_providers,
-         "Authentication providers (Pulsar's class names: AuthenticationProviderToken, "
-         "AuthenticationProviderTls)");
-  s.bind("anonymousUserRole", &c->anonymous_user_role,
-         "Role of clients that present no credentials (empty: they are refused)");
-  s.bind("tokenSecretKey", &c->token_secret_key, "HMAC key tokens are signed with");
-  s.bind("tokenPublicKey", &c->token_public_key, "Public key tokens are signed for");
-  s.bind("tokenPublicAlg", &c->token_public_alg, "Algorithm of tokenPublicKey");
-  s.bind("tokenAuthClaim", &c->token_auth_claim, "Claim holding the role");
-  s.bind("tokenAudienceClaim", &c->token_audience_claim, "Claim holding the audience");
-  s.bind("tokenAudience", &c->token_audience, "The audience tokens must name");
+  auth::bind_authentication_config(s, &c->authentication);
   s.bind("forwardAuthorizationCredentials", &c->forward_authorization_credentials,
          "Send the client's own credentials to brokers (original_auth_data) besides its role");
   s.bind("authenticateMetricsEndpoint", &c->authenticate_metrics_endpoint,

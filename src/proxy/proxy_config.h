@@ -55,15 +55,8 @@ struct ProxyConfig {
   int32_t tls_handshake_timeout_millis = 10000;
 
   // --- Authentication of clients ---
-  bool authentication_enabled = false;
-  std::vector<std::string> authentication_providers;
-  std::string anonymous_user_role;
-  std::string token_secret_key;
-  std::string token_public_key;
-  std::string token_public_alg = "RS256";
-  std::string token_auth_claim = "sub";
-  std::string token_audience_claim;
-  std::string token_audience;
+  // authenticationEnabled, authenticationProviders, anonymousUserRole, token*.
+  auth::AuthenticationSettings authentication;
   bool forward_authorization_credentials = false;  // forwardAuthorizationCredentials
   bool authenticate_metrics_endpoint = true;       // authenticateMetricsEndpoint
 
@@ -95,7 +88,6 @@ struct ProxyConfig {
   net::TlsOptions server_tls_options() const;
   // The TLS options of the proxy's connections to brokers.
   net::TlsOptions broker_tls_options() const;
-  auth::AuthenticationSettings authentication_settings() const;
   // Static discovery: brokerServiceURL[TLS] set (the one of the broker side's scheme).
   bool static_discovery() const;
   // Checks what no single key can: a way to find brokers, TLS files for the TLS ports, ports

@@ -715,6 +715,7 @@ Task<void> ProxyConnection::pump(net::Stream& from, net::Stream& to, BufferChain
   Buffer buffer = Buffer::allocate(kSpliceBufferBytes);
   std::vector<asio::const_buffer> piece(1);
   auto& bytes = *context_.metrics.binary_bytes;
+  auto& direction = from_broker ? *context_.metrics.bytes_out : *context_.metrics.bytes_in;
   auto& ops = *context_.metrics.binary_ops;
   while (!ec && !closed_) {
     const size_t n = co_await from.read_some(
@@ -722,6 +723,7 @@ Task<void> ProxyConnection::pump(net::Stream& from, net::Stream& to, BufferChain
     if (ec) break;
     if (from_broker) last_broker_read_ = Clock::now();
     bytes.inc(static_cast<int64_t>(n));
+    direction.inc(static_cast<int64_t>(n));
     ops.inc();
     piece[0] = asio::const_buffer(buffer.data(), n);
     co_await to.write(piece, ec);

@@ -18,6 +18,10 @@ ProxyMetrics proxy_metrics(const std::string& cluster) {
   m.binary_ops = counter("pulsar_proxy_binary_ops",
                          "Frames the proxy handled and reads it relayed on spliced connections");
   m.binary_bytes = counter("pulsar_proxy_binary_bytes", "Bytes relayed on spliced connections");
+  m.bytes_in = counter("magnetar_proxy_bytes_in_total",
+                       "Bytes relayed from clients to brokers on spliced connections");
+  m.bytes_out = counter("magnetar_proxy_bytes_out_total",
+                        "Bytes relayed from brokers to clients on spliced connections");
   m.lookups = counter("pulsar_proxy_lookup_requests", "LOOKUP requests");
   m.partition_metadata =
       counter("pulsar_proxy_partitions_metadata_requests", "PARTITIONED_METADATA requests");

@@ -7,6 +7,8 @@
 //   pulsar_proxy_binary_ops                  counter  frames handled by the proxy itself and
 //                                                     reads relayed on spliced connections
 //   pulsar_proxy_binary_bytes                counter  bytes relayed on spliced connections
+//   magnetar_proxy_bytes_in_total            counter  of those, client to broker
+//   magnetar_proxy_bytes_out_total           counter  of those, broker to client
 //   pulsar_proxy_lookup_requests, _partitions_metadata_requests,
 //   _get_topics_of_namespace_requests, _get_schema_requests             counters
 //   pulsar_proxy_rejected_lookup_requests, _rejected_partitions_metadata_requests,
@@ -28,6 +30,8 @@ struct ProxyMetrics {
   std::shared_ptr<metrics::Counter> rejected_connections;
   std::shared_ptr<metrics::Counter> binary_ops;
   std::shared_ptr<metrics::Counter> binary_bytes;
+  std::shared_ptr<metrics::Counter> bytes_in;   // client -> broker
+  std::shared_ptr<metrics::Counter> bytes_out;  // broker -> client
   std::shared_ptr<metrics::Counter> lookups;
   std::shared_ptr<metrics::Counter> partition_metadata;
   std::shared_ptr<metrics::Counter> topics_of_namespace;

@@ -18,6 +18,7 @@
 #include "common/logging.h"
 #include "http/http_server.h"
 #include "magnetar/authentication.h"
+#include "net/listen.h"
 #include "net/stream.h"
 #include "net/tls.h"
 #include "proxy/broker_discovery.h"
@@ -46,22 +47,6 @@ std::vector<std::string> split_hosts(const std::string& url) {
     start = comma + 1;
   }
   return out;
-}
-
-Status listen_on(asio::ip::tcp::acceptor& acceptor, const std::string& bind_address, int port) {
-  boost::system::error_code ec;
-  auto address = asio::ip::make_address(bind_address, ec);
-  if (ec) return Status(Errc::kInvalidArgument, fmt::format("bindAddress '{}' is not an address", bind_address));
-  asio::ip::tcp::endpoint endpoint(address, static_cast<uint16_t>(port));
-  acceptor.open(endpoint.protocol(), ec);
-  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor.bind(endpoint, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return Status(Errc::kUnavailable,
-                  fmt::format("cannot listen on {}:{}: {}", bind_address, port, ec.message()));
-  }
-  return Status::OK();
 }
 
 }  // namespace
@@ -109,7 +94,7 @@ Status ProxyServer::Impl::start(std::shared_ptr<metadata::MetadataStore> store) 
   if (!config_.static_discovery() && !store) {
     return Status(Errc::kInvalidArgument, "metadataStoreUrl: no metadata store to find brokers in");
   }
-  auto authentication = auth::Authentication::create(config_.authentication_settings());
+  auto authentication = auth::Authentication::create(config_.authentication);
   if (!authentication.ok()) return authentication.status();
   authentication_ = std::move(*authentication);
   auto guard = TargetGuard::create(config_.broker_proxy_allowed_host_names,
@@ -175,11 +160,11 @@ Status ProxyServer::Impl::start(std::shared_ptr<metadata::MetadataStore> store) 
                                   proxy_metrics(config_.cluster_name), gate_});
   // Ports: binary (and TLS), then the web port.
   acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(loops_.front()->io);
-  MAGNETAR_TRY(listen_on(*acceptor_, config_.bind_address, config_.service_port));
+  MAGNETAR_TRY(net::listen_on(*acceptor_, config_.bind_address, config_.service_port));
   port_ = acceptor_->local_endpoint().port();
   if (config_.service_port_tls) {
     tls_acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(loops_.front()->io);
-    MAGNETAR_TRY(listen_on(*tls_acceptor_, config_.bind_address, *config_.service_port_tls));
+    MAGNETAR_TRY(net::listen_on(*tls_acceptor_, config_.bind_address, *config_.service_port_tls));
     tls_port_ = tls_acceptor_->local_endpoint().port();
   }
   http::ServerOptions web;

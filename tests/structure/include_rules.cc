@@ -24,7 +24,7 @@ const std::map<std::string, std::set<std::string>>& rules() {
       // Authentication building blocks: JWTs and the token provider.
       {"auth", {"common"}},
       // The broker's rooms: {wire, admin} -> service -> namespace -> config -> libraries.
-      {"broker/config", {"common", "metadata", "mledger", "net", "protocol"}},
+      {"broker/config", {"auth", "common", "metadata", "mledger", "net", "protocol"}},
       {"broker/namespace", {"broker/config", "common", "metadata", "proto", "protocol"}},
       // Topic compaction: the compactor and compacted ledgers, over the storage libraries.
       {"broker/compaction", {"common", "ledger", "mledger", "proto", "protocol"}},

@@ -178,24 +178,7 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
   s.bind("replicationProducerQueueSize", &c->replication_producer_queue_size,
          "Messages one replicator keeps in flight to its remote cluster")
       .range(1, 1000000);
-  s.bind("authenticationEnabled", &c->authentication_enabled,
-         "Clients must authenticate (CONNECT's auth_method_name and auth_data)");
-  s.bind("authenticationProviders", &c->authentication_providers,
-         "Authentication provider classes, e.g. "
-         "org.apache.pulsar.broker.authentication.AuthenticationProviderToken");
-  s.bind("anonymousUserRole", &c->anonymous_user_role,
-         "Role of a client that sends no credentials of a configured method (empty: refused)");
-  s.bind("tokenSecretKey", &c->token_secret_key,
-         "HMAC key of tokens: data:;base64,..., file:///path, a path or base64");
-  s.bind("tokenPublicKey", &c->token_public_key,
-         "Public key (X.509 DER) of tokens signed with RS*/PS*/ES*, in the same forms");
-  s.bind("tokenPublicAlg", &c->token_public_alg,
-         "Algorithm of tokenPublicKey: RS256 (default), ..., ES256 for EC keys");
-  s.bind("tokenAuthClaim", &c->token_auth_claim, "Claim holding the role");
-  s.bind("tokenAudienceClaim", &c->token_audience_claim,
-         "Claim a token's audience is in (empty: audiences are not checked)");
-  s.bind("tokenAudience", &c->token_audience,
-         "This broker's audience: tokenAudienceClaim must contain it");
+  auth::bind_authentication_config(s, &c->authentication);
   s.bind("authenticationRefreshCheckSeconds", &c->authentication_refresh_check_seconds,
          "Period of the check that challenges connections whose credentials expired")
       .range(1, 86400);

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "auth/authentication.h"
 #include "metadata/metadata_store.h"
 #include "mledger/config.h"
 
@@ -87,15 +88,8 @@ struct BrokerConfig {
   std::string replication_start_at = "latest";     // replicationStartAt: latest | earliest
   int32_t replication_producer_queue_size = 1000;  // replicationProducerQueueSize
   // Authentication (../shared/reference/pulsar-security-proxy.md §1-3).
-  bool authentication_enabled = false;                // authenticationEnabled
-  std::vector<std::string> authentication_providers;  // authenticationProviders (class names)
-  std::string anonymous_user_role;                    // anonymousUserRole
-  std::string token_secret_key;                       // tokenSecretKey
-  std::string token_public_key;                       // tokenPublicKey
-  std::string token_public_alg = "RS256";             // tokenPublicAlg
-  std::string token_auth_claim = "sub";               // tokenAuthClaim
-  std::string token_audience_claim;                   // tokenAudienceClaim
-  std::string token_audience;                         // tokenAudience
+  // authenticationEnabled, authenticationProviders, anonymousUserRole, token*.
+  auth::AuthenticationSettings authentication;
   int32_t authentication_refresh_check_seconds = 60;  // authenticationRefreshCheckSeconds
   bool authenticate_metrics_endpoint = false;         // authenticateMetricsEndpoint
   // Authorization (§5): who may do what, from tenant adminRoles and namespace auth_policies.

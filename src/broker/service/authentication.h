@@ -13,10 +13,6 @@ namespace magnetar::broker {
 using auth::Authentication;
 using auth::kAuthenticationFailed;
 
-// The settings of `config` (authenticationEnabled, authenticationProviders,
-// anonymousUserRole, token*).
-auth::AuthenticationSettings authentication_settings(const BrokerConfig& config);
-
 // nullptr when authenticationEnabled is false; errors as auth::Authentication::create.
 Result<std::unique_ptr<Authentication>> make_authentication(const BrokerConfig& config);
 

@@ -76,10 +76,10 @@ class HttpSecurityTest : public ::testing::Test {
     c.managed_ledger.write_quorum = 1;
     c.managed_ledger.ack_quorum = 1;
     c.managed_ledger_factory.cache_size_mb = 16;
-    c.authentication_enabled = true;
-    c.authentication_providers = {
+    c.authentication.enabled = true;
+    c.authentication.providers = {
         "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"};
-    c.token_secret_key = "data:;base64," + auth::base64_encode(secret_);
+    c.authentication.token.secret_key = "data:;base64," + auth::base64_encode(secret_);
     c.authorization_enabled = true;
     c.super_user_roles = {"root"};
     if (tweak) tweak(c);
@@ -262,7 +262,7 @@ TEST_F(HttpSecurityTest, GrantsAreKeptWithoutAuthorizationEnabled) {
 TEST_F(HttpSecurityTest, MetricsCanRequireAuthenticationAndAnonymousTakesFailedTokens) {
   start([](BrokerConfig& c) {
     c.authenticate_metrics_endpoint = true;
-    c.anonymous_user_role = "guest";
+    c.authentication.anonymous_role = "guest";
   });
   make_resources();
   start([](BrokerConfig& c) { c.authenticate_metrics_endpoint = true; });
@@ -273,7 +273,7 @@ TEST_F(HttpSecurityTest, MetricsCanRequireAuthenticationAndAnonymousTakesFailedT
   EXPECT_EQ(metrics.body.find(token("app1")), std::string::npos);
   // With an anonymous role, no token and a bad token both run as it (Pulsar's HTTP filter):
   // authorized as the guest it is, so the refusal is the authorization's.
-  start([](BrokerConfig& c) { c.anonymous_user_role = "guest"; });
+  start([](BrokerConfig& c) { c.authentication.anonymous_role = "guest"; });
   for (const std::string& who : {std::string(), std::string("raw:Bearer garbage")}) {
     Answer r = call(who, "GET", "/admin/v2/namespaces/public");
     EXPECT_EQ(r.status, 401) << r;

@@ -97,10 +97,10 @@ class ProxiedConnectionTest : public ::testing::Test {
     c.managed_ledger.write_quorum = 1;
     c.managed_ledger.ack_quorum = 1;
     c.managed_ledger_factory.cache_size_mb = 16;
-    c.authentication_enabled = true;
-    c.authentication_providers = {
+    c.authentication.enabled = true;
+    c.authentication.providers = {
         "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"};
-    c.token_secret_key = "data:;base64," + auth::base64_encode(secret_);
+    c.authentication.token.secret_key = "data:;base64," + auth::base64_encode(secret_);
     c.authorization_enabled = true;
     c.super_user_roles = {"root"};
     c.proxy_roles = {"proxy", "proxy2"};

@@ -87,7 +87,7 @@ TEST_F(BrokerRoutesTest, RuntimeAndInternalConfigurationOfTheBroker) {
 TEST_F(BrokerRoutesTest, SecretsAreMaskedInTheRuntimeConfiguration) {
   start_server([](BrokerConfig& c) {
     c.cluster_name = "test";
-    c.token_secret_key = "data:;base64,c2VjcmV0";
+    c.authentication.token.secret_key = "data:;base64,c2VjcmV0";
   });
   const Json r = get("/admin/v2/brokers/configuration/runtime").json();
   EXPECT_EQ(r["tokenSecretKey"], "***");

@@ -47,10 +47,10 @@ struct TokenKeys {
   }
   std::string token_for(const std::string& role) const { return token({{"sub", role}}); }
   void configure(BrokerConfig& c) const {
-    c.authentication_enabled = true;
-    c.authentication_providers = {
+    c.authentication.enabled = true;
+    c.authentication.providers = {
         "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"};
-    c.token_secret_key = "data:;base64," + auth::base64_encode(secret);
+    c.authentication.token.secret_key = "data:;base64," + auth::base64_encode(secret);
   }
 };
 
@@ -154,7 +154,7 @@ TEST_F(SecurityTest, WithTokenAuthenticationOnlyValidTokensConnect) {
 }
 
 TEST_F(SecurityTest, AnonymousRoleAdmitsClientsWithoutCredentialsButNotBadTokens) {
-  start_broker([](BrokerConfig& c) { c.anonymous_user_role = "anonymous"; });
+  start_broker([](BrokerConfig& c) { c.authentication.anonymous_role = "anonymous"; });
   EXPECT_TRUE(connect_as(std::nullopt, "").ok());
   EXPECT_TRUE(connect_as("none", "").ok());
   auto bad = connect_as("token", "not-a-token");
@@ -166,22 +166,22 @@ TEST_F(SecurityTest, AuthenticationSettingsThatCannotWorkStopTheStart) {
   BrokerConfig c;
   c.broker_service_port = 0;
   c.bind_address = "127.0.0.1";
-  c.authentication_enabled = true;
-  c.authentication_providers = {
+  c.authentication.enabled = true;
+  c.authentication.providers = {
       "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"};
   auto b = Broker::start(c, metadata::MetadataStores{store_, store_});
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.status().message().find("No secret key was provided for token authentication"),
             std::string::npos)
       << b.status().to_string();
-  c.authentication_providers = {
+  c.authentication.providers = {
       "org.apache.pulsar.broker.authentication.AuthenticationProviderKerberos"};
   b = Broker::start(c, metadata::MetadataStores{store_, store_});
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.status().message().find("AuthenticationProviderKerberos is not supported"),
             std::string::npos)
       << b.status().to_string();
-  c.authentication_providers.clear();
+  c.authentication.providers.clear();
   b = Broker::start(c, metadata::MetadataStores{store_, store_});
   EXPECT_FALSE(b.ok()) << "authentication on with no way in";
 }

@@ -390,8 +390,8 @@ TEST_F(BrokerTlsTest, HttpsServesTheWebRoutes) {
 TEST_F(BrokerTlsTest, ClientCertificatesAuthenticateTheProtocolAndTheAdminApi) {
   start([](BrokerConfig& c) {
     c.tls_trust_certs_file_path = certs_->ca_cert;
-    c.authentication_enabled = true;
-    c.authentication_providers = {
+    c.authentication.enabled = true;
+    c.authentication.providers = {
         "org.apache.pulsar.broker.authentication.AuthenticationProviderTls"};
     c.authorization_enabled = true;
     c.super_user_roles = {"magnetar-test-client"};  // the test client certificate's CN

@@ -77,10 +77,10 @@ class TokenClientTest : public ClientTest {
   TokenClientTest() {
     broker_->stop();
     start_broker([this](broker::BrokerConfig& c) {
-      c.authentication_enabled = true;
-      c.authentication_providers = {
+      c.authentication.enabled = true;
+      c.authentication.providers = {
           "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"};
-      c.token_secret_key = "data:;base64," + auth::base64_encode(secret_);
+      c.authentication.token.secret_key = "data:;base64," + auth::base64_encode(secret_);
       c.authentication_refresh_check_seconds = 1;
     });
   }

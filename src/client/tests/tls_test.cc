@@ -212,8 +212,8 @@ TEST_F(TlsClientTest, MutualTlsRefusesClientsWithoutATrustedCertificate) {
 TEST_F(TlsClientTest, TheClientCertificatesCommonNameIsTheRole) {
   restart_with_tls([](broker::BrokerConfig& c) {
     c.tls_trust_certs_file_path = certs_->ca_cert;
-    c.authentication_enabled = true;
-    c.authentication_providers = {
+    c.authentication.enabled = true;
+    c.authentication.providers = {
         "org.apache.pulsar.broker.authentication.AuthenticationProviderTls"};
     c.authorization_enabled = true;
   });

@@ -316,7 +316,8 @@ TEST_F(ProxyTest, AdminAndLookupHttpAreForwardedAndMetricsAreTheProxys) {
   for (const char* series :
        {"pulsar_proxy_active_connections{cluster=\"test\"}", "pulsar_proxy_new_connections",
         "pulsar_proxy_lookup_requests", "pulsar_proxy_rejected_connections",
-        "pulsar_proxy_binary_bytes"}) {
+        "pulsar_proxy_binary_bytes", "magnetar_proxy_bytes_in_total",
+        "magnetar_proxy_bytes_out_total"}) {
     EXPECT_NE(metrics->body.find(series), std::string::npos) << series;
   }
 }
