@@ -57,8 +57,25 @@ class TcpStream final : public Stream {
 
   void close() override { close_socket(socket_); }
 
+  int splice_handle() override {
+    if (!socket_.is_open()) return -1;
+    if (!non_blocking_) {
+      error_code ec;
+      socket_.native_non_blocking(true, ec);
+      if (ec) return -1;
+      non_blocking_ = true;
+    }
+    return socket_.native_handle();
+  }
+
+  Task<void> wait_ready(bool write, error_code& ec) override {
+    co_await socket_.async_wait(write ? tcp::socket::wait_write : tcp::socket::wait_read,
+                                asio::redirect_error(asio::use_awaitable, ec));
+  }
+
  private:
   tcp::socket socket_;
+  bool non_blocking_ = false;  // set by splice_handle()
 };
 
 class TlsStream final : public Stream {
@@ -131,6 +148,11 @@ class TlsStream final : public Stream {
 };
 
 }  // namespace
+
+Task<void> Stream::wait_ready(bool, boost::system::error_code& ec) {
+  ec = make_error_code(boost::system::errc::operation_not_supported);
+  co_return;
+}
 
 std::unique_ptr<Stream> tcp_stream(tcp::socket socket) {
   return std::make_unique<TcpStream>(std::move(socket));

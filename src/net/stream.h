@@ -49,6 +49,13 @@ class Stream {
   // operation_aborted. Idempotent.
   virtual void close() = 0;
 
+  // Plain TCP only: the socket's descriptor, switched to non-blocking, for a relay that moves
+  // bytes inside the kernel (net/splice.h); -1 for TLS (the bytes must be decrypted).
+  virtual int splice_handle() { return -1; }
+  // Plain TCP only: waits until the socket can be read (`write` false) or written.
+  // `ec`: operation_aborted after close(); TLS streams fail with operation_not_supported.
+  virtual Task<void> wait_ready(bool write, boost::system::error_code& ec);
+
   // TLS, after the handshake: the peer certificate's role for certificate authentication
   // (Pulsar's AuthenticationProviderTls): the first CN of its subject in RFC 2253 order (the
   // most specific RDN first), when the certificate was presented and verified against the

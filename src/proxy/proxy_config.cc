@@ -14,12 +14,11 @@ namespace {
 
 // Keys of Pulsar's shipped proxy.conf that this proxy does not act on: accepted, so that a
 // Pulsar proxy.conf starts `magnetar proxy`, and listed in one warning.
-constexpr std::array<std::string_view, 46> kPulsarProxyKeys = {
+constexpr std::array<std::string_view, 45> kPulsarProxyKeys = {
     "functionWorkerWebServiceURL",
     "functionWorkerWebServiceURLTLS",
     "metadataStoreCacheExpirySeconds",
     "haProxyProtocolEnabled",
-    "proxyZeroCopyModeEnabled",
     "numAcceptorThreads",
     "tlsProvider",
     "webServiceTlsProvider",
@@ -160,6 +159,8 @@ void bind_proxy_config(ConfigSchema& s, ProxyConfig* c) {
          "0: no per-command logs; 1: log the commands of lookup connections and handshakes; "
          "2: the same (payloads are never logged)")
       .range(0, 2);
+  s.bind("proxyZeroCopyModeEnabled", &c->proxy_zero_copy_mode_enabled,
+         "Relay spliced connections inside the kernel (splice(2)) when both sides are plain TCP");
   s.bind("tlsCertificateFilePath", &c->tls_certificate_file_path,
          "The proxy's TLS certificate chain (PEM), for servicePortTls and webServicePortTls");
   s.bind("tlsKeyFilePath", &c->tls_key_file_path, "The private key of tlsCertificateFilePath");

@@ -43,6 +43,7 @@ struct ProxyConfig {
   int32_t num_io_threads = 0;                   // numIOThreads (0: one per core)
   std::string status_file_path;                 // statusFilePath
   int32_t proxy_log_level = 0;                  // proxyLogLevel (1: log commands)
+  bool proxy_zero_copy_mode_enabled = true;     // proxyZeroCopyModeEnabled (splice(2))
 
   // --- TLS towards clients ---
   std::string tls_certificate_file_path;
