@@ -11,7 +11,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/ccache
 # cache filled by another.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: all deps configure build build-asan test test-release test-asan fuzz run bench clean format
+.PHONY: all deps configure build build-asan test test-release test-asan fuzz run bench bench-proxy clean format
 
 all: build
 
@@ -60,6 +60,10 @@ run: build
 
 bench: build
 	@bash scripts/run-benchmarks.sh $(BUILD_DIR)
+
+# Throughput and latency through `magnetar proxy` beside direct (docs/performance.md).
+bench-proxy: build
+	@bash scripts/proxy-bench.sh $(BUILD_DIR) 15
 
 format:
 	git ls-files '*.h' '*.cc' | xargs clang-format -i
