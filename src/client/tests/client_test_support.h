@@ -38,6 +38,23 @@ inline int closed_port() {
   return ntohs(addr.sin_port);
 }
 
+// A listening TCP socket on 127.0.0.1 on a port the kernel picks (SO_REUSEADDR): its
+// descriptor; the port in `port`.
+inline int listen_on_loopback(int backlog, int* port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  ::listen(fd, backlog);
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
 using namespace std::chrono_literals;
 
 using magnetar::testing::test_name;

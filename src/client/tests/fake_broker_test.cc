@@ -35,17 +35,7 @@ class FakeBroker {
   using Handler = std::function<void(FakeBroker&, int connection, const protocol::Frame&)>;
 
   explicit FakeBroker(Handler handler) : handler_(std::move(handler)) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    ::listen(listen_fd_, 8);
-    socklen_t len = sizeof(addr);
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+    listen_fd_ = listen_on_loopback(8, &port_);
     thread_ = std::thread([this] { serve(); });
   }
   ~FakeBroker() {

@@ -370,17 +370,7 @@ class FakeProxy {
 
   FakeProxy(std::map<std::string, int> routes, Answer answer)
       : routes_(std::move(routes)), answer_(std::move(answer)) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    ::listen(listen_fd_, 16);
-    socklen_t len = sizeof(addr);
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+    listen_fd_ = listen_on_loopback(16, &port_);
     acceptor_ = std::thread([this] { accept_loop(); });
   }
   ~FakeProxy() {
