@@ -6,23 +6,30 @@
 //                                                      member, instead of ZooKeeper)
 //   DIR/bookie-N/     journal/, ledgers/, bookie.log
 //   DIR/broker-N/     broker.log
+//   DIR/proxy-N/      proxy.log                       (with --proxies N)
 //   DIR/cluster.json  {"processes": [{"name", "pid", "dir"}], "brokers": [{"serviceUrl",
-//                     "webServiceUrl"}], "metadataStoreUrl", "layout": {"name", "metadata",
+//                     "webServiceUrl"}], ["proxies": [{"serviceUrl", "webServiceUrl"}],]
+//                     "metadataStoreUrl", "layout": {"name", "metadata",
 //                     "zookeeperPort" or "etcdPorts": [client, peer], "bookiePorts",
-//                     "brokerPorts": [[service, web]], "configurationStore"}}
+//                     "brokerPorts": [[service, web]], ["proxyPorts": [[service, web]],]
+//                     "configurationStore"}}
+//                     (the proxy keys only with proxies: a file without them has none)
 //
 // `up` on a directory that held a cluster restarts that cluster over its data, on its
 // recorded ports (a bookie's identity is its address and port), or refuses when asked for
 // another shape; it fails, stopping what it started, when any process is gone by the end.
-// `up` starts ZooKeeper (or etcd), the bookies, then the brokers, each in its own session
-// (they outlive the command), and returns once every bookie is registered and every broker
-// serves; it prints each broker's URLs and records the cluster (its ClusterData: the first broker's web URL, every
-// broker's service URL) in the configuration store. That store is the cluster's own ZooKeeper,
-// or with `--configuration-store URL` one shared by several clusters (geo-replication): start
-// it with `up --brokers 0 --bookies 0` (ZooKeeper alone), then each cluster with `--name` and
-// that store's URL; docs/geo-replication.md. `down` stops exactly the processes listed in cluster.json — a pid is
-// only signalled while its working directory is still the one recorded — brokers first, with
-// SIGTERM and SIGKILL after a grace period, and keeps the layout for the next `up`.
+// `up` starts ZooKeeper (or etcd), the bookies, the brokers, then the proxies (`magnetar
+// proxy`, brokers found in the cluster's metadata store, data connections allowed to the
+// brokers' service ports only), each in its own session (they outlive the command), and
+// returns once every bookie is registered and every broker and proxy serves; it prints each
+// broker's and proxy's URLs and records the cluster (its ClusterData: the first broker's web
+// URL, every broker's service URL) in the configuration store. That store is the cluster's own
+// ZooKeeper, or with `--configuration-store URL` one shared by several clusters
+// (geo-replication): start it with `up --brokers 0 --bookies 0` (ZooKeeper alone), then each
+// cluster with `--name` and that store's URL; docs/geo-replication.md. `down` stops exactly the
+// processes listed in cluster.json — a pid is only signalled while its working directory is
+// still the one recorded — proxies, then brokers, with SIGTERM and SIGKILL after a grace
+// period, and keeps the layout for the next `up`.
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -67,11 +74,14 @@ struct Layout {
   int etcd_peer_port = 0;
   std::vector<int> bookie_ports;
   std::vector<std::pair<int, int>> broker_ports;  // service, web
+  std::vector<std::pair<int, int>> proxy_ports;   // service, web; none in older files
   std::string configuration_store;
 
   Json to_json() const {
     Json brokers = Json::array();
     for (const auto& [service, web] : broker_ports) brokers.push_back({service, web});
+    Json proxies = Json::array();
+    for (const auto& [service, web] : proxy_ports) proxies.push_back({service, web});
     Json out = {{"name", name}, {"metadata", metadata}};
     if (metadata == "etcd") {
       out["etcdPorts"] = {zookeeper_port, etcd_peer_port};
@@ -82,6 +92,7 @@ struct Layout {
             {"bookiePorts", bookie_ports},
             {"brokerPorts", brokers},
             {"configurationStore", configuration_store}});
+    if (!proxy_ports.empty()) out["proxyPorts"] = proxies;
     return out;
   }
 
@@ -112,28 +123,34 @@ std::optional<Layout> read_layout(const std::string& data) {
   for (const auto& p : l.value("bookiePorts", Json::array())) {
     if (p.is_number_integer()) out.bookie_ports.push_back(p.get<int>());
   }
-  for (const auto& p : l.value("brokerPorts", Json::array())) {
-    if (p.is_array() && p.size() == 2 && p[0].is_number_integer() && p[1].is_number_integer()) {
-      out.broker_ports.emplace_back(p[0].get<int>(), p[1].get<int>());
+  auto read_pairs = [&l](const char* key, std::vector<std::pair<int, int>>* pairs) {
+    for (const auto& p : l.value(key, Json::array())) {
+      if (p.is_array() && p.size() == 2 && p[0].is_number_integer() && p[1].is_number_integer()) {
+        pairs->emplace_back(p[0].get<int>(), p[1].get<int>());
+      }
     }
-  }
+  };
+  read_pairs("brokerPorts", &out.broker_ports);
+  read_pairs("proxyPorts", &out.proxy_ports);
   if (out.zookeeper_port <= 0) return std::nullopt;
   return out;
 }
 
+// `proxies` is written only when the layout has proxies.
 void write_state(const std::string& data, const std::vector<Launched>& processes,
-                 const Json& brokers, const std::string& metadata_url, const Layout& layout) {
+                 const Json& brokers, const Json& proxies, const std::string& metadata_url,
+                 const Layout& layout) {
   Json procs = Json::array();
   for (const auto& p : processes) {
     procs.push_back({{"name", p.name}, {"pid", p.pid}, {"dir", p.dir}});
   }
+  Json state = {{"processes", procs},
+                {"brokers", brokers},
+                {"metadataStoreUrl", metadata_url},
+                {"layout", layout.to_json()}};
+  if (!layout.proxy_ports.empty()) state["proxies"] = proxies;
   std::ofstream out(data + "/cluster.json");
-  out << Json{{"processes", procs},
-              {"brokers", brokers},
-              {"metadataStoreUrl", metadata_url},
-              {"layout", layout.to_json()}}
-             .dump(2)
-      << "\n";
+  out << state.dump(2) << "\n";
 }
 
 std::vector<Launched> read_state(const std::string& data) {
@@ -237,6 +254,10 @@ int run_cluster_up(const ClusterArgs& args) {
                  "alone)\n");
     return 2;
   }
+  if (args.proxies < 0 || (args.proxies > 0 && args.brokers < 1)) {
+    std::fprintf(stderr, "error: --proxies needs brokers to front (--brokers at least 1)\n");
+    return 2;
+  }
   if (!args.configuration_store.empty()) {
     // Reachable before anything starts: a typo is one clear line, not a broker that exits.
     metadata::StoreOptions o;
@@ -272,17 +293,26 @@ int run_cluster_up(const ClusterArgs& args) {
     const bool same = previous->name == args.cluster_name &&
                       static_cast<int>(previous->bookie_ports.size()) == args.bookies &&
                       static_cast<int>(previous->broker_ports.size()) == args.brokers &&
+                      static_cast<int>(previous->proxy_ports.size()) == args.proxies &&
                       previous->configuration_store == args.configuration_store &&
                       previous->metadata == args.metadata;
     if (!same) {
+      // Proxies are named only when the directory has some or some are asked for.
+      const size_t proxies = previous->proxy_ports.size();
+      const bool name_proxies = proxies > 0 || args.proxies > 0;
+      const std::string shape =
+          name_proxies ? fmt::format("{} broker(s), {} bookie(s) and {} {}",
+                                     previous->broker_ports.size(), previous->bookie_ports.size(),
+                                     proxies, proxies == 1 ? "proxy" : "proxies")
+                       : fmt::format("{} broker(s) and {} bookie(s)", previous->broker_ports.size(),
+                                     previous->bookie_ports.size());
       std::fprintf(stderr,
-                   "error: %s holds cluster '%s' on %s with %zu broker(s) and %zu bookie(s)%s%s; "
-                   "restart it with those (--name, --metadata, --brokers, --bookies, "
+                   "error: %s holds cluster '%s' on %s with %s%s%s; "
+                   "restart it with those (--name, --metadata, --brokers, --bookies, %s"
                    "--configuration-store), or use another --data\n",
-                   data.c_str(), previous->name.c_str(), previous->metadata.c_str(),
-                   previous->broker_ports.size(), previous->bookie_ports.size(),
+                   data.c_str(), previous->name.c_str(), previous->metadata.c_str(), shape.c_str(),
                    previous->configuration_store.empty() ? "" : " and configuration store ",
-                   previous->configuration_store.c_str());
+                   previous->configuration_store.c_str(), name_proxies ? "--proxies, " : "");
       return 1;
     }
     std::printf("restarting cluster %s from %s on its recorded ports\n",
@@ -311,9 +341,13 @@ int run_cluster_up(const ClusterArgs& args) {
       const int service = fresh_port();
       layout.broker_ports.emplace_back(service, fresh_port());
     }
+    for (int i = 0; i < args.proxies; ++i) {
+      const int service = fresh_port();
+      layout.proxy_ports.emplace_back(service, fresh_port());
+    }
   }
   const std::string metadata_url = layout.metadata_url();
-  write_state(data, {}, Json::array(), metadata_url, layout);
+  write_state(data, {}, Json::array(), Json::array(), metadata_url, layout);
   std::vector<Launched> started;
   // 1. The metadata store: ZooKeeper, or etcd.
   auto store_pid = layout.metadata == "etcd" ? launch_etcd(data, layout, started)
@@ -440,6 +474,43 @@ int run_cluster_up(const ClusterArgs& args) {
     std::printf("cluster    %s %s %s\n", args.cluster_name.c_str(), service_url.c_str(),
                 cluster["serviceUrl"].get<std::string>().c_str());
   }
+  // 5. Proxies, in front of the brokers: they find them in the cluster's metadata store and
+  // dial only the brokers' service ports on loopback, and only registered brokers.
+  Json proxies = Json::array();
+  std::string target_ports;
+  for (const auto& [service, web] : layout.broker_ports) {
+    target_ports += (target_ports.empty() ? "" : ",") + std::to_string(service);
+  }
+  for (int i = 0; i < args.proxies; ++i) {
+    Launched p{fmt::format("proxy-{}", i), -1, fmt::format("{}/proxy-{}", data, i), ""};
+    p.log = p.dir + "/proxy.log";
+    fs::create_directories(p.dir, ec);
+    std::vector<std::string> argv = {binary, "proxy", "--metadata-store", metadata_url};
+    for (const std::string& s : std::vector<std::string>{
+             std::string("bindAddress=127.0.0.1"), std::string("advertisedAddress=127.0.0.1"),
+             fmt::format("clusterName={}", args.cluster_name),
+             fmt::format("servicePort={}", layout.proxy_ports[static_cast<size_t>(i)].first),
+             fmt::format("webServicePort={}", layout.proxy_ports[static_cast<size_t>(i)].second),
+             fmt::format("brokerProxyAllowedTargetPorts={}", target_ports),
+             std::string("brokerProxyAllowedIPAddresses=127.0.0.0/8"),
+             std::string("checkActiveBrokers=true")}) {
+      argv.push_back("--set");
+      argv.push_back(s);
+    }
+    auto pid = launch(argv, p.dir, p.log);
+    if (!pid.ok()) return fail(started, pid.status().message());
+    p.pid = *pid;
+    started.push_back(p);
+    std::string text;
+    auto ready = wait_for_line(
+        p, std::regex(R"(service URL:\s+(pulsar://\S+)\s+web service URL: (http://\S+))"), 60s,
+        &text);
+    if (!ready.ok()) return fail(started, ready.status().message());
+    const std::string service = (*ready)[1], web = (*ready)[2];
+    proxies.push_back({{"serviceUrl", service}, {"webServiceUrl", web}});
+    std::printf("proxy      %s %s\n", service.c_str(), web.c_str());
+    std::fflush(stdout);
+  }
   // Every process still runs: one that started and then died (its port taken, its disk full)
   // fails the whole `up`.
   std::this_thread::sleep_for(500ms);
@@ -449,11 +520,15 @@ int run_cluster_up(const ClusterArgs& args) {
                                        p.name, p.log, last_lines(read_text(p.log), 15)));
     }
   }
-  write_state(data, started, brokers, metadata_url, layout);
+  write_state(data, started, brokers, proxies, metadata_url, layout);
   std::printf("metadata store %s\n", metadata_url.c_str());
-  std::printf("cluster up: %d broker(s), %d bookie(s); stop it with `magnetar cluster down "
+  const std::string proxy_count =
+      args.proxies > 0
+          ? fmt::format(", {} {}", args.proxies, args.proxies == 1 ? "proxy" : "proxies")
+          : "";
+  std::printf("cluster up: %d broker(s), %d bookie(s)%s; stop it with `magnetar cluster down "
               "--data %s`\n",
-              args.brokers, args.bookies, data.c_str());
+              args.brokers, args.bookies, proxy_count.c_str(), data.c_str());
   return 0;
 }
 
@@ -464,10 +539,14 @@ int run_cluster_down(const ClusterArgs& args) {
     return 1;
   }
   auto processes = read_state(data);
-  // Brokers first (they release their bundles), then bookies, then the metadata store.
+  // Proxies first (no client reaches the brokers through them any more), then brokers (they
+  // release their bundles), then bookies, then the metadata store.
   std::stable_sort(processes.begin(), processes.end(), [](const Launched& a, const Launched& b) {
     auto rank = [](const std::string& n) {
-      return n.starts_with("broker") ? 0 : n.starts_with("bookie") ? 1 : 2;
+      return n.starts_with("proxy")    ? 0
+             : n.starts_with("broker") ? 1
+             : n.starts_with("bookie") ? 2
+                                       : 3;
     };
     return rank(a.name) < rank(b.name);
   });

@@ -33,6 +33,7 @@ int run_proxy(const ProxyArgs& args);
 struct ClusterArgs {
   int brokers = 2;       // --brokers (0 with --bookies 0: ZooKeeper alone, e.g. a
   int bookies = 3;       // --bookies  configuration store for several clusters)
+  int proxies = 0;       // --proxies: `magnetar proxy` processes in front of the brokers
   std::string data = "cluster-data";  // --data
   std::string cluster_name = "local";  // --name, --cluster-name
   std::string metadata = "zookeeper";  // --metadata zookeeper|etcd
@@ -42,7 +43,7 @@ struct ClusterArgs {
   // --set key=value (repeatable): broker settings on top of the launcher's own.
   std::vector<std::string> broker_settings;
 };
-// `magnetar cluster up|down`: a local cluster (ZooKeeper, bookies, brokers) under one
+// `magnetar cluster up|down`: a local cluster (ZooKeeper, bookies, brokers, proxies) under one
 // directory.
 int run_cluster_up(const ClusterArgs& args);
 int run_cluster_down(const ClusterArgs& args);

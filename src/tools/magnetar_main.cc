@@ -60,11 +60,14 @@ int main(int argc, char** argv) {
   auto* cluster = app.add_subcommand("cluster", "Start or stop a local cluster on 127.0.0.1");
   cluster->require_subcommand(1);
   auto* cluster_up = cluster->add_subcommand(
-      "up", "Start ZooKeeper (or etcd), bookies and brokers; return once they serve");
+      "up", "Start ZooKeeper (or etcd), bookies, brokers and proxies; return once they serve");
   cluster_up->add_option("--brokers", cluster_args.brokers,
                          "Number of brokers (0, with --bookies 0: ZooKeeper alone)")
       ->check(CLI::Range(0, 16));
   cluster_up->add_option("--bookies", cluster_args.bookies, "Number of bookies")
+      ->check(CLI::Range(0, 16));
+  cluster_up->add_option("--proxies", cluster_args.proxies,
+                         "Number of proxies (magnetar proxy) in front of the brokers")
       ->check(CLI::Range(0, 16));
   cluster_up->add_option("--data", cluster_args.data, "Directory holding all the state")
       ->required();

@@ -1,7 +1,8 @@
 // `magnetar cluster up` / `down` as a user runs them: a real cluster comes up on 127.0.0.1,
 // serves a message through each broker, and `down` leaves no process behind; `up` again on
 // the same directory brings the same cluster back on its ports with its messages, and
-// refuses another shape. Once with ZooKeeper, once with etcd as the metadata store.
+// refuses another shape. Once with ZooKeeper, once with etcd as the metadata store. With
+// `--proxies`, our client library produces and consumes through a proxy alone.
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <regex>
 #include <sstream>
 
+#include "magnetar/client.h"
 #include "testing/child_process.h"
 #include "testing/pulsar_test_client.h"
 
@@ -167,6 +169,81 @@ TEST_P(ClusterLauncherTest, UpServesThroughEveryBrokerAndDownStopsEverything) {
       run_command(fmt::format("{} cluster down --data {}", binary, dir.string()));
   EXPECT_EQ(down2, 0) << down2_out;
   EXPECT_NE(down2_out.find("5 process(es) stopped"), std::string::npos) << down2_out;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ClusterLauncherProxiesTest, UpServesThroughAProxyAndDownStopsItFirst) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   fmt::format("magnetar-launcher-proxies-{}", ::getpid());
+  std::filesystem::remove_all(dir);
+  const std::string binary = MAGNETAR_BINARY;
+  auto [code, out] = run_command(fmt::format(
+      "{} cluster up --brokers 2 --bookies 2 --proxies 1 --data {}", binary, dir.string()));
+  // Whatever fails below, nothing is left running.
+  struct Down {
+    std::string command;
+    ~Down() { (void)run_command(command); }
+  } stop_on_exit{fmt::format("{} cluster down --data {} >/dev/null 2>&1", binary, dir.string())};
+  ASSERT_EQ(code, 0) << out;
+  std::smatch proxy;
+  const std::regex proxy_line(
+      R"(\nproxy\s+(pulsar://127\.0\.0\.1:\d+)\s+(http://127\.0\.0\.1:\d+)\n)");
+  ASSERT_TRUE(std::regex_search(out, proxy, proxy_line)) << out;
+  const std::string service_url = proxy[1], web_url = proxy[2];
+  EXPECT_NE(out.find("cluster up: 2 broker(s), 2 bookie(s), 1 proxy;"), std::string::npos) << out;
+
+  std::ifstream state(dir / "cluster.json");
+  std::stringstream text;
+  text << state.rdbuf();
+  auto j = nlohmann::json::parse(text.str());
+  ASSERT_EQ(j["proxies"].size(), 1u) << j.dump(2);
+  EXPECT_EQ(j["proxies"][0]["serviceUrl"], service_url);
+  EXPECT_EQ(j["proxies"][0]["webServiceUrl"], web_url);
+  ASSERT_EQ(j["layout"]["proxyPorts"].size(), 1u) << j.dump(2);
+  EXPECT_EQ(j["layout"]["proxyPorts"][0][0].get<int>(),
+            std::stoi(service_url.substr(service_url.rfind(':') + 1)));
+  std::vector<int> pids;
+  for (const auto& p : j["processes"]) pids.push_back(p["pid"].get<int>());
+  ASSERT_EQ(pids.size(), 6u);  // ZooKeeper, 2 bookies, 2 brokers, the proxy
+
+  // The client knows the proxy only: lookups and data both go through it.
+  {
+    client::ClientOptions options;
+    options.operation_timeout = std::chrono::seconds(30);
+    options.initial_backoff = std::chrono::milliseconds(50);
+    options.max_backoff = std::chrono::seconds(1);
+    auto c = client::Client::create(service_url, options);
+    ASSERT_TRUE(c.ok()) << c.status().to_string();
+    const std::string topic = "persistent://public/default/through-the-proxy";
+    auto consumer = c->subscribe(topic, "sub");
+    ASSERT_TRUE(consumer.ok()) << consumer.status().to_string();
+    auto producer = c->create_producer(topic);
+    ASSERT_TRUE(producer.ok()) << producer.status().to_string();
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(producer->send(client::Message(fmt::format("m{}", i))).ok());
+    }
+    for (int i = 0; i < 5; ++i) {
+      auto m = consumer->receive(std::chrono::seconds(10));
+      ASSERT_TRUE(m.ok()) << "message " << i << ": " << m.status().to_string();
+      EXPECT_EQ(m->payload(), fmt::format("m{}", i));
+      EXPECT_TRUE(consumer->acknowledge(*m).ok());
+    }
+    (void)c->close();
+  }
+
+  auto [down, down_out] =
+      run_command(fmt::format("{} cluster down --data {}", binary, dir.string()));
+  EXPECT_EQ(down, 0) << down_out;
+  EXPECT_EQ(down_out.rfind("stopped proxy-0 ", 0), 0u) << down_out;  // before the brokers
+  EXPECT_NE(down_out.find("6 process(es) stopped"), std::string::npos) << down_out;
+  for (int pid : pids) EXPECT_NE(::kill(pid, 0), 0) << "pid " << pid << " still runs";
+
+  // Another number of proxies on the same data is refused, with the reason.
+  auto [other, other_out] = run_command(fmt::format(
+      "{} cluster up --brokers 2 --bookies 2 --proxies 2 --data {}", binary, dir.string()));
+  EXPECT_NE(other, 0) << other_out;
+  EXPECT_NE(other_out.find("with 2 broker(s), 2 bookie(s) and 1 proxy"), std::string::npos)
+      << other_out;
   std::filesystem::remove_all(dir);
 }
 
