@@ -67,7 +67,7 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   b->authorization_ = std::move(*authorization);
   // TLS files are checked before any port is bound: a bad one stops the start.
   if (b->config_.broker_service_port_tls) {
-    auto tls = net::TlsContext::create(net::TlsRole::kServer, b->config_.tls_options());
+    auto tls = net::TlsContext::create(net::TlsRole::kServer, b->config_.tls.options());
     if (!tls.ok()) {
       return Status(tls.status().code(),
                     fmt::format("TLS for brokerServicePortTls: {}", tls.status().message()));
@@ -139,7 +139,7 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   if (b->tls_) {
     b->log_.info("serving the Pulsar protocol over TLS on {}:{} (advertised as {}){}",
                  b->config_.bind_address, b->tls_port_, b->config_.service_url_tls(),
-                 b->config_.tls_require_trusted_client_cert_on_connect
+                 b->config_.tls.require_trusted_client_cert_on_connect
                      ? ", client certificates required"
                      : "");
   }
@@ -262,7 +262,7 @@ void Broker::serve(std::shared_ptr<Connection> cnx) {
 Task<void> Broker::handshake_then_serve(asio::ip::tcp::socket socket) {
   std::unique_ptr<net::Stream> stream = net::tls_stream(std::move(socket), tls_);
   const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(config_.tls_handshake_timeout_millis);
+                        std::chrono::milliseconds(config_.tls.handshake_timeout_millis);
   Status st = co_await stream->handshake("", deadline);
   if (!st.ok()) {
     log_.warn("dropping TLS client {}: {}", stream->remote(), st.message());

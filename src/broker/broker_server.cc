@@ -41,7 +41,7 @@ Result<std::unique_ptr<BrokerServer>> BrokerServer::start(BrokerConfig config,
   web_options.address = config.bind_address;
   web_options.port = config.web_service_port;
   if (config.web_service_port_tls) {
-    auto tls = net::TlsContext::create(net::TlsRole::kServer, config.tls_options());
+    auto tls = net::TlsContext::create(net::TlsRole::kServer, config.tls.options());
     if (!tls.ok()) {
       return Status(tls.status().code(),
                     fmt::format("TLS for webServicePortTls: {}", tls.status().message()));
@@ -49,7 +49,7 @@ Result<std::unique_ptr<BrokerServer>> BrokerServer::start(BrokerConfig config,
     web_options.tls = *tls;
     web_options.tls_port = *config.web_service_port_tls;
     web_options.tls_handshake_timeout =
-        std::chrono::milliseconds(config.tls_handshake_timeout_millis);
+        std::chrono::milliseconds(config.tls.handshake_timeout_millis);
   }
   auto web = http::HttpServer::start(web_options, log);
   if (!web.ok()) return web.status();

@@ -64,28 +64,6 @@ constexpr std::array<std::string_view, 45> kPulsarProxyKeys = {
 
 }  // namespace
 
-net::TlsOptions ProxyConfig::server_tls_options() const {
-  net::TlsOptions o;
-  o.certificate_file = tls_certificate_file_path;
-  o.private_key_file = tls_key_file_path;
-  o.trust_certs_file = tls_trust_certs_file_path;
-  o.require_peer_certificate = tls_require_trusted_client_cert_on_connect;
-  o.allow_insecure = tls_allow_insecure_connection;
-  o.protocols = tls_protocols;
-  o.ciphers = tls_ciphers;
-  return o;
-}
-
-net::TlsOptions ProxyConfig::broker_tls_options() const {
-  net::TlsOptions o;
-  o.certificate_file = broker_client_certificate_file_path;
-  o.private_key_file = broker_client_key_file_path;
-  o.trust_certs_file = broker_client_trust_certs_file_path;
-  o.allow_insecure = broker_client_tls_allow_insecure;
-  o.validate_hostname = tls_hostname_verification_enabled;
-  return o;
-}
-
 bool ProxyConfig::static_discovery() const {
   return tls_enabled_with_broker ? !broker_service_url_tls.empty() : !broker_service_url.empty();
 }
@@ -110,7 +88,7 @@ Status ProxyConfig::validate() const {
     }
   }
   if ((service_port_tls || web_service_port_tls) &&
-      (tls_certificate_file_path.empty() || tls_key_file_path.empty())) {
+      (tls.certificate_file_path.empty() || tls.key_file_path.empty())) {
     return Status(Errc::kInvalidArgument,
                   "servicePortTls/webServicePortTls need tlsCertificateFilePath and tlsKeyFilePath");
   }
@@ -161,20 +139,7 @@ void bind_proxy_config(ConfigSchema& s, ProxyConfig* c) {
       .range(0, 2);
   s.bind("proxyZeroCopyModeEnabled", &c->proxy_zero_copy_mode_enabled,
          "Relay spliced connections inside the kernel (splice(2)) when both sides are plain TCP");
-  s.bind("tlsCertificateFilePath", &c->tls_certificate_file_path,
-         "The proxy's TLS certificate chain (PEM), for servicePortTls and webServicePortTls");
-  s.bind("tlsKeyFilePath", &c->tls_key_file_path, "The private key of tlsCertificateFilePath");
-  s.bind("tlsTrustCertsFilePath", &c->tls_trust_certs_file_path,
-         "CAs that clients' certificates must chain to (TLS authentication)");
-  s.bind("tlsAllowInsecureConnection", &c->tls_allow_insecure_connection,
-         "Accept client certificates that do not verify (they then name no role)");
-  s.bind("tlsRequireTrustedClientCertOnConnect", &c->tls_require_trusted_client_cert_on_connect,
-         "Refuse TLS clients without a trusted certificate");
-  s.bind("tlsProtocols", &c->tls_protocols, "TLS versions offered (e.g. TLSv1.3,TLSv1.2)");
-  s.bind("tlsCiphers", &c->tls_ciphers, "TLS cipher suites offered");
-  s.bind("tlsHandshakeTimeoutMillis", &c->tls_handshake_timeout_millis,
-         "A client's TLS handshake must end within this")
-      .range(100, 600000);
+  net::bind_tls_server_config(s, &c->tls, "proxy");
   auth::bind_authentication_config(s, &c->authentication);
   s.bind("forwardAuthorizationCredentials", &c->forward_authorization_credentials,
          "Send the client's own credentials to brokers (original_auth_data) besides its role");

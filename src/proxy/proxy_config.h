@@ -11,6 +11,7 @@
 #include "auth/authentication.h"
 #include "metadata/metadata_store.h"
 #include "net/tls.h"
+#include "net/tls_config.h"
 
 namespace magnetar {
 class ConfigSchema;
@@ -45,15 +46,8 @@ struct ProxyConfig {
   int32_t proxy_log_level = 0;                  // proxyLogLevel (1: log commands)
   bool proxy_zero_copy_mode_enabled = true;     // proxyZeroCopyModeEnabled (splice(2))
 
-  // --- TLS towards clients ---
-  std::string tls_certificate_file_path;
-  std::string tls_key_file_path;
-  std::string tls_trust_certs_file_path;
-  bool tls_allow_insecure_connection = false;
-  bool tls_require_trusted_client_cert_on_connect = false;
-  std::vector<std::string> tls_protocols;
-  std::vector<std::string> tls_ciphers;
-  int32_t tls_handshake_timeout_millis = 10000;
+  // --- TLS towards clients (tlsCertificateFilePath, ...: net/tls_config.h) ---
+  net::TlsServerConfig tls;
 
   // --- Authentication of clients ---
   // authenticationEnabled, authenticationProviders, anonymousUserRole, token*.
@@ -85,10 +79,6 @@ struct ProxyConfig {
   int32_t http_input_max_replay_buffer_size = 5 * 1024 * 1024;  // httpInputMaxReplayBufferSize
   int32_t keep_alive_interval_seconds = 30;  // keepAliveIntervalSeconds (lookup connections)
 
-  // The TLS options of the client-facing listeners.
-  net::TlsOptions server_tls_options() const;
-  // The TLS options of the proxy's connections to brokers.
-  net::TlsOptions broker_tls_options() const;
   // Static discovery: brokerServiceURL[TLS] set (the one of the broker side's scheme).
   bool static_discovery() const;
   // Checks what no single key can: a way to find brokers, TLS files for the TLS ports, ports

@@ -133,7 +133,7 @@ Status ProxyServer::Impl::start(std::shared_ptr<metadata::MetadataStore> store) 
     broker_tls = *made;
   }
   if (config_.service_port_tls || config_.web_service_port_tls) {
-    auto made = net::TlsContext::create(net::TlsRole::kServer, config_.server_tls_options());
+    auto made = net::TlsContext::create(net::TlsRole::kServer, config_.tls.options());
     if (!made.ok()) {
       return Status(made.status().code(), fmt::format("TLS for servicePortTls/webServicePortTls: {}",
                                                       made.status().message()));
@@ -174,7 +174,7 @@ Status ProxyServer::Impl::start(std::shared_ptr<metadata::MetadataStore> store) 
   if (config_.web_service_port_tls) {
     web.tls = server_tls_;
     web.tls_port = *config_.web_service_port_tls;
-    web.tls_handshake_timeout = std::chrono::milliseconds(config_.tls_handshake_timeout_millis);
+    web.tls_handshake_timeout = std::chrono::milliseconds(config_.tls.handshake_timeout_millis);
   }
   auto started = http::HttpServer::start(web, log_);
   if (!started.ok()) return started.status();

@@ -33,18 +33,6 @@ bool BrokerConfig::is_proxy_role(std::string_view role) const {
   return std::find(proxy_roles.begin(), proxy_roles.end(), role) != proxy_roles.end();
 }
 
-net::TlsOptions BrokerConfig::tls_options() const {
-  net::TlsOptions o;
-  o.certificate_file = tls_certificate_file_path;
-  o.private_key_file = tls_key_file_path;
-  o.trust_certs_file = tls_trust_certs_file_path;
-  o.require_peer_certificate = tls_require_trusted_client_cert_on_connect;
-  o.allow_insecure = tls_allow_insecure_connection;
-  o.protocols = tls_protocols;
-  o.ciphers = tls_ciphers;
-  return o;
-}
-
 void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
   s.bind("clusterName", &c->cluster_name, "Name of the cluster this broker belongs to");
   s.bind("bindAddress", &c->bind_address, "Address the broker's listeners bind to");
@@ -60,24 +48,7 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
   s.bind("webServicePortTls", &c->web_service_port_tls,
          "HTTPS port (admin REST, lookup, /metrics); empty: none")
       .range(0, 65535);
-  s.bind("tlsCertificateFilePath", &c->tls_certificate_file_path,
-         "The broker's TLS certificate chain (PEM); needed by the TLS ports");
-  s.bind("tlsKeyFilePath", &c->tls_key_file_path,
-         "The private key of tlsCertificateFilePath (PEM, unencrypted)");
-  s.bind("tlsTrustCertsFilePath", &c->tls_trust_certs_file_path,
-         "CAs (PEM) that client certificates must chain to; empty: client certificates are "
-         "not asked for");
-  s.bind("tlsRequireTrustedClientCertOnConnect", &c->tls_require_trusted_client_cert_on_connect,
-         "Refuse TLS clients without a certificate signed by tlsTrustCertsFilePath (mutual TLS)");
-  s.bind("tlsAllowInsecureConnection", &c->tls_allow_insecure_connection,
-         "Accept client certificates that do not verify");
-  s.bind("tlsProtocols", &c->tls_protocols,
-         "TLS versions accepted, e.g. TLSv1.3,TLSv1.2; empty: TLSv1.2 and up");
-  s.bind("tlsCiphers", &c->tls_ciphers,
-         "Cipher suites accepted (OpenSSL or IANA names); empty: OpenSSL's defaults");
-  s.bind("tlsHandshakeTimeoutMillis", &c->tls_handshake_timeout_millis,
-         "A TLS client that has not completed its handshake by then is dropped")
-      .range(1, 600000);
+  net::bind_tls_server_config(s, &c->tls, "broker");
   s.bind("numIOThreads", &c->num_io_threads,
          "Event loops serving connections and topics (0: one per core)")
       .range(0, 256);

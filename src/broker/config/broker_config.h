@@ -10,6 +10,7 @@
 
 #include "auth/authentication.h"
 #include "metadata/metadata_store.h"
+#include "net/tls_config.h"
 #include "mledger/config.h"
 
 namespace magnetar {
@@ -30,14 +31,8 @@ struct BrokerConfig {
   // TLS listeners: unset = none; 0 picks a free port (tests).
   std::optional<int32_t> broker_service_port_tls;  // brokerServicePortTls
   std::optional<int32_t> web_service_port_tls;     // webServicePortTls
-  std::string tls_certificate_file_path;           // tlsCertificateFilePath (PEM chain)
-  std::string tls_key_file_path;                   // tlsKeyFilePath (PEM)
-  std::string tls_trust_certs_file_path;           // tlsTrustCertsFilePath (CAs of clients)
-  bool tls_require_trusted_client_cert_on_connect = false;  // ...ClientCertOnConnect (mTLS)
-  bool tls_allow_insecure_connection = false;    // tlsAllowInsecureConnection: any client cert
-  std::vector<std::string> tls_protocols;        // tlsProtocols, e.g. TLSv1.3,TLSv1.2
-  std::vector<std::string> tls_ciphers;          // tlsCiphers (OpenSSL or IANA names)
-  int32_t tls_handshake_timeout_millis = 10000;  // tlsHandshakeTimeoutMillis (Magnetar's own)
+  // tlsCertificateFilePath, tlsKeyFilePath, tlsTrustCertsFilePath, ... (net/tls_config.h).
+  net::TlsServerConfig tls;
   int32_t num_io_threads = 0;                    // numIOThreads: event loops (0: one per core)
   int32_t max_message_size = 5 * 1024 * 1024;    // maxMessageSize
   int32_t keep_alive_interval_seconds = 30;      // keepAliveIntervalSeconds
@@ -154,7 +149,6 @@ struct BrokerConfig {
   std::string service_url_tls() const;
   std::string web_service_url_tls() const;
   // The server TLS settings of both TLS listeners.
-  net::TlsOptions tls_options() const;
   // Whether `role` is one of proxyRoles (an empty role never is).
   bool is_proxy_role(std::string_view role) const;
 };

@@ -162,9 +162,9 @@ class BrokerTlsTest : public ::testing::Test, protected testing::TlsSuiteCerts {
     c.web_service_port = 0;
     c.broker_service_port_tls = 0;
     c.web_service_port_tls = 0;
-    c.tls_certificate_file_path = certs_->server_cert;
-    c.tls_key_file_path = certs_->server_key;
-    c.tls_handshake_timeout_millis = 500;
+    c.tls.certificate_file_path = certs_->server_cert;
+    c.tls.key_file_path = certs_->server_key;
+    c.tls.handshake_timeout_millis = 500;
     c.num_io_threads = 2;
     c.managed_ledger.ensemble_size = 1;
     c.managed_ledger.write_quorum = 1;
@@ -295,8 +295,8 @@ TEST_F(BrokerTlsTest, PlainTextAndStalledClientsAreDroppedWhileOthersCarryOn) {
 
 TEST_F(BrokerTlsTest, MutualTlsRequiresATrustedClientCertificate) {
   start([](BrokerConfig& c) {
-    c.tls_trust_certs_file_path = certs_->ca_cert;
-    c.tls_require_trusted_client_cert_on_connect = true;
+    c.tls.trust_certs_file_path = certs_->ca_cert;
+    c.tls.require_trusted_client_cert_on_connect = true;
   });
   Status none = tls_ping(client_context());
   EXPECT_FALSE(none.ok());
@@ -309,9 +309,9 @@ TEST_F(BrokerTlsTest, MutualTlsRequiresATrustedClientCertificate) {
 
 TEST_F(BrokerTlsTest, AllowInsecureAcceptsAnyClientCertificate) {
   start([](BrokerConfig& c) {
-    c.tls_trust_certs_file_path = certs_->ca_cert;
-    c.tls_require_trusted_client_cert_on_connect = true;
-    c.tls_allow_insecure_connection = true;
+    c.tls.trust_certs_file_path = certs_->ca_cert;
+    c.tls.require_trusted_client_cert_on_connect = true;
+    c.tls.allow_insecure_connection = true;
   });
   Status untrusted =
       tls_ping(client_context(certs_->untrusted_client_cert, certs_->untrusted_client_key));
@@ -327,12 +327,12 @@ TEST_F(BrokerTlsTest, BadTlsFilesStopTheStartNamingTheFile) {
     std::string expected;
   };
   const std::vector<Case> cases = {
-      {[&](BrokerConfig& c) { c.tls_certificate_file_path = missing; }, missing},
-      {[&](BrokerConfig& c) { c.tls_key_file_path = missing; }, missing},
-      {[&](BrokerConfig& c) { c.tls_key_file_path = certs_->client_key; }, "does not match"},
-      {[&](BrokerConfig& c) { c.tls_trust_certs_file_path = missing; }, missing},
-      {[&](BrokerConfig& c) { c.tls_certificate_file_path.clear(); }, "certificate"},
-      {[&](BrokerConfig& c) { c.tls_protocols = {"TLSv9"}; }, "TLSv9"},
+      {[&](BrokerConfig& c) { c.tls.certificate_file_path = missing; }, missing},
+      {[&](BrokerConfig& c) { c.tls.key_file_path = missing; }, missing},
+      {[&](BrokerConfig& c) { c.tls.key_file_path = certs_->client_key; }, "does not match"},
+      {[&](BrokerConfig& c) { c.tls.trust_certs_file_path = missing; }, missing},
+      {[&](BrokerConfig& c) { c.tls.certificate_file_path.clear(); }, "certificate"},
+      {[&](BrokerConfig& c) { c.tls.protocols = {"TLSv9"}; }, "TLSv9"},
   };
   for (const Case& k : cases) {
     for (bool web : {false, true}) {
@@ -354,7 +354,7 @@ TEST_F(BrokerTlsTest, BadTlsFilesStopTheStartNamingTheFile) {
   }
   // Broker alone (no web server): the same, and it does not hang on the way out.
   BrokerConfig c = config();
-  c.tls_certificate_file_path = missing;
+  c.tls.certificate_file_path = missing;
   auto b = Broker::start(c, metadata::MetadataStores{store_, store_});
   ASSERT_FALSE(b.ok());
   EXPECT_TRUE(contains(b.status().message(), missing)) << b.status().to_string();
@@ -389,7 +389,7 @@ TEST_F(BrokerTlsTest, HttpsServesTheWebRoutes) {
 // certificate's CN is the role over CONNECT's "tls" method and over HTTPS without a header.
 TEST_F(BrokerTlsTest, ClientCertificatesAuthenticateTheProtocolAndTheAdminApi) {
   start([](BrokerConfig& c) {
-    c.tls_trust_certs_file_path = certs_->ca_cert;
+    c.tls.trust_certs_file_path = certs_->ca_cert;
     c.authentication.enabled = true;
     c.authentication.providers = {
         "org.apache.pulsar.broker.authentication.AuthenticationProviderTls"};

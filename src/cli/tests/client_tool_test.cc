@@ -169,8 +169,8 @@ TEST_F(ClientToolTest, TlsSettingsComeFromClientConf) {
   broker_.reset();
   start_broker([&](broker::BrokerConfig& c) {
     c.broker_service_port_tls = 0;
-    c.tls_certificate_file_path = certs->server_cert;
-    c.tls_key_file_path = certs->server_key;
+    c.tls.certificate_file_path = certs->server_cert;
+    c.tls.key_file_path = certs->server_key;
   });
   const std::string conf = dir + "/client.conf";
   {

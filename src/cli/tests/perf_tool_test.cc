@@ -174,8 +174,8 @@ TEST_F(PerfToolTest, ProducesThroughAnHttpsServiceUrlWithTrustCertFile) {
   broker_.reset();
   start_broker([&](broker::BrokerConfig& c) {
     c.broker_service_port_tls = 0;
-    c.tls_certificate_file_path = certs->server_cert;
-    c.tls_key_file_path = certs->server_key;
+    c.tls.certificate_file_path = certs->server_cert;
+    c.tls.key_file_path = certs->server_key;
   });
   net::TlsOptions t;
   t.certificate_file = certs->server_cert;

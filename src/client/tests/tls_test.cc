@@ -29,8 +29,8 @@ class TlsClientTest : public ClientTest, protected testing::TlsSuiteCerts {
     }
     start_broker([&](broker::BrokerConfig& c) {
       c.broker_service_port_tls = 0;
-      c.tls_certificate_file_path = certs_->server_cert;
-      c.tls_key_file_path = certs_->server_key;
+      c.tls.certificate_file_path = certs_->server_cert;
+      c.tls.key_file_path = certs_->server_key;
       if (more) more(c);
     });
   }
@@ -160,8 +160,8 @@ TEST_F(TlsClientTest, UntrustedServerCertificateIsRejectedUnlessInsecure) {
 
 TEST_F(TlsClientTest, HostNameValidationChecksTheCertificatesNames) {
   restart_with_tls([](broker::BrokerConfig& c) {
-    c.tls_certificate_file_path = certs_->wrong_host_cert;
-    c.tls_key_file_path = certs_->wrong_host_key;
+    c.tls.certificate_file_path = certs_->wrong_host_cert;
+    c.tls.key_file_path = certs_->wrong_host_key;
   });
   ClientOptions o = failing(tls_options());
   o.tls_validate_hostname = true;
@@ -179,8 +179,8 @@ TEST_F(TlsClientTest, HostNameValidationChecksTheCertificatesNames) {
 
 TEST_F(TlsClientTest, MutualTlsRefusesClientsWithoutATrustedCertificate) {
   restart_with_tls([](broker::BrokerConfig& c) {
-    c.tls_trust_certs_file_path = certs_->ca_cert;
-    c.tls_require_trusted_client_cert_on_connect = true;
+    c.tls.trust_certs_file_path = certs_->ca_cert;
+    c.tls.require_trusted_client_cert_on_connect = true;
   });
   Client anonymous = make_client(tls_url(), failing(tls_options()));
   Status st = produce_one(anonymous, topic());
@@ -211,7 +211,7 @@ TEST_F(TlsClientTest, MutualTlsRefusesClientsWithoutATrustedCertificate) {
 // certificate's CN, authorized like any other role.
 TEST_F(TlsClientTest, TheClientCertificatesCommonNameIsTheRole) {
   restart_with_tls([](broker::BrokerConfig& c) {
-    c.tls_trust_certs_file_path = certs_->ca_cert;
+    c.tls.trust_certs_file_path = certs_->ca_cert;
     c.authentication.enabled = true;
     c.authentication.providers = {
         "org.apache.pulsar.broker.authentication.AuthenticationProviderTls"};
