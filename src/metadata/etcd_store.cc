@@ -32,6 +32,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <future>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -300,12 +301,19 @@ class EtcdStore final : public MetadataStore {
   // janitor. The lease is left to expire unless close() revoked it.
   ~EtcdStore() override {
     (void)begin_close();
-    asio::post(janitor_, [this] {
+    // The cancellation runs on the janitor after everything posted to it before (start()'s
+    // posting that opens the session's streams among it), and is waited for: only then is
+    // every stream tracked, so the wait below covers them all. A store destroyed right after
+    // it opened used to return first, and the streams' endings then ran on a freed store.
+    std::promise<void> cancelled;
+    asio::post(janitor_, [this, &cancelled] {
       tick_timer_.cancel();
       watch_retry_timer_.cancel();
       if (watch_stream_) watch_stream_->cancel();
       if (keepalive_stream_) keepalive_stream_->cancel();
+      cancelled.set_value();
     });
+    cancelled.get_future().wait();
     cancel_tracked_and_wait();
     work_.reset();
     janitor_thread_.join();
@@ -966,6 +974,7 @@ class EtcdStore final : public MetadataStore {
   }
 
   void open_keepalive() {
+    if (closed_.load()) return;
     auto on_read = [this](pb::LeaseKeepAliveResponse& resp) {
       auto answered = [this, lease = resp.id(), ttl = resp.ttl()] { on_keepalive(lease, ttl); };
       asio::post(janitor_, std::move(answered));

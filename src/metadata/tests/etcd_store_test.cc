@@ -135,6 +135,21 @@ TEST(EtcdStoreTest, PrefixesIsolateStores) {
   for (auto* s : {&a, &b, &root}) EXPECT_TRUE(loop.await((*s)->close()).ok());
 }
 
+// What `magnetar cluster up` does to wait for etcd: a session opened, closed and destroyed at
+// once, again and again. A store destroyed before its janitor opened the session's streams
+// must still wait for them (a stream ending after the store was gone crashed the launcher).
+TEST(EtcdStoreTest, StoresOpenedClosedAndDestroyedAtOnceLeaveNothingRunning) {
+  auto etcd = testing::EtcdServer::start();
+  ASSERT_TRUE(etcd.ok()) << etcd.status().to_string();
+  for (int i = 0; i < 60; ++i) {
+    Loop loop;
+    auto store = open_etcd(loop, (*etcd)->url(), timeouts(2000ms, 2000ms));
+    ASSERT_TRUE(store);
+    if (i % 2 == 0) EXPECT_TRUE(loop.await(store->close()).ok());
+    store.reset();  // half of them destroyed without close()
+  }
+}
+
 TEST(EtcdStoreTest, ValuesOverEtcdsRequestLimitAreRefusedClearly) {
   auto etcd = testing::EtcdServer::start();
   ASSERT_TRUE(etcd.ok()) << etcd.status().to_string();
