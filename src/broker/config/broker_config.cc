@@ -214,6 +214,24 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
   s.bind("maxUnackedMessagesPerConsumer", &c->max_unacked_messages_per_consumer,
          "Unacknowledged messages after which a Shared consumer gets no more (0: no limit)")
       .range(0, 100000000);
+  s.bind("delayedDeliveryEnabled", &c->delayed_delivery_enabled,
+         "Messages with a delivery time wait for it on Shared and Key_Shared subscriptions "
+         "(false: delivered at once)");
+  s.bind("delayedDeliveryTickTimeMillis", &c->delayed_delivery_tick_time_millis,
+         "Precision of delayed delivery: the least time between two wake-ups of a "
+         "subscription's tracker (ms)")
+      .range(1, 86400000);
+  s.bind("delayedDeliveryMaxDelayInMillis", &c->delayed_delivery_max_delay_in_millis,
+         "Longest delivery delay a producer may ask for; longer ones are refused (ms, 0: no "
+         "limit)")
+      .range(0, INT64_MAX);
+  s.bind("isDelayedDeliveryDeliverAtTimeStrict", &c->is_delayed_delivery_deliver_at_time_strict,
+         "Never deliver a delayed message before its time (false: up to a tick early)");
+  s.bind("delayedDeliveryFixedDelayDetectionLookahead",
+         &c->delayed_delivery_fixed_delay_detection_lookahead,
+         "Held messages, all with delays in publish order, after which a subscription reads "
+         "no further until the first is due (0: never)")
+      .range(0, INT64_MAX);
   s.bind("defaultNumberOfNamespaceBundles", &c->default_number_of_namespace_bundles,
          "Bundles of a namespace created without a bundles policy")
       .range(1, 4096);

@@ -123,6 +123,16 @@ struct BrokerConfig {
   // backlogQuotaDefaultRetentionPolicy
   std::string backlog_quota_default_retention_policy = "producer_request_hold";
   int32_t max_unacked_messages_per_consumer = 50000;  // maxUnackedMessagesPerConsumer
+  // Delayed delivery (PIP-26) on Shared and Key_Shared subscriptions, unless a namespace's
+  // delayed_delivery_policies or a topic's policies say otherwise: delayedDeliveryEnabled,
+  // delayedDeliveryTickTimeMillis, delayedDeliveryMaxDelayInMillis (0: no limit; a longer
+  // delay is refused at publish), isDelayedDeliveryDeliverAtTimeStrict (false: up to a tick
+  // early), delayedDeliveryFixedDelayDetectionLookahead (0: off).
+  bool delayed_delivery_enabled = true;
+  int64_t delayed_delivery_tick_time_millis = 1000;
+  int64_t delayed_delivery_max_delay_in_millis = 0;
+  bool is_delayed_delivery_deliver_at_time_strict = false;
+  int64_t delayed_delivery_fixed_delay_detection_lookahead = 50000;
   int32_t subscription_key_shared_consistent_hashing_replica_points = 100;
   int32_t default_number_of_namespace_bundles = 4;  // defaultNumberOfNamespaceBundles
   bool load_balancer_enabled = true;                // loadBalancerEnabled

@@ -96,6 +96,7 @@ void Dispatcher::acknowledged_upto(Position upto) {
     }
   }
   redeliveries_.erase(redeliveries_.begin(), redeliveries_.upper_bound(upto));
+  if (delayed_) delayed_->remove_upto(upto);
 }
 
 void Dispatcher::acknowledged(const std::vector<Position>& positions) {
@@ -108,6 +109,7 @@ void Dispatcher::acknowledged(const std::vector<Position>& positions) {
       }
     }
     redeliveries_.erase(p);
+    if (delayed_) delayed_->remove(p);
   }
   for (const auto& c : consumers_) {
     const bool was_blocked = c->blocked;
@@ -124,6 +126,7 @@ void Dispatcher::redeliver(const std::shared_ptr<Consumer>& consumer,
 
 void Dispatcher::forget_sent() {
   to_redeliver_.clear();
+  if (delayed_) delayed_->clear();  // read again from the new position, and held again
   for (const auto& c : consumers_) {
     c->pending.clear();
     c->unacked_messages = 0;
@@ -136,6 +139,7 @@ void Dispatcher::mark_for_redelivery(Position p) {
 }
 
 void Dispatcher::take_over_from(Dispatcher& previous) {
+  previous.move_delayed_to(*this);
   to_redeliver_.merge(previous.to_redeliver_);
   redeliveries_.merge(previous.redeliveries_);
   previous.closed_ = true;
@@ -149,10 +153,65 @@ void Dispatcher::hand_over() {
   auto next = successor_.lock();
   if (!next) return;
   successor_.reset();
+  move_delayed_to(*next);
   next->to_redeliver_.merge(to_redeliver_);
   next->redeliveries_.merge(redeliveries_);
   next->waiting_for_predecessor_ = false;
   next->trigger();
+}
+
+void Dispatcher::move_delayed_to(Dispatcher& next) {
+  if (!delayed_) return;
+  for (const Position& p : delayed_->take_all()) next.to_redeliver_.insert(p);
+}
+
+int64_t Dispatcher::delayed_messages(Position mark_delete) {
+  if (!delayed_) return 0;
+  delayed_->remove_upto(mark_delete);
+  return static_cast<int64_t>(delayed_->size());
+}
+
+bool Dispatcher::held_until_due(Position p, int64_t deliver_at_ms) {
+  if (deliver_at_ms < 0 || !delays_delivery()) return false;
+  const DelayedDeliveryPolicy policy =
+      options_.delayed_delivery ? options_.delayed_delivery() : DelayedDeliveryPolicy{};
+  if (!policy.enabled) return false;
+  if (!delayed_) {
+    auto options = options_.delayed_tracker;
+    options.tick_ms = policy.tick_ms;
+    // (The tracker is this dispatcher's: its callback runs inside the tracker's calls.)
+    delayed_ = std::make_unique<DelayedDeliveryTracker>(
+        options, options_.wall_clock,
+        [this](std::optional<std::chrono::milliseconds> after) { arm_delay_timer(after); });
+  }
+  delayed_->set_tick(policy.tick_ms);
+  return delayed_->add(p, deliver_at_ms);
+}
+
+bool Dispatcher::take_due_or_pause(int max) {
+  if (!delayed_) return false;
+  if (delayed_->has_due()) {
+    for (const Position& p : delayed_->take_due(static_cast<size_t>(std::max(1, max)))) {
+      to_redeliver_.insert(p);
+    }
+    return false;
+  }
+  return to_redeliver_.empty() && delayed_->should_pause();
+}
+
+void Dispatcher::arm_delay_timer(std::optional<std::chrono::milliseconds> after) {
+  if (!after) {
+    if (delay_timer_) delay_timer_->cancel();
+    return;
+  }
+  if (!delay_timer_) delay_timer_ = std::make_unique<asio::steady_timer>(executor_);
+  delay_timer_->expires_after(*after);  // (cancels the wait armed before)
+  delay_timer_->async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self) return;
+    if (self->delayed_) self->delayed_->timer_fired();
+    self->restart();  // ends a wait for new entries: the due messages go out first
+  });
 }
 
 int64_t Dispatcher::unacked_messages() const {
@@ -202,6 +261,7 @@ void Dispatcher::disconnect_all() {
 
 void Dispatcher::close() {
   closed_ = true;  // no dispatch loop starts again (one waiting ends with the cursor)
+  if (delay_timer_) delay_timer_->cancel();
   disconnect_all();
 }
 
@@ -263,6 +323,13 @@ Task<void> Dispatcher::dispatch_loop() {
     const int wanted = co_await throttled(
         static_cast<int>(std::min<int64_t>(permits, options_.read_batch_size)));
     if (wanted <= 0) break;  // closed, or nobody left, while throttled
+    if (take_due_or_pause(wanted)) {
+      // Held messages fill the lookahead: read nothing more until the first is due (its
+      // wake-up restarts dispatch).
+      dispatching_ = false;
+      hand_over();
+      co_return;
+    }
     std::vector<mledger::Entry> entries;
     if (!to_redeliver_.empty()) {
       entries = co_await read_redeliveries(wanted);
@@ -290,12 +357,16 @@ Task<void> Dispatcher::dispatch_loop() {
       entries = std::move(*read);
     }
     retry.reset();
-    int sent = 0;
+    int handled = 0;  // sent, or needing nothing more now (markers, delayed entries)
     for (const auto& entry : entries) {
       const EntryInfo info = entry_info(entry.data);
       if (info.marker_type != 0) {
         if (on_marker_) on_marker_(entry, info.marker_type);
-        ++sent;  // handled: the loop goes on
+        ++handled;
+        continue;
+      }
+      if (held_until_due(entry.position, info.deliver_at_ms)) {
+        ++handled;  // read on: it goes out again from the tracker when due
         continue;
       }
       auto target = target_for(info);
@@ -309,11 +380,11 @@ Task<void> Dispatcher::dispatch_loop() {
                                  static_cast<int64_t>(entry.data.size()),
                                  RateLimiter::Clock::now());
       }
-      ++sent;
+      ++handled;
     }
     // Nothing could go anywhere (Key_Shared keys whose consumer has no permits): wait for a
     // FLOW or an acknowledgement instead of spinning.
-    if (sent == 0) {
+    if (handled == 0) {
       dispatching_ = false;
       hand_over();
       co_return;

@@ -12,10 +12,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
 #include "broker/service/consumer.h"
+#include "broker/service/delayed_delivery.h"
 #include "broker/service/dispatch_cursor.h"
 #include "broker/service/dispatch_rate.h"
 #include "broker/service/entry_metadata.h"
@@ -43,6 +45,11 @@ struct DispatchOptions {
   // most what they allow, waiting while one allows nothing; what was sent is charged.
   Throttle throttle;
   bool throttle_batches_as_one = false;  // dispatchThrottlingOnBatchMessageEnabled
+  // Delayed delivery (Shared kinds): the topic's policy as it is now (read at each entry
+  // that asks for a delay; unset: the defaults), and the broker's tracker settings.
+  std::function<DelayedDeliveryPolicy()> delayed_delivery;
+  DelayedDeliveryTracker::Options delayed_tracker;
+  DelayedDeliveryTracker::Clock wall_clock = wall_clock_ms;
 };
 
 class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
@@ -100,6 +107,9 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
     on_marker_ = std::move(on_marker);
   }
   int64_t unacked_messages() const;
+  // Messages held until their delivery time (Pulsar's msgDelayed), after forgetting those
+  // at or before `mark_delete` (acknowledged since, by a skip, clear or expiry).
+  int64_t delayed_messages(mledger::Position mark_delete);
 
  protected:
   // --- What each kind decides ---
@@ -116,6 +126,9 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
                                  std::vector<mledger::Position> positions) = 0;
   virtual bool allows_cumulative_ack() const = 0;
   virtual bool limits_unacked() const { return false; }
+  // Whether messages wait for their deliver_at_time (Shared kinds; Pulsar delivers them at
+  // once to Exclusive and Failover subscriptions).
+  virtual bool delays_delivery() const { return false; }
 
   // --- Shared by the kinds ---
   bool can_receive(const Consumer& c) const { return c.permits > 0 && !c.blocked; }
@@ -140,6 +153,15 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   Task<int> throttled(int wanted);
   void send_to(const std::shared_ptr<Consumer>& consumer, const mledger::Entry& entry,
                int messages);
+  // Whether the entry at `p` is held until `deliver_at_ms` (delayed_delivery.h).
+  bool held_until_due(mledger::Position p, int64_t deliver_at_ms);
+  // The tracker's due messages join the redeliveries (at most `max`). True when reading
+  // should pause instead (fixed delays: nothing read now could be due before the first).
+  bool take_due_or_pause(int max);
+  void arm_delay_timer(std::optional<std::chrono::milliseconds> after);
+  // What the tracker holds goes to `next`'s redeliveries (a dispatcher of another kind takes
+  // over); it is held again there if still not due and the kind delays.
+  void move_delayed_to(Dispatcher& next);
 
   // Hands what waits for redelivery to the successor (take_over_from) and lets it dispatch.
   void hand_over();
@@ -150,6 +172,8 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   std::weak_ptr<Dispatcher> successor_;
   std::function<void(int, int64_t)> on_sent_;
   std::function<void(const mledger::Entry&, int32_t)> on_marker_;
+  std::unique_ptr<DelayedDeliveryTracker> delayed_;  // made by the first delayed entry
+  std::unique_ptr<asio::steady_timer> delay_timer_;  // its wake-up
 };
 
 std::shared_ptr<Dispatcher> make_dispatcher(SubType type, Executor executor, Gate& gate,

@@ -25,6 +25,7 @@ EntryInfo entry_info(const Buffer& data) {
   if (md->has_num_messages_in_batch()) info.messages = std::max(1, md->num_messages_in_batch());
   info.key = md->has_ordering_key() ? md->ordering_key() : md->partition_key();
   if (md->has_marker_type()) info.marker_type = std::max(1, md->marker_type());
+  if (md->has_deliver_at_time()) info.deliver_at_ms = md->deliver_at_time();
   return info;
 }
 

@@ -17,6 +17,9 @@ struct EntryInfo {
   int messages = 1;  // messages in the batch (1 when not batched or unreadable)
   std::string key;   // ordering key, else partition key (Key_Shared routing)
   int32_t marker_type = 0;  // a server marker (never delivered): its type; 0: a message
+  // deliver_at_time (ms since the epoch; delayed_delivery.h): not before then on Shared
+  // kinds. -1: none. A batch carries one for all its messages.
+  int64_t deliver_at_ms = -1;
 };
 
 // The entry's MessageMetadata; nullopt when the entry does not parse.

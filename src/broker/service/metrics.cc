@@ -19,6 +19,7 @@ struct Families {
   metrics::Family<metrics::Counter>* out_bytes;
   metrics::Family<metrics::Gauge>* sub_back_log;
   metrics::Family<metrics::Gauge>* sub_unacked;
+  metrics::Family<metrics::Gauge>* sub_delayed;
   metrics::Family<metrics::Gauge>* sub_consumers;
   metrics::Family<metrics::Gauge>* connections;
   metrics::Family<metrics::Counter>* connections_created;
@@ -81,6 +82,9 @@ Families& families() {
         r.gauge("pulsar_subscription_back_log", "Unacknowledged entries", kSubLabels).value();
     out.sub_unacked = r.gauge("pulsar_subscription_unacked_messages",
                               "Messages sent and not acknowledged", kSubLabels)
+                          .value();
+    out.sub_delayed = r.gauge("pulsar_subscription_delayed",
+                              "Messages held until their delivery time", kSubLabels)
                           .value();
     out.sub_consumers =
         r.gauge("pulsar_subscription_consumers_count", "Consumers of the subscription", kSubLabels)
@@ -186,8 +190,9 @@ SubscriptionMetrics subscription_metrics(const std::string& c, const std::string
   return SubscriptionMetrics{
       f.out_messages->get(c, ns, t, s),       f.out_bytes->get(c, ns, t, s),
       f.sub_back_log->get(c, ns, t, s),       f.sub_unacked->get(c, ns, t, s),
-      f.sub_consumers->get(c, ns, t, s),      f.sub_rate_out->get(c, ns, t, s),
-      f.sub_throughput_out->get(c, ns, t, s), f.sub_rate_redeliver->get(c, ns, t, s)};
+      f.sub_consumers->get(c, ns, t, s),      f.sub_delayed->get(c, ns, t, s),
+      f.sub_rate_out->get(c, ns, t, s),       f.sub_throughput_out->get(c, ns, t, s),
+      f.sub_rate_redeliver->get(c, ns, t, s)};
 }
 
 void remove_subscription_metrics(const std::string& c, const std::string& ns, const std::string& t,
@@ -197,6 +202,7 @@ void remove_subscription_metrics(const std::string& c, const std::string& ns, co
   f.out_bytes->remove(c, ns, t, s);
   f.sub_back_log->remove(c, ns, t, s);
   f.sub_unacked->remove(c, ns, t, s);
+  f.sub_delayed->remove(c, ns, t, s);
   f.sub_consumers->remove(c, ns, t, s);
   f.sub_rate_out->remove(c, ns, t, s);
   f.sub_throughput_out->remove(c, ns, t, s);

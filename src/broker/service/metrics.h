@@ -27,6 +27,7 @@ struct TopicMetrics {
 struct SubscriptionMetrics {
   std::shared_ptr<metrics::Counter> out_messages, out_bytes;
   std::shared_ptr<metrics::Gauge> back_log, unacked, consumers;
+  std::shared_ptr<metrics::Gauge> delayed;  // messages held for their delivery time
   std::shared_ptr<metrics::Gauge> msg_rate_out, msg_throughput_out, msg_rate_redeliver;
 };
 

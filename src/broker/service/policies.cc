@@ -37,6 +37,12 @@ struct FieldNames {
   const char* subscribe_rate;
   bool per_cluster;
   const char* compaction_threshold;
+  // Delayed delivery: a namespace keeps one object (DelayedDeliveryPolicies), a topic three
+  // fields.
+  const char* delayed_delivery;
+  const char* delayed_enabled;
+  const char* delayed_tick;
+  const char* delayed_max;
 };
 
 constexpr FieldNames kNamespaceFields{
@@ -46,7 +52,8 @@ constexpr FieldNames kNamespaceFields{
     "is_allow_auto_update_schema", "schema_validation_enforced",
     "topicDispatchRate",       "subscriptionDispatchRate", "replicatorDispatchRate",
     "publishMaxMessageRate",   "clusterSubscribeRate",    true,
-    "compaction_threshold"};
+    "compaction_threshold",    "delayed_delivery_policies", nullptr,
+    nullptr,                   nullptr};
 constexpr FieldNames kTopicFields{
     "messageTTLInSeconds",   "retentionPolicies",   "backLogQuotaMap",
     "deduplicationEnabled",  "deduplicationSnapshotIntervalSeconds", "persistence",
@@ -54,7 +61,8 @@ constexpr FieldNames kTopicFields{
     nullptr,                 "schemaValidationEnforced",
     "dispatchRate",          "subscriptionDispatchRate", "replicatorDispatchRate",
     "publishRate",           "subscribeRate",            false,
-    "compactionThreshold"};
+    "compactionThreshold",   nullptr,                    "delayedDeliveryEnabled",
+    "delayedDeliveryTickTimeMillis", "delayedDeliveryMaxDelayInMillis"};
 
 const Json* field(const Json& obj, const char* name) {
   if (name == nullptr) return nullptr;
@@ -159,6 +167,14 @@ void overlay(TopicPolicies& p, const Json& level, const FieldNames& names,
   set_int(level, names.compaction_threshold, p.compaction_threshold_bytes);
   set_bool(level, names.auto_update, p.schema_auto_update);
   set_bool(level, names.validation, p.schema_validation_enforced);
+  if (const Json* d = field(level, names.delayed_delivery); d && d->is_object()) {
+    set_bool(*d, "active", p.delayed_delivery.enabled);
+    set_int(*d, "tickTime", p.delayed_delivery.tick_ms);
+    set_int(*d, "maxDeliveryDelayInMillis", p.delayed_delivery.max_delay_ms);
+  }
+  set_bool(level, names.delayed_enabled, p.delayed_delivery.enabled);
+  set_int(level, names.delayed_tick, p.delayed_delivery.tick_ms);
+  set_int(level, names.delayed_max, p.delayed_delivery.max_delay_ms);
 }
 
 }  // namespace
@@ -181,6 +197,8 @@ TopicPolicies topic_policies(const BrokerConfig& config, std::string_view namesp
   p.compaction_threshold_bytes = config.broker_service_compaction_threshold_in_bytes;
   p.schema_auto_update = config.is_allow_auto_update_schema;
   p.schema_validation_enforced = config.is_schema_validation_enforced;
+  p.delayed_delivery = {config.delayed_delivery_enabled, config.delayed_delivery_tick_time_millis,
+                        config.delayed_delivery_max_delay_in_millis};
   p.dispatch_rate = {config.dispatch_throttling_rate_per_topic_in_msg,
                      config.dispatch_throttling_rate_per_topic_in_byte};
   p.subscription_dispatch_rate = {config.dispatch_throttling_rate_per_subscription_in_msg,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "broker/config/broker_config.h"
+#include "broker/service/delayed_delivery.h"
 #include "broker/service/dispatch_rate.h"
 #include "common/asio.h"
 
@@ -53,6 +54,9 @@ struct TopicPolicies {
   SubscribeRate subscribe_rate;          // per consumer
   // Backlog after the compaction horizon that starts a compaction, bytes (0: never).
   int64_t compaction_threshold_bytes = 0;
+  // Delayed delivery: the namespace's delayed_delivery_policies, a topic's
+  // delayedDelivery{Enabled,TickTimeMillis,MaxDelayInMillis}.
+  DelayedDeliveryPolicy delayed_delivery;
 };
 
 // `namespace_json`: the namespace's Policies node; `global_topic_json`, `local_topic_json`:

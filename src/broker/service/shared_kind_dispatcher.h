@@ -2,7 +2,8 @@
 // What Shared and Key_Shared have in common: several consumers receive at once; what one
 // was sent and did not acknowledge goes to the others when it leaves or asks for a
 // redelivery; an entry nobody can take now waits in the redelivery set; consumers over
-// maxUnackedMessagesPerConsumer are skipped. Private to the service room's dispatchers.
+// maxUnackedMessagesPerConsumer are skipped; messages wait for their deliver_at_time
+// (delayed_delivery.h). Private to the service room's dispatchers.
 
 #include "broker/service/dispatcher.h"
 
@@ -44,6 +45,7 @@ class SharedKindDispatcher : public Dispatcher {
   }
   bool allows_cumulative_ack() const override { return false; }
   bool limits_unacked() const override { return true; }
+  bool delays_delivery() const override { return true; }
 };
 
 }  // namespace magnetar::broker

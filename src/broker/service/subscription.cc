@@ -29,6 +29,10 @@ DispatchOptions dispatch_options(const PersistentTopic& topic,
   o.read_batch_size = topic.config().managed_ledger_factory.read_batch_size;
   o.max_unacked_messages_per_consumer = topic.config().max_unacked_messages_per_consumer;
   o.partition_index = topic.name().partition_index();
+  o.delayed_tracker.tick_ms = topic.config().delayed_delivery_tick_time_millis;
+  o.delayed_tracker.strict = topic.config().is_delayed_delivery_deliver_at_time_strict;
+  o.delayed_tracker.fixed_delay_lookahead =
+      topic.config().delayed_delivery_fixed_delay_detection_lookahead;
   return o;
 }
 
@@ -53,8 +57,14 @@ Subscription::Subscription(PersistentTopic& topic, std::string name, SubType typ
 }
 
 void Subscription::use_dispatcher(SubType type) {
+  DispatchOptions options = dispatch_options(topic_, dispatch_limiter_);
+  // The topic's policy as it is when an entry asks for a delay (the subscription, and with
+  // it the topic, may be gone while a dispatch loop ends).
+  options.delayed_delivery = [alive = alive_]() {
+    return *alive ? (*alive)->topic_.policies().delayed_delivery : DelayedDeliveryPolicy{};
+  };
   auto next = make_dispatcher(type, topic_.executor(), topic_.gate(), dispatch_cursor_,
-                              dispatch_options(topic_, dispatch_limiter_), log_);
+                              std::move(options), log_);
   if (dispatcher_) next->take_over_from(*dispatcher_);
   // (Copies, not `this`: a dispatch loop may outlive the subscription by a few steps.)
   next->set_on_sent([out = out_, messages_metric = metrics_.out_messages,
@@ -154,6 +164,8 @@ Task<Status> Subscription::apply_remote_position(Position p) {
 void Subscription::refresh_metrics() {
   metrics_.back_log->set(static_cast<double>(cursor_->backlog_entries()));
   metrics_.unacked->set(static_cast<double>(dispatcher_->unacked_messages()));
+  metrics_.delayed->set(
+      static_cast<double>(dispatcher_->delayed_messages(cursor_->mark_delete_position())));
   metrics_.consumers->set(static_cast<double>(consumers().size()));
 }
 
@@ -274,6 +286,7 @@ nlohmann::json Subscription::stats() const {
           {"msgOutCounter", out_->messages},
           {"bytesOutCounter", out_->bytes},
           {"unackedMessages", dispatcher_->unacked_messages()},
+          {"msgDelayed", dispatcher_->delayed_messages(cursor_->mark_delete_position())},
           {"isDurable", durable_},
           {"isReplicated", replicated_},
           {"consumers", std::move(consumers)}};
