@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "broker/service/errors.h"
+#include "broker/service/producer.h"  // wall_clock_ms
 #include "metadata/metadata_store.h"
 #include "proto/schema_storage.pb.h"
 
@@ -76,12 +77,6 @@ Result<std::vector<StoredSchema>> live_versions(const schema_wire::StoredSchemas
   return out;
 }
 
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 Task<Result<std::vector<StoredSchema>>> SchemaRegistry::all(protocol::TopicName topic) {
@@ -151,7 +146,7 @@ Task<Result<int64_t>> SchemaRegistry::remove(protocol::TopicName topic, bool for
     auto* marker = stored.add_versions();
     marker->set_version(last + 1);
     marker->set_schema("");
-    marker->set_timestamp(now_ms());
+    marker->set_timestamp(wall_clock_ms());
     marker->set_deleted(true);
     metadata::PutOptions options;
     options.expected_version = (*got)->stat.version;
@@ -200,7 +195,7 @@ Task<Result<int64_t>> SchemaRegistry::get_or_create(protocol::TopicName topic,
     auto* v = stored.add_versions();
     v->set_version(next);
     v->set_schema(schema.SerializeAsString());
-    v->set_timestamp(now_ms());
+    v->set_timestamp(wall_clock_ms());
     metadata::PutOptions options;
     options.expected_version = expected_version;
     std::string value = stored.SerializeAsString();

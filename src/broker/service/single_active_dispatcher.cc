@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "broker/service/consumer_selection.h"
 #include "broker/service/dispatcher.h"
 #include "broker/service/errors.h"
 
@@ -61,9 +62,7 @@ class ExclusiveDispatcher final : public SingleActiveDispatcher {
   }
 };
 
-// The active consumer: by priority level, then name; on a partition, the one at the
-// partition's index in that order (so the partitions of a topic spread over the consumers).
-// Every consumer hears whether it is active (ACTIVE_CONSUMER_CHANGE).
+// The active consumer and what consumers hear of it: consumer_selection.h.
 class FailoverDispatcher final : public SingleActiveDispatcher {
  public:
   using SingleActiveDispatcher::SingleActiveDispatcher;
@@ -71,15 +70,9 @@ class FailoverDispatcher final : public SingleActiveDispatcher {
 
  protected:
   std::shared_ptr<Consumer> active() const override {
-    if (consumers_.empty()) return nullptr;
-    std::vector<std::shared_ptr<Consumer>> sorted = consumers_;
-    std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-      return a->priority() != b->priority() ? a->priority() < b->priority() : a->name() < b->name();
-    });
-    const int partition = options_.partition_index;
-    const size_t index = partition >= 0 ? static_cast<size_t>(partition) % sorted.size() : 0;
-    return sorted[index];
+    return failover_active(consumers_, options_.partition_index);
   }
+
   void joined(const std::shared_ptr<Consumer>&) override { notify_active(); }
   void left(const std::shared_ptr<Consumer>& consumer) override {
     SingleActiveDispatcher::left(consumer);
@@ -87,25 +80,13 @@ class FailoverDispatcher final : public SingleActiveDispatcher {
   }
 
  private:
+  // The new active consumer starts after the last acknowledged entry.
   void notify_active() {
-    auto now_active = active();
-    if (now_active == last_active_) {
-      // Unchanged: a consumer that just joined still learns it is on standby.
-      const auto& newest = consumers_.back();
-      if (newest != now_active) {
-        if (auto sink = newest->sink()) sink->send_active_consumer_change(newest->id(), false);
-      }
-      return;
-    }
-    // The new active consumer starts after the last acknowledged entry.
-    if (last_active_) cursor_->rewind();
-    last_active_ = now_active;
-    for (const auto& c : consumers_) {
-      if (auto sink = c->sink()) sink->send_active_consumer_change(c->id(), c == now_active);
-    }
+    const bool had_active = notifier_.had_active();
+    if (notifier_.notify(consumers_, active()) && had_active) cursor_->rewind();
   }
 
-  std::shared_ptr<Consumer> last_active_;
+  ActiveConsumerNotifier notifier_;
 };
 
 }  // namespace

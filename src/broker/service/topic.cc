@@ -82,72 +82,14 @@ Result<PersistentTopic::Added> PersistentTopic::add_producer(const std::shared_p
       return Status(Error::kQuotaExceededHold, message);
     }
   }
-  if (const int32_t max = policies_.max_producers; max > 0 && !p->replicator()) {
-    size_t local = 0;
-    for (const auto& [key, existing] : producers_) local += existing->replicator() ? 0 : 1;
-    if (local >= static_cast<size_t>(max)) {
-      return Status(Error::kProducerBusy,
-                    fmt::format("Topic '{}' reached max producers limit", name_.to_string()));
-    }
-  }
-  for (const auto& [key, existing] : producers_) {
-    if (existing->name() == p->name()) {
-      return Status(Error::kProducerBusy,
-                    fmt::format("producer with name '{}' is already connected", p->name()));
-    }
-  }
-  bool exclusive_exists = !waiting_exclusive_.empty();
-  for (const auto& [key, existing] : producers_) {
-    exclusive_exists |= existing->access_mode() != wire::Shared;
-  }
-  switch (p->access_mode()) {
-    case wire::Shared:
-      if (exclusive_exists) {
-        return Status(Error::kProducerBusy, "the topic has an exclusive producer");
-      }
-      break;
-    case wire::Exclusive:
-      if (!producers_.empty()) {
-        return Status(Error::kProducerFenced, "the topic already has a producer");
-      }
-      break;
-    case wire::ExclusiveWithFencing:
-      disconnect_producers();
-      waiting_exclusive_.clear();
-      break;
-    case wire::WaitForExclusive:
-      if (!producers_.empty() || !waiting_exclusive_.empty()) {
-        waiting_exclusive_.push_back(WaitingProducer{p, std::move(promoted)});
-        return Added::kQueued;
-      }
-      break;
-  }
-  producers_[{p->owner(), p->id()}] = p;
-  return Added::kAdded;
+  return producers_.add(p, std::move(promoted), policies_.max_producers, name_.to_string());
 }
 
 void PersistentTopic::remove_producer(uint64_t producer_id, const ProducerSink* owner) {
-  producers_.erase({owner, producer_id});
-  std::erase_if(waiting_exclusive_, [&](const WaitingProducer& w) {
-    return w.producer->id() == producer_id && w.producer->owner() == owner;
-  });
-  // The next queued WaitForExclusive producer takes over once the topic has none.
-  while (producers_.empty() && !waiting_exclusive_.empty()) {
-    auto next = std::move(waiting_exclusive_.front());
-    waiting_exclusive_.pop_front();
-    if (!next.producer->sink()) continue;
-    producers_[{next.producer->owner(), next.producer->id()}] = next.producer;
-    if (next.promoted) next.promoted();
-  }
+  producers_.remove(producer_id, owner);
 }
 
-void PersistentTopic::disconnect_producers() {
-  auto producers = std::move(producers_);
-  producers_.clear();
-  for (const auto& [key, p] : producers) {
-    if (auto sink = p->sink()) sink->close_producer(p->id());
-  }
-}
+void PersistentTopic::disconnect_producers() { producers_.disconnect_all(); }
 
 int64_t PersistentTopic::last_sequence_id(const std::string& producer) const {
   return dedup_ ? dedup_->last_sequence_id(producer) : -1;
@@ -274,8 +216,7 @@ Position PersistentTopic::last_replicated(const std::string& source) const {
 }
 
 void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer entry,
-                              SendInfo send,
-                              std::function<void(Result<std::optional<Position>>)> done) {
+                              SendInfo send, std::function<void(Published)> done) {
   const int64_t top = std::max(send.sequence_id, send.highest_sequence_id);
   const bool replicated = dedup_ && send.source_position && !send.replicated_from.empty();
   // The chunks of one message share its sequence id: only the last one is deduplicated and
@@ -299,15 +240,7 @@ void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer 
     }
   }
   const auto size = static_cast<int64_t>(entry.size());
-  if (publish_limiter_.enabled()) {
-    // Over the publish rate: the producer's connection is read again once the debt is paid
-    // (Pulsar pauses it too; the send itself goes on).
-    const auto now = RateLimiter::Clock::now();
-    publish_limiter_.charge(send.messages, size, now);
-    if (const auto wait = publish_limiter_.wait(now); wait > RateLimiter::Clock::duration::zero()) {
-      if (auto sink = producer->sink()) sink->throttle_reading(wait);
-    }
-  }
+  charge_publish(publish_limiter_, *producer, send.messages, size);
   auto self = shared_from_this();
   // A marker from another cluster is read again once stored (replicated subscriptions).
   Buffer marker = send.marker_type != 0 ? entry : Buffer();
@@ -525,7 +458,7 @@ void PersistentTopic::update_rates(double seconds) {
     }
   }
   entry_in_rate_.update(entries_in_, 0, seconds);
-  for (auto& [key, p] : producers_) p->in_rate.update(p->msgs_in, p->bytes_in, seconds);
+  for (auto& [key, p] : producers_.all()) p->in_rate.update(p->msgs_in, p->bytes_in, seconds);
   out_msg_rate_ = out_byte_rate_ = 0;
   double entries_out = 0;
   for (auto& [name, sub] : subscriptions_) {
@@ -575,7 +508,7 @@ size_t PersistentTopic::consumer_count() const {
 
 std::vector<std::shared_ptr<const Producer>> PersistentTopic::replicator_producers() const {
   std::vector<std::shared_ptr<const Producer>> out;
-  for (const auto& [key, p] : producers_) {
+  for (const auto& [key, p] : producers_.all()) {
     if (p->replicator()) out.push_back(p);
   }
   return out;
@@ -583,7 +516,7 @@ std::vector<std::shared_ptr<const Producer>> PersistentTopic::replicator_produce
 
 nlohmann::json PersistentTopic::stats() const {
   nlohmann::json publishers = nlohmann::json::array();
-  for (const auto& [key, p] : producers_) {
+  for (const auto& [key, p] : producers_.all()) {
     if (!p->replicator()) publishers.push_back(p->stats());  // as Pulsar lists them
   }
   nlohmann::json subs = nlohmann::json::object();

@@ -27,6 +27,8 @@
 #include "broker/service/rates.h"
 #include "broker/service/replication_hooks.h"
 #include "broker/service/subscription.h"
+#include "broker/service/topic_interface.h"
+#include "broker/service/topic_producers.h"
 #include "common/asio.h"
 #include "common/buffer.h"
 #include "common/gate.h"
@@ -43,41 +45,25 @@ class TopicCompaction;
 // MessageId.earliest is (-1, -1), an invalid ledger id.
 inline constexpr LedgerId kLatestLedger{INT64_MAX};
 
-// One SEND as the topic needs it.
-struct SendInfo {
-  int64_t sequence_id = 0;
-  int64_t highest_sequence_id = 0;  // of a batch (0: none)
-  int messages = 1;
-  bool chunk_before_last = false;  // a chunk of a large message, not its last one
-  // A replicator's send (producer `pulsar.repl.<source>-->...` with the source position
-  // property): deduplicated by source position instead of sequence id.
-  std::string replicated_from;
-  std::optional<mledger::Position> source_position;
-  // A server marker another cluster's replicator carries (replicated subscriptions): its type.
-  int32_t marker_type = 0;
-};
-
-class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
+class PersistentTopic final : public Topic, public std::enable_shared_from_this<PersistentTopic> {
  public:
   // `executor`: the event loop that owns the topic (and its managed ledger). `config` and
   // `gate` (the broker's task group, joined by every coroutine the topic spawns) outlive it.
   PersistentTopic(const BrokerConfig& config, Gate& gate, Executor executor,
                   protocol::TopicName name, std::shared_ptr<mledger::ManagedLedger> ml);
-  ~PersistentTopic();
-  const Executor& executor() const { return executor_; }
-  const protocol::TopicName& name() const { return name_; }
+  ~PersistentTopic() override;
+  const Executor& executor() const override { return executor_; }
+  const protocol::TopicName& name() const override { return name_; }
   mledger::ManagedLedger& ledger() { return *ml_; }
   const std::shared_ptr<mledger::ManagedLedger>& ledger_ptr() const { return ml_; }
   const BrokerConfig& config() const { return config_; }
   Gate& gate() const { return gate_; }
 
-  // Adds a producer per its access mode. WaitForExclusive producers that cannot be
-  // exclusive yet are queued (kQueued): `promoted` runs when they become the topic's
-  // producer. Errors: kTopicTerminated, kQuotaExceeded(Hold), kProducerBusy, kProducerFenced.
-  enum class Added { kAdded, kQueued };
+  // Adds a producer (topic_producers.h). Errors: kTopicTerminated, kQuotaExceeded(Hold),
+  // kProducerBusy, kProducerFenced.
   Result<Added> add_producer(const std::shared_ptr<Producer>& producer,
-                             std::function<void()> promoted);
-  void remove_producer(uint64_t producer_id, const ProducerSink* owner);
+                             std::function<void()> promoted) override;
+  void remove_producer(uint64_t producer_id, const ProducerSink* owner) override;
   // Disconnects every producer (CLOSE_PRODUCER); they may come back.
   void disconnect_producers();
   // Consumers of all its subscriptions.
@@ -99,10 +85,10 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // (the same sequence id is still being stored), mledger kClosed (the topic closed under
   // the send: its producers were told to reconnect), the managed ledger's others.
   void publish(const std::shared_ptr<Producer>& producer, Buffer entry, SendInfo send,
-               std::function<void(Result<std::optional<mledger::Position>>)> done);
+               std::function<void(Published)> done) override;
   bool deduplication_enabled() const { return dedup_ && dedup_->producers_enabled(); }
   // Highest sequence id accepted from the producer (-1: none, or no deduplication).
-  int64_t last_sequence_id(const std::string& producer) const;
+  int64_t last_sequence_id(const std::string& producer) const override;
   // Opens the `pulsar.dedup` cursor (if not open yet) and rebuilds the producers' sequence
   // ids; producer deduplication is on from then on.
   Task<Status> enable_deduplication();
@@ -151,7 +137,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // next check, retention at the next trim, deduplication at once (on: sequence ids rebuilt
   // from the snapshot; off: producers' ids forgotten).
   Task<void> apply_policies(TopicPolicies policies);
-  const TopicPolicies& policies() const { return policies_; }
+  const TopicPolicies& policies() const override { return policies_; }
 
   // The rate limits of the policies (dispatch_rate.h): the topic's dispatch limiter (shared
   // by its subscriptions), and a new limiter for one subscription or replicator, kept at
@@ -186,12 +172,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   const protocol::TopicName name_;
   std::shared_ptr<mledger::ManagedLedger> ml_;
   log::Logger log_;
-  std::map<std::pair<const ProducerSink*, uint64_t>, std::shared_ptr<Producer>> producers_;
-  struct WaitingProducer {
-    std::shared_ptr<Producer> producer;
-    std::function<void()> promoted;
-  };
-  std::deque<WaitingProducer> waiting_exclusive_;
+  TopicProducers producers_;
   std::unique_ptr<Deduplication> dedup_;
   std::shared_ptr<const TopicReplicators> replicators_;
   std::shared_ptr<TopicCompaction> compaction_;
