@@ -12,7 +12,7 @@
 #include "broker/service/policies.h"
 #include "broker/service/replicated_subscriptions.h"
 #include "broker/service/replication_hooks.h"
-#include "broker/service/topic_compaction.h"
+#include "broker/service/non_persistent_topic.h"
 #include "broker/service/topic.h"
 #include "broker/service/topic_compaction.h"
 #include "mledger/managed_ledger.h"
@@ -139,6 +139,9 @@ Task<void> TopicRegistry::apply_changed_policies() {
       auto collect = [s]() -> Task<std::set<std::string>> {
         std::set<std::string> names;
         for (const auto& [key, topic] : s->topics) names.insert(topic->name().namespace_name());
+        for (const auto& [key, topic] : s->non_persistent) {
+          names.insert(topic->name().namespace_name());
+        }
         co_return names;
       };
       auto names = co_await run_on<std::set<std::string>>(s->loop.executor, std::move(collect));
@@ -175,7 +178,15 @@ Task<void> TopicRegistry::apply_namespace_policies(std::string ns) {
         }
         co_await topic->apply_policies(std::move(*policies));
       }
-      co_return static_cast<int>(in_namespace.size());
+      std::vector<std::shared_ptr<NonPersistentTopic>> non_persistent;
+      for (const auto& [key, topic] : s->non_persistent) {
+        if (topic->name().namespace_name() == ns) non_persistent.push_back(topic);
+      }
+      for (auto& topic : non_persistent) {
+        auto policies = co_await policies_of(topic->name(), namespace_json);
+        if (policies.ok()) topic->set_policies(std::move(*policies));
+      }
+      co_return static_cast<int>(in_namespace.size() + non_persistent.size());
     };
     auto n = co_await run_on<int>(s->loop.executor, std::move(apply));
     applied += *n;
@@ -242,7 +253,7 @@ Task<Result<std::shared_ptr<PersistentTopic>>> TopicRegistry::load_topic(LoopSta
                                                                          bool create) {
   const std::string key = name.to_string();
   if (!name.is_persistent()) {
-    co_return Status(Errc::kNotSupported, "non-persistent topics are not supported");
+    co_return Status(Errc::kNotSupported, fmt::format("{} is not a persistent topic", key));
   }
   // One load at a time per topic; later callers wait for it.
   while (state->loading.count(key)) {
@@ -311,17 +322,7 @@ Task<Result<std::shared_ptr<PersistentTopic>>> TopicRegistry::load_topic(LoopSta
     };
     spawn_in(gate_, loops_[0]->loop.executor, std::move(again));
   }
-  // An unload of the bundle may have run while the topic loaded: it did not see the topic.
-  NamespaceService* namespaces = &namespaces_;
-  auto bundles = NamespaceBundles::from_policies((*ns)->value, 4);
-  const std::string ns_name = name.namespace_name();
-  const BundleRange range =
-      bundles.ok() ? bundles->bundle_of(topic_bundle_hash(key)) : BundleRange{};
-  auto owns = [namespaces, ns_name, range]() -> Task<bool> {
-    co_return namespaces->owns(ns_name, range);
-  };
-  auto still_owned = co_await run_on<bool>(namespaces->executor(), std::move(owns));
-  if (!*still_owned) {
+  if (!co_await still_owned(name, (*ns)->value)) {
     if (state->topics.count(key) && state->topics[key] == topic) state->topics.erase(key);
     co_await close_topic(topic);
     co_return Status(Errc::kUnavailable,
@@ -329,6 +330,126 @@ Task<Result<std::shared_ptr<PersistentTopic>>> TopicRegistry::load_topic(LoopSta
   }
   log_.info("loaded topic {}", key);
   co_return topic;
+}
+
+Task<bool> TopicRegistry::still_owned(const protocol::TopicName& name,
+                                      const std::string& namespace_json) {
+  NamespaceService* namespaces = &namespaces_;
+  auto bundles = NamespaceBundles::from_policies(namespace_json, 4);
+  const std::string ns_name = name.namespace_name();
+  const BundleRange range =
+      bundles.ok() ? bundles->bundle_of(topic_bundle_hash(name.to_string())) : BundleRange{};
+  auto owns = [namespaces, ns_name, range]() -> Task<bool> {
+    co_return namespaces->owns(ns_name, range);
+  };
+  co_return *co_await run_on<bool>(namespaces->executor(), std::move(owns));
+}
+
+Task<Result<std::shared_ptr<NonPersistentTopic>>> TopicRegistry::get_non_persistent_topic(
+    protocol::TopicName name, bool create) {
+  LoopState* state = &state_for(name.to_string());
+  using Loaded = Result<std::shared_ptr<NonPersistentTopic>>;
+  auto load = [this, state, name = std::move(name), create]() -> Task<std::optional<Loaded>> {
+    co_return co_await load_non_persistent(state, name, create);
+  };
+  std::optional<Loaded> loaded = *co_await run_on<std::optional<Loaded>>(state->loop.executor,
+                                                                          std::move(load));
+  co_return std::move(*loaded);
+}
+
+Task<Result<std::shared_ptr<Topic>>> TopicRegistry::get_any_topic(protocol::TopicName name,
+                                                                  bool create) {
+  if (name.is_persistent()) {
+    auto t = co_await get_topic(std::move(name), create);
+    if (!t.ok()) co_return t.status();
+    co_return std::shared_ptr<Topic>(*t);
+  }
+  auto t = co_await get_non_persistent_topic(std::move(name), create);
+  if (!t.ok()) co_return t.status();
+  co_return std::shared_ptr<Topic>(*t);
+}
+
+std::shared_ptr<NonPersistentTopic> TopicRegistry::loaded_non_persistent_topic(
+    const std::string& name) const {
+  const LoopState& state = state_for(name);
+  auto it = state.non_persistent.find(name);
+  return it == state.non_persistent.end() ? nullptr : it->second;
+}
+
+// On the state's loop. Nothing to open: the namespace, ownership and policies are read, then
+// the topic exists (unless another load made it meanwhile).
+Task<Result<std::shared_ptr<NonPersistentTopic>>> TopicRegistry::load_non_persistent(
+    LoopState* state, protocol::TopicName name, bool create) {
+  const std::string key = name.to_string();
+  if (name.is_persistent()) {
+    co_return Status(Errc::kNotSupported, fmt::format("{} is not a non-persistent topic", key));
+  }
+  if (auto t = loaded_non_persistent_topic(key)) co_return t;
+  if (!create) co_return Status(Errc::kNotFound, fmt::format("topic {} not found", key));
+  if (stopped_) co_return Status(Errc::kUnavailable, "broker is stopping");
+  const uint64_t epoch = policy_epoch_.load();
+  auto ns = co_await stores_.configuration->get(namespace_policies_path(name.namespace_name()));
+  if (!ns.ok() || !ns->has_value()) {
+    co_return Status(Errc::kNotFound,
+                     ns.ok() ? fmt::format("namespace {} does not exist", name.namespace_name())
+                             : ns.status().message());
+  }
+  MAGNETAR_CO_TRY(co_await namespaces_.check_ownership(name, (*ns)->value));
+  auto policies = co_await policies_of(name, (*ns)->value);
+  if (!policies.ok()) co_return policies.status();
+  if (auto t = loaded_non_persistent_topic(key)) co_return t;  // made meanwhile
+  auto topic = std::make_shared<NonPersistentTopic>(config_, state->loop.executor, name);
+  topic->set_policies(std::move(*policies));
+  state->non_persistent[key] = topic;
+  if (policy_epoch_.load() != epoch) policies_changed(name.namespace_name());
+  if (!co_await still_owned(name, (*ns)->value)) {
+    if (auto it = state->non_persistent.find(key);
+        it != state->non_persistent.end() && it->second == topic) {
+      state->non_persistent.erase(it);
+    }
+    topic->close();
+    co_return Status(Errc::kUnavailable,
+                     fmt::format("the bundle of {} was unloaded while it loaded", key));
+  }
+  log_.info("loaded topic {}", key);
+  co_return topic;
+}
+
+Task<std::vector<std::string>> TopicRegistry::loaded_non_persistent_topics(std::string ns) {
+  std::vector<std::string> out;
+  for (auto& loop : loops_) {
+    LoopState* state = loop.get();
+    auto work = [state, ns]() -> Task<std::vector<std::string>> {
+      std::vector<std::string> names;
+      for (const auto& [key, topic] : state->non_persistent) {
+        if (topic->name().namespace_name() == ns) names.push_back(key);
+      }
+      co_return names;
+    };
+    auto names = co_await run_on<std::vector<std::string>>(state->loop.executor, std::move(work));
+    for (auto& n : *names) out.push_back(std::move(n));
+  }
+  std::sort(out.begin(), out.end());
+  co_return out;
+}
+
+void TopicRegistry::collect_inactive_non_persistent(LoopState* state,
+                                                    std::chrono::steady_clock::time_point now) {
+  for (auto it = state->non_persistent.begin(); it != state->non_persistent.end();) {
+    NonPersistentTopic& topic = *it->second;
+    const InactiveTopicPolicy& policy = topic.policies().inactive;
+    // In use while it has clients or subscriptions (Pulsar's NonPersistentTopic.isActive).
+    if (topic.has_clients() || !topic.subscriptions().empty()) {
+      topic.mark_active(now);
+    } else if (policy.delete_while_inactive &&
+               now - topic.last_active() >= std::chrono::seconds(policy.max_inactive_seconds)) {
+      log_.with("topic", it->first).info("deleted the inactive topic (inactive topic policy)");
+      topic.close();
+      it = state->non_persistent.erase(it);
+      continue;
+    }
+    ++it;
+  }
 }
 
 Task<void> TopicRegistry::close_topic(std::shared_ptr<PersistentTopic> topic) {
@@ -356,8 +477,18 @@ Task<int> TopicRegistry::close_topics(std::function<bool(const protocol::TopicNa
           ++it;
         }
       }
+      int non_persistent = 0;
+      for (auto it = state->non_persistent.begin(); it != state->non_persistent.end();) {
+        if (which(it->second->name())) {
+          it->second->close();
+          it = state->non_persistent.erase(it);
+          ++non_persistent;
+        } else {
+          ++it;
+        }
+      }
       for (auto& topic : chosen) co_await close_topic(topic);
-      co_return static_cast<int>(chosen.size());
+      co_return static_cast<int>(chosen.size()) + non_persistent;
     };
     auto n = co_await run_on<int>(state->loop.executor, std::move(work));
     closed += *n;
@@ -366,6 +497,25 @@ Task<int> TopicRegistry::close_topics(std::function<bool(const protocol::TopicNa
 }
 
 Task<Status> TopicRegistry::delete_topic(protocol::TopicName name, bool force) {
+  if (!name.is_persistent()) {
+    // Nothing is stored: deleting is unloading, on the topic's loop.
+    LoopState* state = &state_for(name.to_string());
+    auto work = [this, state, key = name.to_string(), force]() -> Task<Status> {
+      auto it = state->non_persistent.find(key);
+      if (it == state->non_persistent.end()) {
+        co_return Status(Errc::kNotFound, fmt::format("topic {} not found", key));
+      }
+      if (!force && it->second->has_clients()) {
+        co_return Status(Errc::kAlreadyExists, "Topic has active producers/subscriptions");
+      }
+      auto topic = it->second;
+      state->non_persistent.erase(it);
+      topic->close();
+      log_.info("deleted topic {}", key);
+      co_return Status::OK();
+    };
+    co_return std::move(*co_await run_on<Status>(state->loop.executor, std::move(work)));
+  }
   auto topic = co_await get_topic(name, false);
   if (!topic.ok()) co_return topic.status();
   LoopState* state = &state_for(name.to_string());
@@ -395,6 +545,11 @@ Task<std::vector<TopicLoad>> TopicRegistry::topic_loads() {
     auto work = [state]() -> Task<std::vector<TopicLoad>> {
       std::vector<TopicLoad> loads;
       for (const auto& [name, topic] : state->topics) {
+        const auto c = topic->totals();
+        loads.push_back(TopicLoad{topic->name(), c.msgs_in, c.bytes_in, c.msgs_out, c.bytes_out,
+                                  c.producers, c.consumers});
+      }
+      for (const auto& [name, topic] : state->non_persistent) {
         const auto c = topic->totals();
         loads.push_back(TopicLoad{topic->name(), c.msgs_in, c.bytes_in, c.msgs_out, c.bytes_out,
                                   c.producers, c.consumers});
@@ -439,6 +594,9 @@ TopicRegistry::loaded_topic_stats() {
       for (const auto& [name, topic] : state->topics) {
         stats.emplace_back(topic->name(), topic->stats().dump());
       }
+      for (const auto& [name, topic] : state->non_persistent) {
+        stats.emplace_back(topic->name(), topic->stats().dump());
+      }
       co_return stats;
     };
     auto stats = co_await run_on<Stats>(state->loop.executor, std::move(work));
@@ -448,10 +606,14 @@ TopicRegistry::loaded_topic_stats() {
 }
 
 Task<bool> TopicRegistry::may_auto_create(protocol::TopicName name) {
-  if ((co_await auto_creation(name.namespace_name())).allowed) co_return true;
-  if (!name.is_partition()) co_return false;
-  auto n = co_await partitions(name.partitioned_topic_name(), false);
-  co_return n.ok() && name.partition_index() < *n;
+  if (name.is_partition()) {
+    // A partition of a partitioned topic exists below its count only, whatever auto-creation
+    // says (Pulsar refuses "Illegal topic partition name"): a producer of a partition beyond
+    // it waits for the count to be raised instead of making a partition nobody lists.
+    auto n = co_await partitions(name.partitioned_topic_name(), false);
+    if (n.ok() && *n > 0) co_return name.partition_index() < *n;
+  }
+  co_return (co_await auto_creation(name.namespace_name())).allowed;
 }
 
 Task<Result<int>> TopicRegistry::partitions(protocol::TopicName name, bool auto_create) {
@@ -579,7 +741,10 @@ Task<void> TopicRegistry::maintain(size_t index) {
       const double seconds = std::chrono::duration<double>(now - last_stats).count();
       last_stats = now;
       for (auto& [name, topic] : state->topics) topic->update_rates(seconds);
+      for (auto& [name, topic] : state->non_persistent) topic->update_rates(seconds);
     }
+    for (auto& [name, topic] : state->non_persistent) topic->refresh_metrics();
+    if (gc_due) collect_inactive_non_persistent(state, now);
     for (auto& [name, topic] : state->topics) {
       topic->refresh_metrics();
       topic->snapshot_deduplication_if_due(now);
@@ -610,6 +775,8 @@ Task<void> TopicRegistry::maintain(size_t index) {
 Task<void> TopicRegistry::close_loop(size_t index) {
   LoopState* state = loops_[index].get();
   if (state->tick) state->tick->cancel();
+  for (auto& [name, topic] : state->non_persistent) topic->close();
+  state->non_persistent.clear();
   auto topics = state->topics;
   for (auto& [name, topic] : topics) co_await close_topic(topic);
   state->topics.clear();

@@ -21,6 +21,7 @@
 // stores, the config and the namespace service outlive the registry.
 
 #include <atomic>
+#include <chrono>
 #include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <map>
@@ -50,7 +51,9 @@ class ManagedLedgerFactory;
 namespace magnetar::broker {
 
 class NamespaceService;
+class NonPersistentTopic;
 class PersistentTopic;
+class Topic;
 class TopicReplication;
 
 class TopicRegistry final : public BundleTopics {
@@ -74,8 +77,18 @@ class TopicRegistry final : public BundleTopics {
   // (namespace or topic), kNotSupported (non-persistent), kUnavailable (not owned here,
   // stopping), the managed ledger's.
   Task<Result<std::shared_ptr<PersistentTopic>>> get_topic(protocol::TopicName name, bool create);
+  // A non-persistent topic, made in memory on first use (namespace and ownership checked as
+  // for a persistent one). create = false: only if it is loaded here already (nothing else of
+  // it exists). Errors: kNotFound, kNotSupported (persistent), kUnavailable.
+  Task<Result<std::shared_ptr<NonPersistentTopic>>> get_non_persistent_topic(
+      protocol::TopicName name, bool create);
+  // A topic of either kind (by its domain), as connections use it.
+  Task<Result<std::shared_ptr<Topic>>> get_any_topic(protocol::TopicName name, bool create);
   // On the topic's loop: the topic if loaded.
   std::shared_ptr<PersistentTopic> loaded_topic(const std::string& name) const;
+  std::shared_ptr<NonPersistentTopic> loaded_non_persistent_topic(const std::string& name) const;
+  // The non-persistent topics of namespace `ns` loaded on this broker, sorted.
+  Task<std::vector<std::string>> loaded_non_persistent_topics(std::string ns);
   // What a client's use of a missing topic of `ns` creates: the namespace's
   // autoTopicCreationOverride when it has one, else allowAutoTopicCreation,
   // allowAutoTopicCreationType and defaultNumPartitions.
@@ -87,24 +100,25 @@ class TopicRegistry final : public BundleTopics {
   Task<AutoCreation> auto_creation(std::string ns);
   // The same from the namespace's policies JSON (empty or without an override: the broker's).
   AutoCreation auto_creation_of(std::string_view policies) const;
-  // Whether a client's use may create the topic: auto_creation() allows it, or a partition of
-  // an existing partitioned topic (created on demand, as Pulsar does).
+  // Whether a client's use may create the topic: a partition of an existing partitioned topic
+  // if its index is below the topic's count (created on demand, as Pulsar does), anything
+  // else if auto_creation() allows it.
   Task<bool> may_auto_create(protocol::TopicName name);
   // Partitions of a topic (0: not partitioned); creates a partitioned topic when asked and
   // auto-creation says so.
   Task<Result<int>> partitions(protocol::TopicName name, bool auto_create);
   Task<Result<bool>> namespace_exists(std::string ns);
   Task<Result<std::vector<std::string>>> topics_of_namespace(std::string ns);
-  // Deletes a topic owned here with its managed ledger and cursors. Errors: kNotFound,
-  // kAlreadyExists when clients are connected and not `force` (they are disconnected
-  // with force).
+  // Deletes a topic owned here with its managed ledger and cursors (a non-persistent one:
+  // unloads it). Errors: kNotFound, kAlreadyExists when clients are connected and not `force`
+  // (they are disconnected with force).
   Task<Status> delete_topic(protocol::TopicName name, bool force);
 
   // BundleTopics. Topics loading meanwhile check ownership again once loaded.
   Task<int> close_topics(std::function<bool(const protocol::TopicName&)> which) override;
   Task<std::vector<TopicLoad>> topic_loads() override;
-  // Every loaded topic's name and stats (PersistentTopic::stats(), as JSON text), read on
-  // each topic's loop: broker-stats topics.
+  // Every loaded topic's name and stats (PersistentTopic::stats(), NonPersistentTopic::stats(),
+  // as JSON text), read on each topic's loop: broker-stats topics.
   Task<std::vector<std::pair<protocol::TopicName, std::string>>> loaded_topic_stats();
 
   // On loop `index`: TTL, backlog quotas and gauges at their configured periods, until stop().
@@ -129,6 +143,7 @@ class TopicRegistry final : public BundleTopics {
     Loop loop;
     std::unique_ptr<asio::steady_timer> tick;  // maintain()'s; close_loop() cancels it
     std::map<std::string, std::shared_ptr<PersistentTopic>> topics;
+    std::map<std::string, std::shared_ptr<NonPersistentTopic>> non_persistent;
     std::map<std::string, std::vector<std::function<void(bool)>>> loading;
   };
   LoopState& state_for(const std::string& topic) const;
@@ -136,6 +151,15 @@ class TopicRegistry final : public BundleTopics {
   Task<void> close_topic(std::shared_ptr<PersistentTopic> topic);
   Task<Result<std::shared_ptr<PersistentTopic>>> load_topic(LoopState* state,
                                                             protocol::TopicName name, bool create);
+  Task<Result<std::shared_ptr<NonPersistentTopic>>> load_non_persistent(LoopState* state,
+                                                                        protocol::TopicName name,
+                                                                        bool create);
+  // Whether the bundle of `name` (by its namespace's Policies node) is still owned here, asked
+  // after a load: an unload of the bundle may have run meanwhile without seeing the topic.
+  Task<bool> still_owned(const protocol::TopicName& name, const std::string& namespace_json);
+  // On the state's loop: deletes the non-persistent topics nobody used for the inactive
+  // topic policy's time.
+  void collect_inactive_non_persistent(LoopState* state, std::chrono::steady_clock::time_point now);
   // Policy changes (on the first loop): `ns` (empty: every namespace with a loaded topic)
   // is to be read again; the worker reads and applies them one at a time.
   void policies_changed(std::string ns);

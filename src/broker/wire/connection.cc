@@ -7,12 +7,17 @@
 
 #include "broker/namespace/namespace_service.h"
 #include "broker/service/consumer.h"
+#include "broker/service/non_persistent_topic.h"
 #include "broker/service/producer.h"
 #include "broker/service/subscription.h"
 #include "broker/service/topic.h"
 #include "broker/service/topic_registry.h"
 
 namespace magnetar::broker {
+
+const Executor& Connection::ConsumerEntry::executor() const {
+  return non_persistent_topic ? non_persistent_topic->executor() : topic->executor();
+}
 
 namespace {
 
@@ -107,8 +112,13 @@ void Connection::close() {
     map->clear();
   }
   for (auto& [id, c] : consumers_) {
-    asio::post(c.topic->executor(),
-               [self, sub = c.subscription, id = id] { sub->remove_consumer(id, self.get()); });
+    asio::post(c.executor(), [self, c, id = id] {
+      if (c.non_persistent) {
+        c.non_persistent_topic->remove_consumer(*c.non_persistent, id, self.get());
+      } else {
+        c.subscription->remove_consumer(id, self.get());
+      }
+    });
   }
   consumers_.clear();
   context_.closed(this);

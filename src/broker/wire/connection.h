@@ -45,10 +45,13 @@ using auth::Authentication;
 class Authorization;
 class Consumer;
 class NamespaceService;
+class NonPersistentSubscription;
+class NonPersistentTopic;
 class PersistentTopic;
 class Producer;
 class SchemaRegistry;
 class Subscription;
+class Topic;
 class TopicRegistry;
 
 // What connections use of the broker; outlives every connection.
@@ -119,13 +122,18 @@ class Connection final : public ConsumerSink,
 
  private:
   struct ProducerEntry {
-    std::shared_ptr<PersistentTopic> topic;
+    std::shared_ptr<Topic> topic;  // of either kind
     std::shared_ptr<Producer> producer;
   };
+  // A consumer of a persistent topic (topic and subscription set) or of a non-persistent
+  // one (non_persistent_topic and non_persistent set): handlers/*.cc ask which.
   struct ConsumerEntry {
     std::shared_ptr<PersistentTopic> topic;
     std::shared_ptr<Subscription> subscription;
+    std::shared_ptr<NonPersistentTopic> non_persistent_topic;
+    std::shared_ptr<NonPersistentSubscription> non_persistent;
     std::shared_ptr<Consumer> consumer;
+    const Executor& executor() const;
   };
 
   Task<void> read_loop();
@@ -194,10 +202,16 @@ class Connection final : public ConsumerSink,
   // and GET_OR_CREATE_SCHEMA alike. Errors: to_server_failure(status, MetadataError).
   Task<Result<std::string>> register_schema(protocol::TopicName topic, wire::Schema schema,
                                             bool may_add = true);
-  // The topic of a PRODUCER or SUBSCRIBE, loaded (created when `may_create` and
-  // auto-creation allow it); null when the failure has been answered to `request_id`.
-  Task<std::shared_ptr<PersistentTopic>> topic_for(uint64_t request_id, protocol::TopicName name,
-                                                   bool may_create);
+  // The topic of a PRODUCER or SUBSCRIBE, of either kind, loaded (created when `may_create`
+  // and auto-creation allow it); null when the failure has been answered to `request_id`.
+  Task<std::shared_ptr<Topic>> topic_for(uint64_t request_id, protocol::TopicName name,
+                                         bool may_create);
+  // handlers/non_persistent_consumer.cc: SUBSCRIBE on a non-persistent topic, and what its
+  // consumers' commands do there (acknowledgements and redeliveries: nothing).
+  Task<void> subscribe_non_persistent(wire::CommandSubscribe req,
+                                      std::shared_ptr<NonPersistentTopic> topic);
+  void answer_non_persistent_seek(const wire::CommandSeek& request);
+  void answer_non_persistent_last_message_id(const ConsumerEntry& entry, uint64_t request_id);
   void send_error(uint64_t request_id, wire::ServerError error, const std::string& message);
   void send_error(uint64_t request_id, const ServerFailure& failure);
   void send_success(uint64_t request_id);

@@ -24,6 +24,16 @@ void Connection::handle_ack(const wire::CommandAck& ack) {
     }
     return;
   }
+  if (it->second.non_persistent) {
+    // Nothing to acknowledge on a non-persistent topic: accepted and ignored, as Pulsar does.
+    if (ack.has_request_id()) {
+      auto cmd = make_command(wire::BaseCommand::ACK_RESPONSE);
+      cmd.mutable_ackresponse()->set_consumer_id(ack.consumer_id());
+      cmd.mutable_ackresponse()->set_request_id(ack.request_id());
+      write_command(cmd);
+    }
+    return;
+  }
   // Whole entries only: a partial batch acknowledgement (some indexes still unacknowledged)
   // leaves the entry to be acknowledged whole later.
   std::vector<mledger::Position> positions;
@@ -60,7 +70,8 @@ void Connection::handle_ack(const wire::CommandAck& ack) {
 
 void Connection::handle_redeliver(const wire::CommandRedeliverUnacknowledgedMessages& req) {
   auto it = consumers_.find(req.consumer_id());
-  if (it == consumers_.end()) return;
+  // (A non-persistent topic keeps nothing to deliver again.)
+  if (it == consumers_.end() || it->second.non_persistent) return;
   std::vector<mledger::Position> positions;
   for (const auto& id : req.message_ids()) positions.push_back(to_position(id));
   asio::post(it->second.topic->executor(),

@@ -5,6 +5,7 @@
 
 #include "broker/service/consumer.h"
 
+#include "broker/service/non_persistent_topic.h"
 #include "broker/service/schema_registry.h"
 #include "broker/service/subscription.h"
 #include "broker/service/topic.h"
@@ -64,8 +65,13 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
       }
     }
     const bool forced = !req.has_force_topic_creation() || req.force_topic_creation();
-    std::shared_ptr<PersistentTopic> t = co_await self->topic_for(req.request_id(), *name, forced);
-    if (!t) co_return;
+    std::shared_ptr<Topic> topic = co_await self->topic_for(req.request_id(), *name, forced);
+    if (!topic) co_return;
+    if (auto non_persistent = std::dynamic_pointer_cast<NonPersistentTopic>(topic)) {
+      co_await self->subscribe_non_persistent(req, std::move(non_persistent));
+      co_return;
+    }
+    auto t = std::static_pointer_cast<PersistentTopic>(topic);
     if (self->closed_) co_return;
     auto consumer = std::make_shared<Consumer>(self, req.consumer_id(), req.consumer_name(),
                                                req.priority_level(), name->partition_index());
@@ -145,7 +151,7 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
       });
       co_return;
     }
-    self->consumers_[req.consumer_id()] = ConsumerEntry{t, joined.subscription, consumer};
+    self->consumers_[req.consumer_id()] = ConsumerEntry{t, joined.subscription, nullptr, nullptr, consumer};
     self->send_success(req.request_id());
     self->log_.info("consumer {} subscribed to {} / {} ({})", req.consumer_id(),
                     t->name().to_string(), req.subscription(),
@@ -157,9 +163,14 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
 void Connection::handle_flow(const wire::CommandFlow& flow) {
   auto it = consumers_.find(flow.consumer_id());
   if (it == consumers_.end()) return;
-  asio::post(it->second.topic->executor(),
-             [sub = it->second.subscription, consumer = it->second.consumer,
-              permits = flow.messagepermits()] { sub->flow(consumer, permits); });
+  asio::post(it->second.executor(),
+             [entry = it->second, permits = flow.messagepermits()] {
+               if (entry.non_persistent) {
+                 entry.non_persistent->flow(entry.consumer, permits);
+               } else {
+                 entry.subscription->flow(entry.consumer, permits);
+               }
+             });
 }
 
 void Connection::handle_unsubscribe(const wire::CommandUnsubscribe& req) {
@@ -172,9 +183,12 @@ void Connection::handle_unsubscribe(const wire::CommandUnsubscribe& req) {
   auto entry = it->second;
   spawn([self, entry, req]() -> Task<void> {
     auto leave = [entry, force = req.force()]() -> Task<Status> {
+      if (entry.non_persistent) {
+        co_return entry.non_persistent_topic->unsubscribe(entry.non_persistent->name(), force);
+      }
       co_return co_await entry.topic->unsubscribe(entry.subscription->name(), force);
     };
-    auto on_topic = asio::co_spawn(entry.topic->executor(), std::move(leave), asio::use_awaitable);
+    auto on_topic = asio::co_spawn(entry.executor(), std::move(leave), asio::use_awaitable);
     const Status st = co_await std::move(on_topic);
     if (!st.ok()) {
       self->send_error(req.request_id(), to_server_failure(st));
@@ -191,8 +205,12 @@ void Connection::handle_close_consumer(const wire::CommandCloseConsumer& req) {
     auto entry = it->second;
     consumers_.erase(it);
     auto self = shared_from_this();
-    asio::post(entry.topic->executor(), [self, entry, id = req.consumer_id()] {
-      entry.subscription->remove_consumer(id, self.get());
+    asio::post(entry.executor(), [self, entry, id = req.consumer_id()] {
+      if (entry.non_persistent) {
+        entry.non_persistent_topic->remove_consumer(*entry.non_persistent, id, self.get());
+      } else {
+        entry.subscription->remove_consumer(id, self.get());
+      }
     });
   }
   send_success(req.request_id());

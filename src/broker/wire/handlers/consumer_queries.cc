@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "broker/service/consumer.h"
+#include "broker/service/non_persistent_subscription.h"
 #include "broker/service/subscription.h"
 #include "broker/service/topic.h"
 #include "broker/wire/connection.h"
@@ -18,6 +19,10 @@ void Connection::handle_seek(const wire::CommandSeek& req) {
   }
   if (!req.has_message_id() && !req.has_message_publish_time()) {
     send_error(req.request_id(), wire::MetadataError, "SEEK needs a message id or time");
+    return;
+  }
+  if (it->second.non_persistent) {
+    answer_non_persistent_seek(req);
     return;
   }
   auto self = shared_from_this();
@@ -60,6 +65,10 @@ void Connection::handle_get_last_message_id(const wire::CommandGetLastMessageId&
     send_error(req.request_id(), wire::ConsumerNotFound, "consumer not found");
     return;
   }
+  if (it->second.non_persistent) {
+    answer_non_persistent_last_message_id(it->second, req.request_id());
+    return;
+  }
   asio::post(it->second.topic->executor(),
              [self = shared_from_this(), entry = it->second, request_id = req.request_id()] {
                auto& ml = entry.topic->ledger();
@@ -94,8 +103,8 @@ void Connection::handle_consumer_stats(const wire::CommandConsumerStats& req) {
     write_command(cmd);
     return;
   }
-  asio::post(it->second.topic->executor(), [self = shared_from_this(), entry = it->second,
-                                            request_id = req.request_id()] {
+  asio::post(it->second.executor(), [self = shared_from_this(), entry = it->second,
+                                      request_id = req.request_id()] {
     auto cmd = make_command(wire::BaseCommand::CONSUMER_STATS_RESPONSE);
     auto* r = cmd.mutable_consumerstatsresponse();
     r->set_request_id(request_id);
@@ -105,8 +114,15 @@ void Connection::handle_consumer_stats(const wire::CommandConsumerStats& req) {
     r->set_unackedmessages(static_cast<uint64_t>(std::max<int64_t>(0, c.unacked_messages)));
     r->set_blockedconsumeronunackedmsgs(c.blocked);
     r->set_address(self->remote_);
-    r->set_type(wire::CommandSubscribe::SubType_Name(entry.subscription->type()));
-    r->set_msgbacklog(static_cast<uint64_t>(entry.subscription->cursor().backlog_entries()));
+    if (entry.non_persistent) {
+      // Nothing is kept: no backlog.
+      const auto type = entry.non_persistent->type();
+      r->set_type(type ? wire::CommandSubscribe::SubType_Name(*type) : "None");
+      r->set_msgbacklog(0);
+    } else {
+      r->set_type(wire::CommandSubscribe::SubType_Name(entry.subscription->type()));
+      r->set_msgbacklog(static_cast<uint64_t>(entry.subscription->cursor().backlog_entries()));
+    }
     self->write_command(cmd);
   });
 }

@@ -16,11 +16,10 @@
 
 namespace magnetar::broker {
 
-Task<std::shared_ptr<PersistentTopic>> Connection::topic_for(uint64_t request_id,
-                                                             protocol::TopicName name,
-                                                             bool may_create) {
+Task<std::shared_ptr<Topic>> Connection::topic_for(uint64_t request_id, protocol::TopicName name,
+                                                   bool may_create) {
   const bool create = may_create && co_await context_.topics.may_auto_create(name);
-  auto topic = co_await context_.topics.get_topic(name, create);
+  auto topic = co_await context_.topics.get_any_topic(name, create);
   if (!topic.ok()) {
     send_error(request_id, to_server_failure(topic.status()));
     co_return nullptr;
@@ -65,8 +64,10 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
       self->send_error(req.request_id(), *denied);
       co_return;
     }
-    std::shared_ptr<PersistentTopic> t = co_await self->topic_for(req.request_id(), *name, true);
+    std::shared_ptr<Topic> t = co_await self->topic_for(req.request_id(), *name, true);
     if (!t) co_return;
+    // (Null for a non-persistent topic: it keeps nothing for a subscription to start from.)
+    auto persistent = std::dynamic_pointer_cast<PersistentTopic>(t);
     // The namespace's or topic's schema policies, read on the topic's loop.
     struct SchemaRules {
       bool auto_update = true;
@@ -130,13 +131,13 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
       success(true, t->last_sequence_id(producer->name()));
     };
     struct Added {
-      std::optional<PersistentTopic::Added> added;
+      std::optional<Topic::Added> added;
       ServerFailure failure;
       int64_t last_sequence_id = -1;
     };
-    if (protocol::replicator_source(producer_name)) {
+    if (persistent && protocol::replicator_source(producer_name)) {
       // Another cluster's replicator: what it re-sends must be recognised (dedup.h).
-      auto enable = [t]() { return t->enable_replicated_deduplication(); };
+      auto enable = [persistent]() { return persistent->enable_replicated_deduplication(); };
       auto enabled = co_await run_on<Status>(t->executor(), std::move(enable));
       if (!enabled->ok()) {
         self->send_error(req.request_id(), to_server_failure(*enabled));
@@ -165,7 +166,7 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
                  [self, t, id = req.producer_id()] { t->remove_producer(id, self.get()); });
       co_return;
     }
-    if (*added.added == PersistentTopic::Added::kQueued) {
+    if (*added.added == Topic::Added::kQueued) {
       self->waiting_producers_[req.producer_id()] = ProducerEntry{t, producer};
       success(false, added.last_sequence_id);  // early answer: not ready yet
       co_return;
