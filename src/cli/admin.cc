@@ -103,9 +103,16 @@ std::vector<std::string> rewrite_single_dash_options(std::vector<std::string> ar
       {"-dt", "--dispatch-rate-period"}, {"-rp", "--relative-to-publish-rate"},
       {"-sr", "--subscribe-rate"}, {"-st", "--subscribe-rate-period"},
   };
+  // set-delayed-delivery's -md is its --maxDelay, not the dispatch rates' -md.
+  const bool delayed_delivery =
+      std::find(args.begin(), args.end(), "set-delayed-delivery") != args.end();
   for (std::string& arg : args) {
     if (arg == "--") break;
-    if (auto it = kLongNames.find(arg); it != kLongNames.end()) arg = it->second;
+    if (delayed_delivery && arg == "-md") {
+      arg = "--maxDelay";
+    } else if (auto it = kLongNames.find(arg); it != kLongNames.end()) {
+      arg = it->second;
+    }
   }
   return args;
 }

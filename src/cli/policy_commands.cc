@@ -37,6 +37,9 @@ struct PolicyArgs {
   // set-inactive-topic-policies
   std::string duration;
   std::string delete_mode;
+  // set-delayed-delivery (relative times)
+  std::string tick_time = "1s";
+  std::string max_delay = "0";
   // set-*-dispatch-rate, set-publish-rate, set-subscribe-rate (-1: not set)
   int64_t msg_rate = -1;
   int64_t byte_rate = -1;
@@ -393,6 +396,37 @@ void Commands::add_all() {
   add_get_remove("inactive-topic-policies", "inactive topic policies", "inactiveTopicPolicies",
                  ordered({"inactiveTopicDeleteMode", "maxInactiveDurationSeconds",
                           "deleteWhileInactive"}));
+
+  if (!topic) {  // (a topic's delayedDelivery route is not served yet)
+    add(
+        "set-delayed-delivery", "Set the delayed delivery policy of " + of,
+        [t = target_](Session& s, const PolicyArgs& a) {
+          if (int refused = need_one_of(s, a)) return refused;
+          auto tick = parse_relative_seconds(a.tick_time);
+          if (!tick.ok()) return s.argument_error(tick.status().message());
+          auto max_delay = parse_relative_seconds(a.max_delay);
+          if (!max_delay.ok()) return s.argument_error(max_delay.status().message());
+          auto path = url(*t, s, a, "delayedDelivery", false);
+          if (!path) return 1;
+          const Json body = {{"tickTime", *tick * 1000},
+                             {"active", a.enable},
+                             {"maxDeliveryDelayInMillis", *max_delay * 1000}};
+          return s.change("POST", *path, body.dump());
+        },
+        [](CLI::App* c, PolicyArgs& a) {
+          c->add_flag("-e,--enable", a.enable, "Enable delayed delivery messages");
+          c->add_flag("-d,--disable", a.disable, "Disable delayed delivery messages");
+          c->add_option("-t,--time", a.tick_time,
+                        "The tick time for when retrying on delayed delivery messages, affecting "
+                        "the accuracy of the delivery time compared to the scheduled time (eg: "
+                        "1s, 10s, 1m, 5h, 3d)");
+          c->add_option("--maxDelay", a.max_delay,
+                        "The max allowed delay for delayed delivery (eg: 1s, 10s, 1m, 5h, 3d); "
+                        "also -md");
+        });
+    add_get_remove("delayed-delivery", "delayed delivery policy", "delayedDelivery",
+                   ordered({"tickTime", "active", "maxDeliveryDelayInMillis"}));
+  }
 
   // Max producers and consumers: pulsar-admin's names differ between the two groups.
   struct Limit {

@@ -3,7 +3,7 @@
 // set-/get-/remove- of message-ttl, retention, backlog-quota(s), deduplication,
 // deduplication-snapshot-interval, persistence, inactive-topic-policies, the max producers
 // and consumers, and the dispatch, subscription-dispatch, replicator-dispatch, publish and
-// subscribe rates; one implementation added to both groups, each with its own REST routes
+// subscribe rates (and a namespace's delayed-delivery); one implementation added to both groups, each with its own REST routes
 // (a namespace's Policies fields, a topic's TopicPolicies ones) and flags.
 
 #include <functional>

@@ -276,6 +276,18 @@ TEST_F(AdminToolTest, SetsGetsAndRemovesNamespacePolicies) {
   EXPECT_EQ(ok({"namespaces", "set-deduplication", ns, "-d"}), "");
   EXPECT_EQ(ok({"namespaces", "get-deduplication", ns}), "false\n");
 
+  EXPECT_EQ(ok({"namespaces", "get-delayed-delivery", ns}), "null\n");
+  EXPECT_EQ(ok({"namespaces", "set-delayed-delivery", ns, "-e", "-t", "2s", "-md", "1m"}), "");
+  EXPECT_EQ(ok({"namespaces", "get-delayed-delivery", ns}),
+            "{\n  \"tickTime\" : 2000,\n  \"active\" : true,\n  \"maxDeliveryDelayInMillis\" : "
+            "60000\n}\n");
+  EXPECT_EQ(ok({"namespaces", "set-delayed-delivery", ns, "--disable"}), "");
+  EXPECT_EQ(ok({"namespaces", "get-delayed-delivery", ns}),
+            "{\n  \"tickTime\" : 1000,\n  \"active\" : false,\n  \"maxDeliveryDelayInMillis\" : "
+            "0\n}\n");
+  EXPECT_EQ(ok({"namespaces", "remove-delayed-delivery", ns}), "");
+  EXPECT_EQ(ok({"namespaces", "get-delayed-delivery", ns}), "null\n");
+
   EXPECT_EQ(
       ok({"namespaces", "grant-permission", ns, "--role", "app", "--actions", "produce,consume"}),
       "");
@@ -298,6 +310,8 @@ TEST_F(AdminToolTest, RejectsBadArgumentValuesWithoutCallingTheServer) {
            {"namespaces", "set-retention", ns, "-s", "1G", "-t", "soon"},
            {"namespaces", "set-message-ttl", ns, "-ttl", "-5"},
            {"namespaces", "set-deduplication", ns},
+           {"namespaces", "set-delayed-delivery", ns, "-t", "1s"},
+           {"namespaces", "set-delayed-delivery", ns, "-e", "-t", "soon"},
            {"namespaces", "set-backlog-quota", ns, "-p", "producer_exception"},
            {"namespaces", "set-backlog-quota", ns, "-l", "1G", "-p", "drop_everything"},
        }) {
