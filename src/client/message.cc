@@ -38,6 +38,12 @@ const std::string& Message::ordering_key() const {
   return ordering_key_ ? *ordering_key_ : kEmpty;
 }
 
+Message& Message::set_deliver_after(std::chrono::milliseconds delay) {
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  return set_deliver_at(static_cast<uint64_t>((now + delay).count()));
+}
+
 std::string Message::property(const std::string& key) const {
   auto it = properties_.find(key);
   return it == properties_.end() ? std::string() : it->second;

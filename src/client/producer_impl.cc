@@ -419,7 +419,8 @@ void ProducerImpl::enqueue(Message message, SendCallback callback) {
                                 message.payload().size(), max_message_size_)));
     return;
   }
-  if (!options_.batching_enabled || !message.replicate_to().empty()) {
+  // (A delayed message goes alone, as Pulsar's clients send it: a batch has one time.)
+  if (!options_.batching_enabled || !message.replicate_to().empty() || message.deliver_at() > 0) {
     flush_batch();  // keeps the order
     send_single(std::move(message), std::move(callback), seq);
     return;
@@ -506,6 +507,7 @@ void ProducerImpl::send_single(Message message, SendCallback callback, int64_t s
     kv->set_value(v);
   }
   if (message.event_time() > 0) md.set_event_time(message.event_time());
+  if (message.deliver_at() > 0) md.set_deliver_at_time(static_cast<int64_t>(message.deliver_at()));
   for (const auto& c : message.replicate_to()) md.add_replicate_to(c);
   auto payload = maybe_compress(Buffer::copy_of(message.payload()), md);
   if (!payload.ok()) {

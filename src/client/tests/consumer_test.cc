@@ -356,3 +356,37 @@ TEST_F(ClientTest, ReceiveTimesOutAndCloseWakesReceivers) {
 
 }  // namespace
 }  // namespace magnetar::client::test
+
+namespace magnetar::client::test {
+namespace {
+
+// Delayed delivery (PIP-26): Message::set_deliver_after holds the message on a Shared
+// subscription until then (the broker's default tick may deliver it up to a second early),
+// while an Exclusive subscription of the same topic gets it at once. A batching producer
+// sends it outside its batches.
+TEST_F(ClientTest, DeliverAfterHoldsAMessageOnSharedSubscriptionsOnly) {
+  auto shared = consumer(topic(), "shared", earliest(SubscriptionType::kShared));
+  auto exclusive = consumer(topic(), "exclusive", earliest(SubscriptionType::kExclusive));
+  auto p = producer(topic());  // batching on
+  const auto sent_at = std::chrono::steady_clock::now();
+  Message delayed("later");
+  delayed.set_deliver_after(2500ms);
+  EXPECT_GT(delayed.deliver_at(), 0u);
+  std::promise<Status> first;
+  p.send_async(std::move(delayed), [&](Result<MessageId> r) { first.set_value(r.status()); });
+  ASSERT_TRUE(p.send(Message("now")).ok());
+  ASSERT_TRUE(first.get_future().get().ok());
+  auto got = receive_n(exclusive, 2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].payload(), "later");  // in order, at once
+  auto m = shared.receive(5s);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->payload(), "now");
+  auto later = shared.receive(5s);
+  ASSERT_TRUE(later.ok()) << later.status().to_string();
+  EXPECT_EQ(later->payload(), "later");
+  EXPECT_GE(std::chrono::steady_clock::now() - sent_at, 1500ms);
+}
+
+}  // namespace
+}  // namespace magnetar::client::test

@@ -8,6 +8,7 @@
 // Message: a value type used both to build a message to send (the setters) and to read a
 // received one (the getters). Copies are independent.
 
+#include <chrono>
 #include <compare>
 #include <cstdint>
 #include <map>
@@ -117,6 +118,14 @@ class Message {
     event_time_ = ms;
     return *this;
   }
+  // Delayed delivery (PIP-26): not delivered before `ms` since the epoch, on Shared and
+  // Key_Shared subscriptions (others get it at once). 0: at once. Sent outside batches.
+  Message& set_deliver_at(uint64_t ms) {
+    deliver_at_ = ms;
+    return *this;
+  }
+  // The same, `delay` from now.
+  Message& set_deliver_after(std::chrono::milliseconds delay);
   // Geo-replication: only to these clusters (empty: the namespace's clusters).
   Message& set_replicate_to(std::vector<std::string> clusters) {
     replicate_to_ = std::move(clusters);
@@ -140,6 +149,7 @@ class Message {
   std::string property(const std::string& key) const;
   uint64_t event_time() const { return event_time_; }
   uint64_t publish_time() const { return publish_time_; }
+  uint64_t deliver_at() const { return deliver_at_; }
   const std::vector<std::string>& replicate_to() const { return replicate_to_; }
   int64_t sequence_id() const { return sequence_id_; }
   const MessageId& id() const { return id_; }
@@ -156,6 +166,7 @@ class Message {
   std::map<std::string, std::string> properties_;
   uint64_t event_time_ = 0;
   uint64_t publish_time_ = 0;
+  uint64_t deliver_at_ = 0;
   std::vector<std::string> replicate_to_;
   int64_t sequence_id_ = -1;
   MessageId id_;
