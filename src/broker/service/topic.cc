@@ -217,6 +217,10 @@ Position PersistentTopic::last_replicated(const std::string& source) const {
 
 void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer entry,
                               SendInfo send, std::function<void(Published)> done) {
+  if (Status delay = check_delivery_delay(policies_.delayed_delivery, entry); !delay.ok()) {
+    done(std::move(delay));  // a delivery delay over the maximum: NotAllowedError
+    return;
+  }
   const int64_t top = std::max(send.sequence_id, send.highest_sequence_id);
   const bool replicated = dedup_ && send.source_position && !send.replicated_from.empty();
   // The chunks of one message share its sequence id: only the last one is deduplicated and
