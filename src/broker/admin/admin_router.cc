@@ -40,6 +40,7 @@ std::shared_ptr<http::Router> make_router(metadata::MetadataStores stores,
     admin::add_namespace_bundles(*router, own);
     admin::add_lookup(*router, own);
     admin::add_topics(*router, own);
+    admin::add_non_persistent_topics(*router, own);
     admin::add_subscriptions(*router, own);
     admin::add_messages(*router, own);
     admin::add_partitioned_topics(*router, own);
@@ -66,6 +67,7 @@ void serve_router(http::HttpServer& web, std::shared_ptr<const http::Router> rou
   admin::serve(web, router, admin::brokers_prefix());
   admin::serve(web, router, admin::lookup_prefix());
   admin::serve(web, router, admin::persistent_prefix());
+  admin::serve(web, router, admin::non_persistent_prefix());
   admin::serve(web, router, admin::schemas_prefix());
   admin::serve(web, router, admin::broker_stats_prefix());
 }

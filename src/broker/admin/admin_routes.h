@@ -44,6 +44,7 @@ void add_namespace_policies(http::Router& router, std::shared_ptr<const AdminCon
 void add_namespace_bundles(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_lookup(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_topics(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
+void add_non_persistent_topics(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_subscriptions(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_messages(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_partitioned_topics(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
@@ -62,6 +63,7 @@ Prefix tenants_prefix();   // "/admin/v2/tenants/"
 Prefix namespaces_prefix(bool broker);  // "/admin/v2/namespaces/"
 Prefix lookup_prefix();                 // "/lookup/v2/topic/"
 Prefix persistent_prefix();             // "/admin/v2/persistent/"
+Prefix non_persistent_prefix();         // "/admin/v2/non-persistent/"
 Prefix brokers_prefix();                // "/admin/v2/brokers/"
 Prefix schemas_prefix();                // "/admin/v2/schemas/"
 Prefix broker_stats_prefix();           // "/admin/v2/broker-stats/"

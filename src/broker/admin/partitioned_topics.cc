@@ -176,7 +176,7 @@ Task<Response> PartitionedTopics::list(const PathParams& p) {
 }
 
 Task<Response> PartitionedTopics::get(const Request& req, const PathParams& p) {
-  auto checked = co_await checked_topic(broker(), p);
+  auto checked = co_await checked_topic(broker(), p, domain_of(req));
   if (auto* answer = std::get_if<Response>(&checked)) co_return std::move(*answer);
   const protocol::TopicName name = std::get<protocol::TopicName>(std::move(checked));
   auto n = co_await broker().topics.partitions(name, query_flag(req, "checkAllowAutoCreation"));
@@ -185,7 +185,7 @@ Task<Response> PartitionedTopics::get(const Request& req, const PathParams& p) {
 }
 
 Task<Response> PartitionedTopics::create(const Request& req, const PathParams& p) {
-  auto checked = co_await checked_topic(broker(), p);
+  auto checked = co_await checked_topic(broker(), p, domain_of(req));
   if (auto* answer = std::get_if<Response>(&checked)) co_return std::move(*answer);
   const protocol::TopicName name = std::get<protocol::TopicName>(std::move(checked));
   auto parsed = parse_partitions(req.body);
@@ -298,6 +298,12 @@ Task<Response> PartitionedTopics::remove(const Request& req, const PathParams& p
 
 Task<Response> PartitionedTopics::partition_stats(protocol::TopicName partition, LookupAnswer owner,
                                                   const Request& req) {
+  if (owner.self && !partition.is_persistent()) {
+    NonPersistentTopicFn stats = [](std::shared_ptr<NonPersistentTopic> t) -> Task<Response> {
+      co_return ok_json(t->stats());
+    };
+    co_return co_await with_non_persistent_topic(broker(), partition, stats);
+  }
   if (owner.self) {
     TopicFn stats = [](std::shared_ptr<PersistentTopic> t) -> Task<Response> {
       co_return ok_json(t->stats());
@@ -317,7 +323,7 @@ Task<Response> PartitionedTopics::partition_stats(protocol::TopicName partition,
 }
 
 Task<Response> PartitionedTopics::stats(const Request& req, const PathParams& p) {
-  auto checked = co_await checked_topic(broker(), p);
+  auto checked = co_await checked_topic(broker(), p, domain_of(req));
   if (auto* answer = std::get_if<Response>(&checked)) co_return std::move(*answer);
   const protocol::TopicName name = std::get<protocol::TopicName>(std::move(checked));
   auto n = co_await broker().topics.partitions(name, false);
@@ -401,6 +407,18 @@ void add_partitioned_topics(http::Router& router, std::shared_ptr<const BrokerCo
              [self](const Request&, const PathParams& p) { return self->create_missed(p); });
   router.add("GET", std::string(kTopicTemplate) + "/partitioned-stats",
              Permission::topic_op("persistent", Action::kLookup, "GET_STATS"),
+             [self](const Request& req, const PathParams& p) { return self->stats(req, p); });
+  // Non-persistent partitioned topics: their metadata and the partitions' stats (the
+  // partitions themselves live in memory, on their owners).
+  const std::string np_topic = "/admin/v2/non-persistent/{tenant}/{namespace}/{topic}";
+  router.add("GET", np_topic + "/partitions",
+             Permission::topic_op("non-persistent", Action::kLookup, "GET_METADATA"),
+             [self](const Request& req, const PathParams& p) { return self->get(req, p); });
+  router.add("PUT", np_topic + "/partitions",
+             Permission::namespace_op(Action::kNone, "CREATE_TOPIC"),
+             [self](const Request& req, const PathParams& p) { return self->create(req, p); });
+  router.add("GET", np_topic + "/partitioned-stats",
+             Permission::topic_op("non-persistent", Action::kLookup, "GET_STATS"),
              [self](const Request& req, const PathParams& p) { return self->stats(req, p); });
 }
 

@@ -25,11 +25,22 @@ bool is_fanned_out(const std::string& method, const std::vector<std::string>& re
   return op == "subscription" || op == "all_subscription";
 }
 
+bool non_persistent_path(const Request& req) {
+  return std::string_view(req.path).starts_with(kNonPersistentPrefix);
+}
+
 }  // namespace
 
-Task<OrResponse<protocol::TopicName>> checked_topic(BrokerServices broker, const PathParams& p) {
+protocol::TopicDomain domain_of(const Request& req) {
+  return non_persistent_path(req) ? protocol::TopicDomain::kNonPersistent
+                                  : protocol::TopicDomain::kPersistent;
+}
+
+Task<OrResponse<protocol::TopicName>> checked_topic(BrokerServices broker, const PathParams& p,
+                                                    protocol::TopicDomain domain) {
   const std::string ns = fmt::format("{}/{}", p.at("tenant"), p.at("namespace"));
-  auto name = protocol::TopicName::parse(fmt::format("persistent://{}/{}", ns, p.at("topic")));
+  auto name = protocol::TopicName::parse(
+      fmt::format("{}://{}/{}", protocol::to_string(domain), ns, p.at("topic")));
   if (!name.ok()) co_return error(412, name.status().message());
   auto exists = co_await broker.topics.namespace_exists(ns);
   if (!exists.ok()) co_return broker_error(exists.status());
@@ -49,7 +60,7 @@ Task<OrResponse<bool>> topic_exists(BrokerServices broker, protocol::TopicName n
 
 Task<OrResponse<protocol::TopicName>> owned_topic(BrokerServices broker, const Request& req,
                                                   const PathParams& p) {
-  auto checked = co_await checked_topic(broker, p);
+  auto checked = co_await checked_topic(broker, p, domain_of(req));
   if (auto* answer = std::get_if<Response>(&checked)) co_return std::move(*answer);
   protocol::TopicName name = std::get<protocol::TopicName>(std::move(checked));
   std::vector<std::string> rest = topic_rest(req);
@@ -65,7 +76,8 @@ Task<OrResponse<protocol::TopicName>> owned_topic(BrokerServices broker, const R
 }
 
 std::vector<std::string> topic_rest(const Request& req) {
-  auto parts = http::path_segments(req.path, kPersistentPrefix);
+  auto parts = http::path_segments(
+      req.path, non_persistent_path(req) ? kNonPersistentPrefix : kPersistentPrefix);
   if (!parts || parts->size() < 3) return {};
   return std::vector<std::string>(parts->begin() + 3, parts->end());
 }
@@ -92,6 +104,20 @@ Task<Response> with_topic(BrokerServices broker, protocol::TopicName name, Topic
   auto work = [fn = std::move(fn), t]() -> Task<Response> { co_return co_await fn(t); };
   auto r = co_await run_on<Response>(t->executor(), std::move(work));
   co_return std::move(*r);
+}
+
+Task<Response> with_non_persistent_topic(BrokerServices broker, protocol::TopicName name,
+                                         NonPersistentTopicFn fn) {
+  auto held = broker.gate.enter();
+  if (!held) co_return error(503, "the broker is stopping");
+  auto topic = co_await broker.topics.get_non_persistent_topic(name, false);
+  if (!topic.ok()) {
+    if (topic.status().is(Errc::kNotFound)) co_return error(404, "Topic not found");
+    co_return broker_error(topic.status());
+  }
+  std::shared_ptr<NonPersistentTopic> t = *topic;
+  auto work = [fn = std::move(fn), t]() -> Task<Response> { co_return co_await fn(t); };
+  co_return std::move(*co_await run_on<Response>(t->executor(), std::move(work)));
 }
 
 }  // namespace magnetar::broker::admin

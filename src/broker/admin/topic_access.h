@@ -19,6 +19,7 @@
 
 #include "broker/admin/admin_support.h"
 #include "broker/service/broker_services.h"
+#include "broker/service/non_persistent_topic.h"
 #include "broker/service/topic.h"
 #include "http/router.h"
 #include "protocol/topic_name.h"
@@ -26,19 +27,22 @@
 namespace magnetar::broker::admin {
 
 constexpr std::string_view kPersistentPrefix = "/admin/v2/persistent/";
+constexpr std::string_view kNonPersistentPrefix = "/admin/v2/non-persistent/";
 // The template every topic route starts with.
 constexpr std::string_view kTopicTemplate = "/admin/v2/persistent/{tenant}/{namespace}/{topic}";
 
-// Step 1 for the route's {tenant}, {namespace} and {topic}. `p` outlives the call.
-Task<OrResponse<protocol::TopicName>> checked_topic(BrokerServices broker,
-                                                    const http::PathParams& p);
+// Step 1 for the route's {tenant}, {namespace} and {topic}, in `domain`. `p` outlives the call.
+Task<OrResponse<protocol::TopicName>> checked_topic(
+    BrokerServices broker, const http::PathParams& p,
+    protocol::TopicDomain domain = protocol::TopicDomain::kPersistent);
 
 // Whether `name` exists: a partitioned topic's metadata, or a topic's managed ledger (a
 // partition's own). Store failures are the answer.
 Task<OrResponse<bool>> topic_exists(BrokerServices broker, protocol::TopicName name);
 
-// Steps 1 to 3: the topic, when this broker owns it; otherwise the answer (an error, a 307, or
-// the partitions' combined answer). `req` and `p` outlive the call.
+// Steps 1 to 3: the topic (of the domain the request's path names), when this broker owns
+// it; otherwise the answer (an error, a 307, or the partitions' combined answer). `req` and
+// `p` outlive the call.
 Task<OrResponse<protocol::TopicName>> owned_topic(BrokerServices broker, const http::Request& req,
                                                   const http::PathParams& p);
 
@@ -53,6 +57,9 @@ std::vector<std::string> topic_rest(const http::Request& req);
 Task<http::Response> fan_out(BrokerServices broker, protocol::TopicName name, int partitions,
                              std::vector<std::string> rest, const http::Request& req);
 
+// The domain a request's path names (/admin/v2/persistent/... or /admin/v2/non-persistent/...).
+protocol::TopicDomain domain_of(const http::Request& req);
+
 // Runs on the topic's event loop: an operation on a loaded topic.
 using TopicFn = std::function<Task<http::Response>(std::shared_ptr<PersistentTopic>)>;
 
@@ -61,5 +68,16 @@ using TopicFn = std::function<Task<http::Response>(std::shared_ptr<PersistentTop
 // auto-creation allows, as a client's use would); 404 "Topic not found" otherwise.
 Task<http::Response> with_topic(BrokerServices broker, protocol::TopicName name, TopicFn fn,
                                 bool auto_create = false);
+
+}  // namespace magnetar::broker::admin
+
+namespace magnetar::broker::admin {
+
+// The same for a non-persistent topic: fn(topic) on its loop when this broker has it loaded
+// (nothing else of it exists); 404 "Topic not found" otherwise.
+using NonPersistentTopicFn =
+    std::function<Task<http::Response>(std::shared_ptr<NonPersistentTopic>)>;
+Task<http::Response> with_non_persistent_topic(BrokerServices broker, protocol::TopicName name,
+                                               NonPersistentTopicFn fn);
 
 }  // namespace magnetar::broker::admin
