@@ -292,7 +292,10 @@ void ConsumerImpl::on_frame(ClientConnection& cnx, protocol::Frame& frame) {
 }
 
 bool ConsumerImpl::skip(const MessageId& id, uint64_t publish_time) const {
-  if (start_id_ && !start_id_->is_earliest() && !start_id_->is_latest()) {
+  // A non-persistent topic's messages all carry id 0:0: there is no position to start from,
+  // and a reader that reconnected would otherwise skip everything after its last message.
+  const bool positioned = !std::string_view(config_.topic).starts_with("non-persistent://");
+  if (positioned && start_id_ && !start_id_->is_earliest() && !start_id_->is_latest()) {
     const Entry e{id.ledger_id(), id.entry_id()};
     const Entry s{start_id_->ledger_id(), start_id_->entry_id()};
     if (start_id_->batch_index() < 0 || id.batch_index() < 0) {
