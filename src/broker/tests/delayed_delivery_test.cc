@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include "broker/service/producer.h"  // wall_clock_ms
 #include "broker/service/subscription.h"
 #include "broker/service/topic.h"
 #include "broker/service/topic_registry.h"
@@ -19,11 +20,7 @@ namespace {
 using namespace std::chrono_literals;
 using Json = nlohmann::json;
 
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t now_ms() { return wall_clock_ms(); }
 
 class DelayedDeliveryTest : public BrokerTest {
  protected:
@@ -37,6 +34,17 @@ class DelayedDeliveryTest : public BrokerTest {
       c.is_delayed_delivery_deliver_at_time_strict = true;
       if (tweak) tweak(c);
     });
+  }
+
+  // A client with consumer 1 of subscription `sub` (10 permits) and producer 1 on `topic`.
+  std::unique_ptr<PulsarTestClient> consumer_and_producer(const std::string& topic,
+                                                          const std::string& sub,
+                                                          wire::CommandSubscribe::SubType type) {
+    auto c = client();
+    EXPECT_TRUE(c->subscribe(topic, sub, type, 1).ok());
+    EXPECT_TRUE(c->flow(1, 10).ok());
+    EXPECT_TRUE(c->create_producer(topic, 1).ok());
+    return c;
   }
 
   // Sends "payload" to be delivered at `deliver_at` (ms since the epoch); its receipt.
@@ -75,10 +83,7 @@ class DelayedDeliveryTest : public BrokerTest {
 TEST_F(DelayedDeliveryTest, SharedHoldsAMessageUntilItIsDue) {
   restart();
   const std::string topic = "persistent://public/default/delayed-shared";
-  auto c = client();
-  ASSERT_TRUE(c->subscribe(topic, "s", wire::CommandSubscribe::Shared, 1).ok());
-  ASSERT_TRUE(c->flow(1, 10).ok());
-  ASSERT_TRUE(c->create_producer(topic, 1).ok());
+  auto c = consumer_and_producer(topic, "s", wire::CommandSubscribe::Shared);
   const int64_t due = now_ms() + 1500;
   ASSERT_TRUE(send_at(*c, 1, 0, "later", due).ok());
   ASSERT_TRUE(c->send_message(1, 1, "now").ok());
@@ -102,10 +107,7 @@ TEST_F(DelayedDeliveryTest, DueMessagesGoOutInPositionOrder) {
     c.is_delayed_delivery_deliver_at_time_strict = false;
   });
   const std::string topic = "persistent://public/default/delayed-order";
-  auto c = client();
-  ASSERT_TRUE(c->subscribe(topic, "s", wire::CommandSubscribe::Shared, 1).ok());
-  ASSERT_TRUE(c->flow(1, 10).ok());
-  ASSERT_TRUE(c->create_producer(topic, 1).ok());
+  auto c = consumer_and_producer(topic, "s", wire::CommandSubscribe::Shared);
   const int64_t base = now_ms() + 1500;
   for (int i = 0; i < 4; ++i) {
     ASSERT_TRUE(send_at(*c, 1, i, "m" + std::to_string(i), base + 300 - 100 * i).ok());
@@ -138,10 +140,7 @@ TEST_F(DelayedDeliveryTest, ExclusiveAndFailoverIgnoreTheDelay) {
 TEST_F(DelayedDeliveryTest, KeySharedHoldsAMessageUntilItIsDue) {
   restart();
   const std::string topic = "persistent://public/default/delayed-key-shared";
-  auto c = client();
-  ASSERT_TRUE(c->subscribe(topic, "k", wire::CommandSubscribe::Key_Shared, 1).ok());
-  ASSERT_TRUE(c->flow(1, 10).ok());
-  ASSERT_TRUE(c->create_producer(topic, 1).ok());
+  auto c = consumer_and_producer(topic, "k", wire::CommandSubscribe::Key_Shared);
   const int64_t due = now_ms() + 1200;
   ASSERT_TRUE(send_at(*c, 1, 0, "later", due, "key-a").ok());
   ASSERT_TRUE(c->send_message(1, 1, "now").ok());
@@ -158,10 +157,7 @@ TEST_F(DelayedDeliveryTest, KeySharedHoldsAMessageUntilItIsDue) {
 TEST_F(DelayedDeliveryTest, ABatchIsHeldWhole) {
   restart();
   const std::string topic = "persistent://public/default/delayed-batch";
-  auto c = client();
-  ASSERT_TRUE(c->subscribe(topic, "s", wire::CommandSubscribe::Shared, 1).ok());
-  ASSERT_TRUE(c->flow(1, 10).ok());
-  ASSERT_TRUE(c->create_producer(topic, 1).ok());
+  auto c = consumer_and_producer(topic, "s", wire::CommandSubscribe::Shared);
   protocol::BatchBuilder batch;
   for (int i = 0; i < 3; ++i) {
     wire::SingleMessageMetadata single;
@@ -197,10 +193,7 @@ TEST_F(DelayedDeliveryTest, HeldMessagesAreTrackedAgainAfterABrokerRestart) {
   const std::string topic = "persistent://public/default/delayed-restart";
   const int64_t due = now_ms() + 4000;
   {
-    auto c = client();
-    ASSERT_TRUE(c->subscribe(topic, "s", wire::CommandSubscribe::Shared, 1).ok());
-    ASSERT_TRUE(c->flow(1, 10).ok());
-    ASSERT_TRUE(c->create_producer(topic, 1).ok());
+    auto c = consumer_and_producer(topic, "s", wire::CommandSubscribe::Shared);
     ASSERT_TRUE(send_at(*c, 1, 0, "later", due).ok());
     auto now = c->send_message(1, 1, "now");
     ASSERT_TRUE(now.ok());
@@ -228,10 +221,7 @@ TEST_F(DelayedDeliveryTest, HeldMessagesAreTrackedAgainAfterABrokerRestart) {
 TEST_F(DelayedDeliveryTest, DisabledDeliversAtOnce) {
   restart([](BrokerConfig& c) { c.delayed_delivery_enabled = false; });
   const std::string topic = "persistent://public/default/delayed-off";
-  auto c = client();
-  ASSERT_TRUE(c->subscribe(topic, "s", wire::CommandSubscribe::Shared, 1).ok());
-  ASSERT_TRUE(c->flow(1, 10).ok());
-  ASSERT_TRUE(c->create_producer(topic, 1).ok());
+  auto c = consumer_and_producer(topic, "s", wire::CommandSubscribe::Shared);
   ASSERT_TRUE(send_at(*c, 1, 0, "in a minute", now_ms() + 60000).ok());
   auto m = c->receive_message(2000ms);
   ASSERT_TRUE(m.ok()) << m.status().to_string();
@@ -246,10 +236,7 @@ TEST_F(DelayedDeliveryTest, TheNamespacePolicyOverridesTheBroker) {
   ASSERT_TRUE(put.ok()) << put.status().to_string();
   restart();
   const std::string topic = "persistent://public/default/delayed-policy";
-  auto c = client();
-  ASSERT_TRUE(c->subscribe(topic, "s", wire::CommandSubscribe::Shared, 1).ok());
-  ASSERT_TRUE(c->flow(1, 10).ok());
-  ASSERT_TRUE(c->create_producer(topic, 1).ok());
+  auto c = consumer_and_producer(topic, "s", wire::CommandSubscribe::Shared);
   ASSERT_TRUE(send_at(*c, 1, 0, "in a minute", now_ms() + 60000).ok());
   EXPECT_TRUE(c->receive_message(2000ms).ok());
 }
@@ -277,10 +264,7 @@ TEST_F(DelayedDeliveryTest, ADelayOverTheMaximumIsRefused) {
 TEST_F(DelayedDeliveryTest, AcknowledgedDelayedMessagesAreHeldNoMoreAndNacksComeBackAtOnce) {
   restart();
   const std::string topic = "persistent://public/default/delayed-ack";
-  auto c = client();
-  ASSERT_TRUE(c->subscribe(topic, "s", wire::CommandSubscribe::Shared, 1).ok());
-  ASSERT_TRUE(c->flow(1, 10).ok());
-  ASSERT_TRUE(c->create_producer(topic, 1).ok());
+  auto c = consumer_and_producer(topic, "s", wire::CommandSubscribe::Shared);
   auto far = send_at(*c, 1, 0, "far", now_ms() + 60000);
   ASSERT_TRUE(far.ok());
   const int64_t due = now_ms() + 800;

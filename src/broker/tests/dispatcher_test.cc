@@ -467,13 +467,18 @@ TEST_F(DispatcherTest, NoDispatchStartsOnceTheTaskGroupIsClosed) {
 namespace magnetar::broker {
 namespace {
 
+// Options with delayed delivery on, a 10 ms tick.
+DispatchOptions delaying(bool strict = false) {
+  DispatchOptions o;
+  o.delayed_tracker.strict = strict;
+  o.delayed_delivery = [] { return DelayedDeliveryPolicy{true, 10, 0}; };
+  return o;
+}
+
 // Delayed delivery (delayed_delivery.h): a Shared dispatcher reads a delayed entry once,
 // holds it without reading it again while it waits, and sends it when its wake-up comes.
 TEST_F(DispatcherTest, SharedHoldsDelayedEntriesWithoutReadingThemAgain) {
-  DispatchOptions o;
-  o.delayed_tracker.strict = true;
-  o.delayed_delivery = [] { return DelayedDeliveryPolicy{true, 10, 0}; };
-  auto d = make(wire::CommandSubscribe::Shared, o);
+  auto d = make(wire::CommandSubscribe::Shared, delaying(/*strict=*/true));
   auto c1 = consumer(1);
   ASSERT_TRUE(d->add_consumer(c1).ok());
   const int64_t now = wall_clock_ms();
@@ -495,9 +500,7 @@ TEST_F(DispatcherTest, SharedHoldsDelayedEntriesWithoutReadingThemAgain) {
 }
 
 TEST_F(DispatcherTest, ExclusiveIgnoresDeliveryTimes) {
-  DispatchOptions o;
-  o.delayed_delivery = [] { return DelayedDeliveryPolicy{true, 10, 0}; };
-  auto d = make(wire::CommandSubscribe::Exclusive, o);
+  auto d = make(wire::CommandSubscribe::Exclusive, delaying());
   auto c1 = consumer(1);
   ASSERT_TRUE(d->add_consumer(c1).ok());
   cursor_->append("", 1, wall_clock_ms() + 60000);
@@ -507,9 +510,7 @@ TEST_F(DispatcherTest, ExclusiveIgnoresDeliveryTimes) {
 }
 
 TEST_F(DispatcherTest, AcknowledgedDelayedEntriesAreHeldNoMore) {
-  DispatchOptions o;
-  o.delayed_delivery = [] { return DelayedDeliveryPolicy{true, 10, 0}; };
-  auto d = make(wire::CommandSubscribe::Shared, o);
+  auto d = make(wire::CommandSubscribe::Shared, delaying());
   auto c1 = consumer(1);
   ASSERT_TRUE(d->add_consumer(c1).ok());
   for (int i = 0; i < 3; ++i) cursor_->append("", 1, wall_clock_ms() + 60000);
