@@ -2,6 +2,8 @@
 // creates a producer or consumer. Failures are metadata failures (MetadataError), or
 // ServiceNotReady when worth retrying.
 
+#include <fmt/format.h>
+
 #include <string>
 #include <variant>
 
@@ -58,6 +60,17 @@ void Connection::handle_lookup(const wire::CommandLookupTopic& lookup) {
       r->set_response(wire::CommandLookupTopicResponse::Failed);
       r->set_error(denied->error);
       r->set_message(denied->message);
+      self->write_command(cmd);
+      co_return;
+    }
+    if (!lookup.advertised_listener_name().empty()) {
+      // No advertisedListeners here: a client asking for a named listener gets Pulsar's
+      // answer for a listener the broker lacks (clients treat it as a connect error, not
+      // as something to retry).
+      r->set_response(wire::CommandLookupTopicResponse::Failed);
+      r->set_error(wire::ServiceNotReady);
+      r->set_message(
+          fmt::format("the broker do not have {} listener", lookup.advertised_listener_name()));
       self->write_command(cmd);
       co_return;
     }

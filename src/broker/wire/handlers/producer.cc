@@ -68,6 +68,21 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
     if (!t) co_return;
     // (Null for a non-persistent topic: it keeps nothing for a subscription to start from.)
     auto persistent = std::dynamic_pointer_cast<PersistentTopic>(t);
+    if (persistent && !req.initial_subscription_name().empty()) {
+      // The subscription the producer asks for (a dead-letter producer's), made before its
+      // first message so that the subscription keeps every message from the topic's start.
+      auto make = [t = persistent, sub = req.initial_subscription_name()]() -> Task<Status> {
+        if (t->find_subscription(sub)) co_return Status::OK();
+        auto made = co_await t->subscribe(sub, wire::CommandSubscribe::Exclusive, true,
+                                          wire::CommandSubscribe::Earliest, std::nullopt);
+        co_return made.status();
+      };
+      const Status made = *co_await run_on<Status>(t->executor(), std::move(make));
+      if (!made.ok()) {
+        self->send_error(req.request_id(), to_server_failure(made));
+        co_return;
+      }
+    }
     // The namespace's or topic's schema policies, read on the topic's loop.
     struct SchemaRules {
       bool auto_update = true;

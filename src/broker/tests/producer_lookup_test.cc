@@ -1,0 +1,103 @@
+// What Pulsar clients expect of a producer's creation and of a lookup, beyond the basics of
+// broker_test.cc: the subscription a dead-letter producer asks for, partitions beyond a
+// partitioned topic's count, and lookups naming an advertised listener.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "broker/config/store_paths.h"
+#include "broker/tests/broker_test_fixture.h"
+
+namespace magnetar::broker {
+namespace {
+
+using namespace std::chrono_literals;
+using namespace test;
+
+TEST_F(BrokerTest, InitialSubscriptionOfAProducerKeepsEveryMessageFromTheStart) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  const std::string topic = "persistent://public/default/dlq-like";
+  wire::CommandProducer p;
+  p.set_topic(topic);
+  p.set_producer_id(1);
+  p.set_initial_subscription_name("init-sub");
+  auto made = c->create_producer(p);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c->send_message(1, static_cast<uint64_t>(i), "m-" + std::to_string(i)).ok());
+  }
+  // A consumer coming later with the default initial position (Latest) still gets them: the
+  // subscription existed before the first message.
+  ASSERT_TRUE(c->subscribe(topic, "init-sub", wire::CommandSubscribe::Shared, 7).ok());
+  ASSERT_TRUE(c->flow(7, 10).ok());
+  for (int i = 0; i < 3; ++i) {
+    auto m = c->receive_message(5s);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    auto single = m->unpack();
+    ASSERT_TRUE(single.ok());
+    EXPECT_EQ((*single)[0].payload.to_string(), "m-" + std::to_string(i));
+  }
+  // Another subscription made now starts at the end, as before.
+  ASSERT_TRUE(c->subscribe(topic, "later", wire::CommandSubscribe::Shared, 8).ok());
+  ASSERT_TRUE(c->flow(8, 10).ok());
+  EXPECT_FALSE(c->receive_message(300ms).ok());
+
+  // A second producer naming the same subscription leaves it where it is.
+  wire::CommandProducer again = p;
+  again.set_producer_id(2);
+  again.clear_request_id();
+  ASSERT_TRUE(c->create_producer(again).ok());
+  ASSERT_TRUE(c->send_message(2, 0, "m-3").ok());
+  auto m = c->receive_message(5s);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+}
+
+TEST_F(BrokerTest, APartitionBeyondThePartitionedTopicsCountIsNotCreated) {
+  const auto parts = protocol::TopicName::parse("persistent://public/default/grown");
+  ASSERT_TRUE(parts.ok());
+  auto put = cluster_.await(store_->put_recursive(partitioned_topic_path(*parts),
+                                                  R"({"partitions":2})"));
+  ASSERT_TRUE(put.ok()) << put.status().to_string();
+  auto c = client();
+  ASSERT_TRUE(c);
+  // Auto-creation is on: a partition below the count is made on demand, one beyond it not.
+  ASSERT_TRUE(c->create_producer("persistent://public/default/grown-partition-1", 1).ok());
+  auto beyond = c->create_producer("persistent://public/default/grown-partition-2", 2);
+  ASSERT_FALSE(beyond.ok());
+  EXPECT_TRUE(beyond.status().is(Errc::kNotFound)) << beyond.status().to_string();
+  // Once the count is raised, the same producer is accepted.
+  put = cluster_.await(store_->put_recursive(partitioned_topic_path(*parts),
+                                             R"({"partitions":3})"));
+  ASSERT_TRUE(put.ok());
+  auto grown = c->create_producer("persistent://public/default/grown-partition-2", 3);
+  EXPECT_TRUE(grown.ok()) << grown.status().to_string();
+  // A non-partitioned topic whose name looks like a partition is still auto-created.
+  EXPECT_TRUE(c->create_producer("persistent://public/default/plain-partition-5", 4).ok());
+}
+
+TEST_F(BrokerTest, ALookupNamingAListenerTheBrokerLacksFailsWithPulsarsText) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  wire::BaseCommand cmd;
+  cmd.set_type(wire::BaseCommand::LOOKUP);
+  const uint64_t request_id = c->next_request_id();
+  cmd.mutable_lookuptopic()->set_topic("persistent://public/default/listened");
+  cmd.mutable_lookuptopic()->set_request_id(request_id);
+  cmd.mutable_lookuptopic()->set_advertised_listener_name("external");
+  auto answer = c->request(cmd, request_id);
+  ASSERT_TRUE(answer.ok()) << answer.status().to_string();
+  const auto& r = answer->command.lookuptopicresponse();
+  EXPECT_EQ(r.response(), wire::CommandLookupTopicResponse::Failed);
+  EXPECT_EQ(r.error(), wire::ServiceNotReady);
+  EXPECT_EQ(r.message(), "the broker do not have external listener");
+  // Without a listener name the same lookup answers.
+  auto plain = c->lookup("persistent://public/default/listened");
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  EXPECT_EQ(plain->response(), wire::CommandLookupTopicResponse::Connect);
+}
+
+}  // namespace
+}  // namespace magnetar::broker
