@@ -27,6 +27,9 @@ int run_standalone(const StandaloneArgs& args) {
   // The metadata store and the bookie's directories default to places under --data-dir: empty
   // in the configuration (and its template) means there.
   config.metadata.metadata_store_url.clear();
+  // Left empty, advertisedAddress is "localhost" (below), as `pulsar standalone` advertises
+  // when neither advertisedAddress nor advertisedListeners is configured.
+  config.advertised_address.clear();
   const auto root = std::filesystem::absolute(args.data_dir) / "standalone";
   bookie::BookieConfig bookie_config;
   bookie_config.bookie_port = 3181;
@@ -41,7 +44,7 @@ int run_standalone(const StandaloneArgs& args) {
     std::fputs(schema.render_template().c_str(), stdout);
     std::fputs("\n# Left empty, metadataStoreUrl, journalDirectories and ledgerDirectories are "
                "under --data-dir\n# (data/standalone/metadata, .../bookkeeper/journal, "
-               ".../bookkeeper/ledgers).\n",
+               ".../bookkeeper/ledgers);\n# advertisedAddress is localhost.\n",
                stdout);
     return 0;
   }
@@ -76,7 +79,13 @@ int run_standalone(const StandaloneArgs& args) {
     }
     log.info("wiped the data in {}", root.string());
   }
-  bookie_config.advertised_address = config.advertised_address;
+  // The embedded bookie keeps its own default address unless one was configured: it is the
+  // broker's alone, and "localhost" may resolve to ::1 first while it listens on IPv4.
+  if (!config.advertised_address.empty()) {
+    bookie_config.advertised_address = config.advertised_address;
+  } else {
+    config.advertised_address = "localhost";
+  }
   bookie_config.metadata = config.metadata;
   log.info("starting standalone (data in {}) with configuration:\n{}", root.string(),
            schema.describe_effective());

@@ -142,7 +142,7 @@ TEST(PulsarHabitsTest, AFailedFirstStartLeavesNothingInTheWayOfTheNext) {
   auto [status, body] = http_get(moved.web_port(), "/admin/v2/clusters/standalone");
   ASSERT_EQ(status, 200) << body;
   EXPECT_EQ(Json::parse(body, nullptr, false).value("brokerServiceUrl", ""),
-            fmt::format("pulsar://127.0.0.1:{}", moved.port()));
+            fmt::format("pulsar://localhost:{}", moved.port()));
   const std::string stats = "/admin/v2/persistent/public/default/after-failure/stats";
   EXPECT_EQ(http_get(moved.web_port(), stats).first, 200);
   moved.kill();
