@@ -132,11 +132,7 @@ NonPersistentTopic::Totals NonPersistentTopic::totals() const {
   t.msgs_out = msgs_out_gone_;
   t.bytes_out = bytes_out_gone_;
   t.producers = static_cast<int64_t>(producers_.size());
-  for (const auto& [name, sub] : subscriptions_) {
-    t.msgs_out += sub->msgs_out();
-    t.bytes_out += sub->bytes_out();
-    t.consumers += static_cast<int64_t>(sub->consumers().size());
-  }
+  add_subscription_totals(t, subscriptions_);
   return t;
 }
 

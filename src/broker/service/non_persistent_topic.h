@@ -75,10 +75,7 @@ class NonPersistentTopic final : public Topic {
   void close();
   // As PersistentTopic's: counters for load reports, the stats JSON (Pulsar's
   // NonPersistentTopicStats), gauges, and the end of a stats period.
-  struct Totals {
-    int64_t msgs_in = 0, bytes_in = 0, msgs_out = 0, bytes_out = 0;
-    int64_t producers = 0, consumers = 0;
-  };
+  using Totals = TopicTotals;
   Totals totals() const;
   nlohmann::json stats() const;
   void refresh_metrics();

@@ -496,11 +496,7 @@ PersistentTopic::Totals PersistentTopic::totals() const {
   t.msgs_in = msgs_in_;
   t.bytes_in = bytes_in_;
   t.producers = static_cast<int64_t>(producers_.size());
-  for (const auto& [name, sub] : subscriptions_) {
-    t.msgs_out += sub->msgs_out();
-    t.bytes_out += sub->bytes_out();
-    t.consumers += static_cast<int64_t>(sub->consumers().size());
-  }
+  add_subscription_totals(t, subscriptions_);
   return t;
 }
 

@@ -152,10 +152,7 @@ class PersistentTopic final : public Topic, public std::enable_shared_from_this<
   // Closes producers and consumers (they reconnect) and the managed ledger.
   Task<void> close();
   // Counters for load reports.
-  struct Totals {
-    int64_t msgs_in = 0, bytes_in = 0, msgs_out = 0, bytes_out = 0;
-    int64_t producers = 0, consumers = 0;
-  };
+  using Totals = TopicTotals;
   Totals totals() const;
   nlohmann::json stats() const;
   // Sets the gauges (storage, backlog, counts) of the topic and its subscriptions.

@@ -37,6 +37,23 @@ struct SendInfo {
   int32_t marker_type = 0;
 };
 
+// Counters for load reports.
+struct TopicTotals {
+  int64_t msgs_in = 0, bytes_in = 0, msgs_out = 0, bytes_out = 0;
+  int64_t producers = 0, consumers = 0;
+};
+
+// Adds what a topic's subscriptions (either kind's: msgs_out(), bytes_out(), consumers())
+// sent, and their consumers, to `t`.
+template <typename Subscriptions>
+void add_subscription_totals(TopicTotals& t, const Subscriptions& subscriptions) {
+  for (const auto& [name, sub] : subscriptions) {
+    t.msgs_out += sub->msgs_out();
+    t.bytes_out += sub->bytes_out();
+    t.consumers += static_cast<int64_t>(sub->consumers().size());
+  }
+}
+
 class Topic {
  public:
   using Added = TopicProducers::Added;

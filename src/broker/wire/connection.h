@@ -182,6 +182,9 @@ class Connection final : public ConsumerSink,
   void handle_close_producer(const wire::CommandCloseProducer& request);
   // handlers/consumer.cc
   void handle_subscribe(const wire::CommandSubscribe& request);
+  // The consumer a SUBSCRIBE makes, on a topic's partition `partition` (-1: not a partition),
+  // with its Key_Shared sticky ranges.
+  std::shared_ptr<Consumer> new_consumer(const wire::CommandSubscribe& request, int partition);
   void handle_flow(const wire::CommandFlow& flow);
   void handle_unsubscribe(const wire::CommandUnsubscribe& request);
   void handle_close_consumer(const wire::CommandCloseConsumer& request);

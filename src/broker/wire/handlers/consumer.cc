@@ -73,8 +73,7 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
     }
     auto t = std::static_pointer_cast<PersistentTopic>(topic);
     if (self->closed_) co_return;
-    auto consumer = std::make_shared<Consumer>(self, req.consumer_id(), req.consumer_name(),
-                                               req.priority_level(), name->partition_index());
+    auto consumer = self->new_consumer(req, name->partition_index());
     if (req.read_compacted()) {
       if (req.subtype() != wire::CommandSubscribe::Exclusive &&
           req.subtype() != wire::CommandSubscribe::Failover) {
@@ -88,12 +87,6 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
         consumer->starts_at_earliest = req.initialposition() == wire::CommandSubscribe::Earliest;
       } else {
         consumer->starts_at_earliest = !to_position(req.start_message_id()).ledger_id.valid();
-      }
-    }
-    if (req.subtype() == wire::CommandSubscribe::Key_Shared && req.has_keysharedmeta() &&
-        req.keysharedmeta().keysharedmode() == wire::STICKY) {
-      for (const auto& r : req.keysharedmeta().hashranges()) {
-        consumer->sticky_ranges.emplace_back(r.start(), r.end());
       }
     }
     // Joining the subscription happens on the topic's loop.
@@ -158,6 +151,19 @@ void Connection::handle_subscribe(const wire::CommandSubscribe& req) {
                     wire::CommandSubscribe::SubType_Name(req.subtype()));
     if (joined.at_end) self->send_reached_end_of_topic(req.consumer_id());
   });
+}
+
+std::shared_ptr<Consumer> Connection::new_consumer(const wire::CommandSubscribe& req,
+                                                   int partition) {
+  auto consumer = std::make_shared<Consumer>(shared_from_this(), req.consumer_id(),
+                                             req.consumer_name(), req.priority_level(), partition);
+  if (req.subtype() == wire::CommandSubscribe::Key_Shared && req.has_keysharedmeta() &&
+      req.keysharedmeta().keysharedmode() == wire::STICKY) {
+    for (const auto& r : req.keysharedmeta().hashranges()) {
+      consumer->sticky_ranges.emplace_back(r.start(), r.end());
+    }
+  }
+  return consumer;
 }
 
 void Connection::handle_flow(const wire::CommandFlow& flow) {

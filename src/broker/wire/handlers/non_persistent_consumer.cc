@@ -18,14 +18,7 @@ Task<void> Connection::subscribe_non_persistent(wire::CommandSubscribe req,
                "readCompacted only valid on persistent topics");
     co_return;
   }
-  auto consumer = std::make_shared<Consumer>(self, req.consumer_id(), req.consumer_name(),
-                                             req.priority_level(), t->name().partition_index());
-  if (req.subtype() == wire::CommandSubscribe::Key_Shared && req.has_keysharedmeta() &&
-      req.keysharedmeta().keysharedmode() == wire::STICKY) {
-    for (const auto& r : req.keysharedmeta().hashranges()) {
-      consumer->sticky_ranges.emplace_back(r.start(), r.end());
-    }
-  }
+  auto consumer = new_consumer(req, t->name().partition_index());
   struct Joined {
     std::shared_ptr<NonPersistentSubscription> subscription;
     std::optional<ServerFailure> failure;
