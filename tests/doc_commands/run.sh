@@ -99,9 +99,10 @@ if [[ $ready -ne 1 ]]; then
   exit 1
 fi
 
-export WEB_ADDR="127.0.0.1:$web_port"
-export WEB_URL="http://127.0.0.1:$web_port"
-export BROKER_URL="pulsar://127.0.0.1:$broker_port"
+# What the standalone advertises (localhost, as pulsar standalone) names its broker.
+export WEB_ADDR="localhost:$web_port"
+export WEB_URL="http://localhost:$web_port"
+export BROKER_URL="pulsar://localhost:$broker_port"
 cat >"$work/client.conf" <<EOF
 webServiceUrl=$WEB_URL
 brokerServiceUrl=$BROKER_URL
