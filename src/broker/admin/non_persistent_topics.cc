@@ -63,20 +63,9 @@ Task<Response> NonPersistentTopics::list(const PathParams& p) {
   auto exists = co_await broker().topics.namespace_exists(ns);
   if (!exists.ok()) co_return broker_error(exists.status());
   if (!*exists) co_return error(404, "Namespace does not exist");
-  std::vector<std::string> loaded = co_await broker().topics.loaded_non_persistent_topics(ns);
-  std::set<std::string> names(loaded.begin(), loaded.end());
-  const std::string dir = fmt::format("/admin/partitioned-topics/{}/non-persistent", ns);
-  auto partitioned = co_await broker().stores.configuration->children(dir);
-  if (!partitioned.ok()) co_return broker_error(partitioned.status());
-  for (const auto& child : *partitioned) {
-    auto decoded = protocol::decode_local_name(child);
-    auto base = protocol::TopicName::parse(
-        fmt::format("non-persistent://{}/{}", ns, decoded ? *decoded : child));
-    if (!base.ok()) continue;
-    auto n = co_await broker().topics.partitions(*base, false);
-    for (int i = 0; n.ok() && i < *n; ++i) names.insert(base->partition(i).to_string());
-  }
-  co_return ok_json(Json(std::vector<std::string>(names.begin(), names.end())));
+  auto names = co_await broker().topics.topics_of_namespace(ns, TopicRegistry::Listed::kNonPersistent);
+  if (!names.ok()) co_return broker_error(names.status());
+  co_return ok_json(Json(*names));
 }
 
 Task<Response> NonPersistentTopics::create(const Request& req, const PathParams& p) {

@@ -21,8 +21,8 @@ std::string partitioned_topic_path(const protocol::TopicName& topic) {
                      protocol::to_string(topic.domain()), topic.encoded_local_name());
 }
 
-std::string partitioned_topics_dir(std::string_view ns) {
-  return fmt::format("/admin/partitioned-topics/{}/persistent", ns);
+std::string partitioned_topics_dir(std::string_view ns, protocol::TopicDomain domain) {
+  return fmt::format("/admin/partitioned-topics/{}/{}", ns, protocol::to_string(domain));
 }
 
 std::string topic_policies_dir(std::string_view ns, bool global) {

@@ -20,8 +20,9 @@ std::string namespace_policies_path(std::string_view ns);
 // "/admin/partitioned-topics/<tenant>/<namespace>/<domain>/<encoded local name>".
 std::string partitioned_topic_path(const protocol::TopicName& topic);
 // The partitioned topics of a namespace:
-// "/admin/partitioned-topics/<tenant>/<namespace>/persistent".
-std::string partitioned_topics_dir(std::string_view ns);
+// "/admin/partitioned-topics/<tenant>/<namespace>/<persistent|non-persistent>".
+std::string partitioned_topics_dir(std::string_view ns,
+                                   protocol::TopicDomain domain = protocol::TopicDomain::kPersistent);
 
 // A topic's own policies, JSON with Pulsar's TopicPolicies field names (so far
 // {"replicationClusters": [...]}). Pulsar keeps them in the namespace's `__change_events`

@@ -650,10 +650,6 @@ Task<Result<int>> TopicRegistry::partitions(protocol::TopicName name, bool auto_
   co_return creation.partitions;
 }
 
-Task<Result<std::vector<std::string>>> TopicRegistry::topics_of_namespace(std::string ns) {
-  co_return co_await namespace_topics(stores_, std::move(ns));
-}
-
 std::optional<int> partitions_of_metadata(std::string_view json) {
   auto j = nlohmann::json::parse(json, nullptr, false);
   if (j.is_object() && j.contains("partitions") && j["partitions"].is_number_integer()) {
@@ -661,6 +657,29 @@ std::optional<int> partitions_of_metadata(std::string_view json) {
   }
   return std::nullopt;
 }
+
+namespace {
+
+// Adds every partition of the namespace's partitioned topics of `domain`, used yet or not, as
+// Pulsar (which creates them with the partitioned topic) lists them.
+Task<Status> add_partitions(const metadata::MetadataStores& stores, const std::string& ns,
+                            protocol::TopicDomain domain, std::set<std::string>& names) {
+  auto partitioned = co_await stores.configuration->children(partitioned_topics_dir(ns, domain));
+  if (!partitioned.ok()) co_return partitioned.status();
+  for (const auto& child : *partitioned) {
+    auto decoded = protocol::decode_local_name(child);
+    auto base = protocol::TopicName::parse(fmt::format(
+        "{}://{}/{}", protocol::to_string(domain), ns, decoded ? *decoded : child));
+    if (!base.ok()) continue;
+    auto node = co_await stores.configuration->get(partitioned_topic_path(*base));
+    if (!node.ok() || !node->has_value()) continue;
+    const int n = partitions_of_metadata((*node)->value).value_or(0);
+    for (int i = 0; i < n; ++i) names.insert(base->partition(i).to_string());
+  }
+  co_return Status::OK();
+}
+
+}  // namespace
 
 Task<Result<std::vector<std::string>>> namespace_topics(metadata::MetadataStores stores,
                                                         std::string ns) {
@@ -672,21 +691,27 @@ Task<Result<std::vector<std::string>>> namespace_topics(metadata::MetadataStores
     auto decoded = protocol::decode_local_name(child);
     names.insert(fmt::format("persistent://{}/{}", ns, decoded ? *decoded : child));
   }
-  // Every partition of the namespace's partitioned topics, used yet or not, as Pulsar (which
-  // creates them with the partitioned topic) lists them.
-  auto partitioned = co_await stores.configuration->children(partitioned_topics_dir(ns));
-  if (!partitioned.ok()) co_return partitioned.status();
-  for (const auto& child : *partitioned) {
-    auto decoded = protocol::decode_local_name(child);
-    auto base = protocol::TopicName::parse(
-        fmt::format("persistent://{}/{}", ns, decoded ? *decoded : child));
-    if (!base.ok()) continue;
-    auto node = co_await stores.configuration->get(partitioned_topic_path(*base));
-    if (!node.ok() || !node->has_value()) continue;
-    const int n = partitions_of_metadata((*node)->value).value_or(0);
-    for (int i = 0; i < n; ++i) names.insert(base->partition(i).to_string());
-  }
+  Status st = co_await add_partitions(stores, ns, protocol::TopicDomain::kPersistent, names);
+  if (!st.ok()) co_return st;
   co_return std::vector<std::string>(names.begin(), names.end());
+}
+
+Task<Result<std::vector<std::string>>> TopicRegistry::topics_of_namespace(
+    std::string ns, Listed listed) {
+  std::vector<std::string> out;
+  if (listed != Listed::kNonPersistent) {
+    auto persistent = co_await namespace_topics(stores_, ns);
+    if (!persistent.ok()) co_return persistent.status();
+    out = std::move(*persistent);
+  }
+  if (listed != Listed::kPersistent) {
+    auto loaded = co_await loaded_non_persistent_topics(ns);
+    std::set<std::string> names(loaded.begin(), loaded.end());
+    Status st = co_await add_partitions(stores_, ns, protocol::TopicDomain::kNonPersistent, names);
+    if (!st.ok()) co_return st;
+    out.insert(out.end(), names.begin(), names.end());
+  }
+  co_return out;
 }
 
 // The compaction threshold (topic, namespace or broker): a compaction starts once the backlog

@@ -108,7 +108,13 @@ class TopicRegistry final : public BundleTopics {
   // auto-creation says so.
   Task<Result<int>> partitions(protocol::TopicName name, bool auto_create);
   Task<Result<bool>> namespace_exists(std::string ns);
-  Task<Result<std::vector<std::string>>> topics_of_namespace(std::string ns);
+  // The topics of `ns` a client listing the namespace sees (GET_TOPICS_OF_NAMESPACE's mode):
+  // the persistent ones of namespace_topics(); non-persistent ones loaded on this broker
+  // (Pulsar asks every bundle's owner; here each broker lists its own) and every partition
+  // of the namespace's non-persistent partitioned topics.
+  enum class Listed { kPersistent, kNonPersistent, kAll };  // Pulsar's Mode
+  Task<Result<std::vector<std::string>>> topics_of_namespace(std::string ns,
+                                                             Listed listed = Listed::kPersistent);
   // Deletes a topic owned here with its managed ledger and cursors (a non-persistent one:
   // unloads it). Errors: kNotFound, kAlreadyExists when clients are connected and not `force`
   // (they are disconnected with force).

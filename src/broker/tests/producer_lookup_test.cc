@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "broker/config/store_paths.h"
@@ -97,6 +99,39 @@ TEST_F(BrokerTest, ALookupNamingAListenerTheBrokerLacksFailsWithPulsarsText) {
   auto plain = c->lookup("persistent://public/default/listened");
   ASSERT_TRUE(plain.ok()) << plain.status().to_string();
   EXPECT_EQ(plain->response(), wire::CommandLookupTopicResponse::Connect);
+}
+
+TEST_F(BrokerTest, TopicsOfANamespaceByMode) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->create_producer("persistent://public/default/listed-p", 1).ok());
+  ASSERT_TRUE(c->create_producer("non-persistent://public/default/listed-np", 2).ok());
+  auto list = [&](std::optional<wire::CommandGetTopicsOfNamespace::Mode> mode) {
+    wire::BaseCommand cmd;
+    cmd.set_type(wire::BaseCommand::GET_TOPICS_OF_NAMESPACE);
+    const uint64_t request_id = c->next_request_id();
+    auto* req = cmd.mutable_gettopicsofnamespace();
+    req->set_request_id(request_id);
+    req->set_namespace_("public/default");
+    if (mode) req->set_mode(*mode);
+    auto answer = c->request(cmd, request_id);
+    EXPECT_TRUE(answer.ok()) << answer.status().to_string();
+    std::set<std::string> topics;
+    if (answer.ok()) {
+      for (const auto& t : answer->command.gettopicsofnamespaceresponse().topics()) {
+        topics.insert(t);
+      }
+    }
+    return topics;
+  };
+  const std::set<std::string> persistent = {"persistent://public/default/listed-p"};
+  const std::set<std::string> non_persistent = {"non-persistent://public/default/listed-np"};
+  const std::set<std::string> all = {"persistent://public/default/listed-p",
+                                     "non-persistent://public/default/listed-np"};
+  EXPECT_EQ(list(std::nullopt), persistent);  // PERSISTENT is the field's default
+  EXPECT_EQ(list(wire::CommandGetTopicsOfNamespace::PERSISTENT), persistent);
+  EXPECT_EQ(list(wire::CommandGetTopicsOfNamespace::NON_PERSISTENT), non_persistent);
+  EXPECT_EQ(list(wire::CommandGetTopicsOfNamespace::ALL), all);
 }
 
 }  // namespace

@@ -154,7 +154,13 @@ void Connection::handle_get_topics_of_namespace(const wire::CommandGetTopicsOfNa
       self->send_error(req.request_id(), *denied);
       co_return;
     }
-    auto topics = co_await self->context_.topics.topics_of_namespace(req.namespace_());
+    using Listed = TopicRegistry::Listed;
+    const Listed listed = req.mode() == wire::CommandGetTopicsOfNamespace::NON_PERSISTENT
+                              ? Listed::kNonPersistent
+                          : req.mode() == wire::CommandGetTopicsOfNamespace::ALL
+                              ? Listed::kAll
+                              : Listed::kPersistent;
+    auto topics = co_await self->context_.topics.topics_of_namespace(req.namespace_(), listed);
     if (!topics.ok()) {
       self->send_error(req.request_id(), to_server_failure(topics.status(), wire::MetadataError));
       co_return;
