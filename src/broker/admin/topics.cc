@@ -289,7 +289,7 @@ void add_topic_reads(http::Router& router, const std::shared_ptr<Topics>& self) 
        });
   read("POST", "terminate", Permission::topic_op("persistent", Action::kNone, "TERMINATE"),
        [](std::shared_ptr<PersistentTopic> t) -> Task<Response> {
-         auto last = co_await t->ledger().terminate();
+         auto last = co_await t->terminate();
          if (!last.ok()) co_return broker_error(last.status());
          co_return ok_json(message_id_json(*last));
        });

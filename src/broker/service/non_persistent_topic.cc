@@ -28,8 +28,8 @@ void NonPersistentTopic::set_policies(TopicPolicies policies) {
 }
 
 Result<Topic::Added> NonPersistentTopic::add_producer(const std::shared_ptr<Producer>& p,
-                                                      std::function<void()> promoted) {
-  return producers_.add(p, std::move(promoted), policies_.max_producers, name_.to_string());
+                                                      TopicProducers::Decided decided) {
+  return producers_.add(p, std::move(decided), policies_.max_producers, name_.to_string());
 }
 
 void NonPersistentTopic::remove_producer(uint64_t producer_id, const ProducerSink* owner) {

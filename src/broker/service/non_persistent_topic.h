@@ -45,7 +45,7 @@ class NonPersistentTopic final : public Topic {
 
   // Errors: kProducerBusy, kProducerFenced.
   Result<Added> add_producer(const std::shared_ptr<Producer>& producer,
-                             std::function<void()> promoted) override;
+                             TopicProducers::Decided decided) override;
   void remove_producer(uint64_t producer_id, const ProducerSink* owner) override;
   // Dispatches the entry to every subscription now; `done` gets 0:0 at once.
   void publish(const std::shared_ptr<Producer>& producer, Buffer entry, SendInfo send,

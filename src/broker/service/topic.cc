@@ -71,7 +71,7 @@ PersistentTopic::PersistentTopic(const BrokerConfig& config, Gate& gate, Executo
 PersistentTopic::~PersistentTopic() { topics_count_->dec(); }
 
 Result<PersistentTopic::Added> PersistentTopic::add_producer(const std::shared_ptr<Producer>& p,
-                                                             std::function<void()> promoted) {
+                                                             TopicProducers::Decided decided) {
   if (ml_->terminated()) return Status(Error::kTopicTerminated, "topic is terminated");
   if (backlog_quota_exceeded(*this)) {
     const char* message = "cannot create producer: the topic's backlog quota is exceeded";
@@ -82,7 +82,7 @@ Result<PersistentTopic::Added> PersistentTopic::add_producer(const std::shared_p
       return Status(Error::kQuotaExceededHold, message);
     }
   }
-  return producers_.add(p, std::move(promoted), policies_.max_producers, name_.to_string());
+  return producers_.add(p, std::move(decided), policies_.max_producers, name_.to_string());
 }
 
 void PersistentTopic::remove_producer(uint64_t producer_id, const ProducerSink* owner) {
@@ -90,6 +90,13 @@ void PersistentTopic::remove_producer(uint64_t producer_id, const ProducerSink* 
 }
 
 void PersistentTopic::disconnect_producers() { producers_.disconnect_all(); }
+
+Task<Result<Position>> PersistentTopic::terminate() {
+  auto self = shared_from_this();
+  auto last = co_await ml_->terminate();
+  if (last.ok()) disconnect_producers();
+  co_return last;
+}
 
 int64_t PersistentTopic::last_sequence_id(const std::string& producer) const {
   return dedup_ ? dedup_->last_sequence_id(producer) : -1;

@@ -62,10 +62,14 @@ class PersistentTopic final : public Topic, public std::enable_shared_from_this<
   // Adds a producer (topic_producers.h). Errors: kTopicTerminated, kQuotaExceeded(Hold),
   // kProducerBusy, kProducerFenced.
   Result<Added> add_producer(const std::shared_ptr<Producer>& producer,
-                             std::function<void()> promoted) override;
+                             TopicProducers::Decided decided) override;
   void remove_producer(uint64_t producer_id, const ProducerSink* owner) override;
   // Disconnects every producer (CLOSE_PRODUCER); they may come back.
   void disconnect_producers();
+  // Terminates the topic: no more messages; returns the last one's position. Its producers
+  // are disconnected, and refused with TopicTerminatedError when they come back (as Pulsar's
+  // terminate does), so that clients learn it at once instead of at their next send.
+  Task<Result<mledger::Position>> terminate();
   // Consumers of all its subscriptions.
   size_t consumer_count() const;
   // Since when nobody uses the topic (the inactive topic policy; set at load and by

@@ -65,11 +65,11 @@ class Topic {
   virtual const Executor& executor() const = 0;
   virtual const protocol::TopicName& name() const = 0;
   virtual const TopicPolicies& policies() const = 0;
-  // Adds a producer per its access mode (topic_producers.h); kQueued: `promoted` runs when a
-  // WaitForExclusive producer becomes the topic's producer. Errors: the kind's own, then
+  // Adds a producer per its access mode (topic_producers.h); kQueued: `decided` runs when a
+  // WaitForExclusive producer's wait ends. Errors: the kind's own, then
   // kProducerBusy, kProducerFenced.
   virtual Result<Added> add_producer(const std::shared_ptr<Producer>& producer,
-                                     std::function<void()> promoted) = 0;
+                                     TopicProducers::Decided decided) = 0;
   virtual void remove_producer(uint64_t producer_id, const ProducerSink* owner) = 0;
   // Takes one entry (metadata + payload as received); `done` gets where it went.
   virtual void publish(const std::shared_ptr<Producer>& producer, Buffer entry, SendInfo send,

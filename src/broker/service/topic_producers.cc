@@ -9,7 +9,7 @@
 namespace magnetar::broker {
 
 Result<TopicProducers::Added> TopicProducers::add(const std::shared_ptr<Producer>& p,
-                                                  std::function<void()> promoted,
+                                                  Decided decided,
                                                   int32_t max_producers,
                                                   const std::string& topic) {
   if (max_producers > 0 && !p->replicator()) {
@@ -46,7 +46,7 @@ Result<TopicProducers::Added> TopicProducers::add(const std::shared_ptr<Producer
       break;
     case wire::WaitForExclusive:
       if (!producers_.empty() || !waiting_exclusive_.empty()) {
-        waiting_exclusive_.push_back(WaitingProducer{p, std::move(promoted)});
+        waiting_exclusive_.push_back(WaitingProducer{p, std::move(decided)});
         return Added::kQueued;
       }
       break;
@@ -66,14 +66,23 @@ void TopicProducers::remove(uint64_t producer_id, const ProducerSink* owner) {
     waiting_exclusive_.pop_front();
     if (!next.producer->sink()) continue;
     producers_[{next.producer->owner(), next.producer->id()}] = next.producer;
-    if (next.promoted) next.promoted();
+    if (next.decided) next.decided(Status::OK());
   }
 }
 
-void TopicProducers::disconnect_all(bool with_queue) {
+void TopicProducers::disconnect_all(bool fence_queue) {
   auto producers = std::move(producers_);
   producers_.clear();
-  if (with_queue) waiting_exclusive_.clear();
+  if (fence_queue) {
+    auto queue = std::move(waiting_exclusive_);
+    waiting_exclusive_.clear();
+    for (auto& w : queue) {
+      if (w.decided) {
+        w.decided(Status(Error::kProducerFenced,
+                         "fenced while waiting: an ExclusiveWithFencing producer took the topic"));
+      }
+    }
+  }
   for (const auto& [key, p] : producers) {
     if (auto sink = p->sink()) sink->close_producer(p->id());
   }

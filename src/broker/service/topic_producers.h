@@ -26,18 +26,21 @@ class TopicProducers {
   enum class Added { kAdded, kQueued };
   using Map = std::map<std::pair<const ProducerSink*, uint64_t>, std::shared_ptr<Producer>>;
 
+  // What becomes of a queued WaitForExclusive producer: OK when it becomes the topic's
+  // producer, kProducerFenced when an ExclusiveWithFencing producer takes the topic first.
+  using Decided = std::function<void(Status)>;
   // Adds a producer per its access mode. WaitForExclusive producers that cannot be exclusive
-  // yet are queued (kQueued): `promoted` runs when they become the topic's producer.
+  // yet are queued (kQueued): `decided` runs once, when their wait ends.
   // `max_producers` (0: no limit) counts local producers only, not other clusters'
   // replicators; `topic` names the topic in errors. Errors: kProducerBusy, kProducerFenced.
-  Result<Added> add(const std::shared_ptr<Producer>& producer, std::function<void()> promoted,
+  Result<Added> add(const std::shared_ptr<Producer>& producer, Decided decided,
                     int32_t max_producers, const std::string& topic);
   // Removes a producer (joined or queued) and promotes the next queued one when the topic
   // has none left.
   void remove(uint64_t producer_id, const ProducerSink* owner);
-  // Disconnects every producer (CLOSE_PRODUCER; they may come back) and forgets the queue
-  // when `with_queue`.
-  void disconnect_all(bool with_queue = false);
+  // Disconnects every producer (CLOSE_PRODUCER; they may come back); with `fence_queue`, the
+  // queued ones are told they were fenced.
+  void disconnect_all(bool fence_queue = false);
   const Map& all() const { return producers_; }
   bool empty() const { return producers_.empty(); }
   size_t size() const { return producers_.size(); }
@@ -47,7 +50,7 @@ class TopicProducers {
   Map producers_;
   struct WaitingProducer {
     std::shared_ptr<Producer> producer;
-    std::function<void()> promoted;
+    Decided decided;
   };
   std::deque<WaitingProducer> waiting_exclusive_;
 };

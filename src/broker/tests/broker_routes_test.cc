@@ -609,10 +609,14 @@ TEST_F(BrokerRoutesTest, TerminateFreezesTheTopic) {
   EXPECT_EQ(r.json()["ledgerId"].get<uint64_t>(), ids.back().ledgerid());
   EXPECT_EQ(r.json()["entryId"].get<uint64_t>(), ids.back().entryid());
 
-  auto sent = c->send_message(1, 100, "late");
-  ASSERT_FALSE(sent.ok());
-  EXPECT_EQ(testing::server_error_of(sent.status()), wire::TopicTerminatedError)
-      << sent.status().to_string();
+  // Its producer is closed, and refused when it comes back (clients learn it at once).
+  auto closed = c->receive(wire::BaseCommand::CLOSE_PRODUCER);
+  ASSERT_TRUE(closed.ok()) << closed.status().to_string();
+  EXPECT_EQ(closed->command.close_producer().producer_id(), 1u);
+  auto back = c->create_producer("persistent://public/default/t", 1);
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(testing::server_error_of(back.status()), wire::TopicTerminatedError)
+      << back.status().to_string();
   Reply last = get(kTopics + "/t/lastMessageId");
   ASSERT_EQ(last.status, 200) << last;
   EXPECT_EQ(last.json()["entryId"].get<uint64_t>(), ids.back().entryid());

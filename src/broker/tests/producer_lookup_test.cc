@@ -57,6 +57,51 @@ TEST_F(BrokerTest, InitialSubscriptionOfAProducerKeepsEveryMessageFromTheStart) 
   ASSERT_TRUE(m.ok()) << m.status().to_string();
 }
 
+TEST_F(BrokerTest, AProducerWaitingForExclusiveIsFencedByExclusiveWithFencing) {
+  const std::string topic = "persistent://public/default/fenced-wait";
+  auto a = client();
+  auto b = client();
+  ASSERT_TRUE(a && b);
+  wire::CommandProducer exclusive;
+  exclusive.set_topic(topic);
+  exclusive.set_producer_id(1);
+  exclusive.set_producer_access_mode(wire::Exclusive);
+  ASSERT_TRUE(a->create_producer(exclusive).ok());
+  wire::CommandProducer waiting = exclusive;
+  waiting.set_producer_id(2);
+  waiting.set_producer_access_mode(wire::WaitForExclusive);
+  waiting.set_request_id(b->next_request_id());
+  auto early = b->create_producer(waiting);
+  ASSERT_TRUE(early.ok()) << early.status().to_string();
+  EXPECT_FALSE(early->producer_ready());
+  // The fencing producer takes the topic: the exclusive one is closed, the waiting one gets
+  // an answer to its PRODUCER request (it waited for ever before).
+  wire::CommandProducer fencing = exclusive;
+  fencing.set_producer_id(3);
+  fencing.set_producer_access_mode(wire::ExclusiveWithFencing);
+  fencing.clear_request_id();
+  ASSERT_TRUE(a->create_producer(fencing).ok());
+  auto closed = a->receive(wire::BaseCommand::CLOSE_PRODUCER);
+  ASSERT_TRUE(closed.ok()) << closed.status().to_string();
+  EXPECT_EQ(closed->command.close_producer().producer_id(), 1u);
+  auto fenced = b->response(waiting.request_id(), 5s);
+  ASSERT_TRUE(fenced.ok()) << fenced.status().to_string();
+  ASSERT_EQ(fenced->command.type(), wire::BaseCommand::ERROR);
+  EXPECT_EQ(fenced->command.error().error(), wire::ProducerFenced);
+  // Once the fencing producer leaves, a new WaitForExclusive producer gets the topic.
+  wire::CommandProducer next = waiting;
+  next.set_producer_id(4);
+  next.clear_request_id();
+  auto queued = b->create_producer(next);
+  ASSERT_TRUE(queued.ok()) << queued.status().to_string();
+  EXPECT_FALSE(queued->producer_ready());
+  ASSERT_TRUE(a->close_producer(3).ok());
+  auto ready = b->receive(wire::BaseCommand::PRODUCER_SUCCESS, 5s);
+  ASSERT_TRUE(ready.ok()) << ready.status().to_string();
+  EXPECT_TRUE(ready->command.producer_success().producer_ready());
+  EXPECT_TRUE(b->send_message(4, 0, "mine").ok());
+}
+
 TEST_F(BrokerTest, APartitionBeyondThePartitionedTopicsCountIsNotCreated) {
   const auto parts = protocol::TopicName::parse("persistent://public/default/grown");
   ASSERT_TRUE(parts.ok());

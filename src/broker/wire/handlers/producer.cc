@@ -135,9 +135,18 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
       if (!schema_version.empty()) r->set_schema_version(schema_version);
       self->write_command(cmd);
     };
-    // (On the topic's loop.) A queued WaitForExclusive producer is registered here first,
-    // then told it is ready: both hop to this connection's loop, in that order.
-    auto promoted = [self, t, producer, success]() {
+    // (On the topic's loop.) The end of a queued WaitForExclusive producer's wait: promoted,
+    // it is registered here first, then told it is ready (both hop to this connection's loop,
+    // in that order); fenced, its PRODUCER request gets the error.
+    auto decided = [self, t, producer, success, request_id = req.request_id()](Status outcome) {
+      if (!outcome.ok()) {
+        self->on_my_loop([self, producer, request_id, failure = to_server_failure(outcome)] {
+          if (self->closed_) return;
+          self->waiting_producers_.erase(producer->id());
+          self->send_error(request_id, failure);
+        });
+        return;
+      }
       self->on_my_loop([self, t, producer] {
         if (self->closed_) return;
         self->waiting_producers_.erase(producer->id());
@@ -159,9 +168,9 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
         co_return;
       }
     }
-    auto add = [t, producer, promoted]() -> Task<Added> {
+    auto add = [t, producer, decided]() -> Task<Added> {
       Added out;
-      auto added = t->add_producer(producer, promoted);
+      auto added = t->add_producer(producer, decided);
       if (added.ok()) {
         out.added = *added;
       } else {
