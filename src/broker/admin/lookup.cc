@@ -6,7 +6,7 @@
 //   GET /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}/bundle
 //       200 text/plain: the topic's bundle range (owned or not; nothing is taken)
 //
-// Only persistent topics (412 otherwise). A lookup needs a produce or consume grant on the
+// Persistent and non-persistent topics (412 for another domain). A lookup needs a produce or consume grant on the
 // topic (LOOKUP); the bundle, an admin of the tenant (GET_BUNDLE), as in Pulsar.
 
 #include <fmt/format.h>
@@ -35,15 +35,15 @@ using http::Response;
 constexpr std::string_view kLookupPrefix = "/lookup/v2/topic/";
 
 // The topic of a lookup path's segments after the prefix ({domain, tenant, namespace, topic}
-// and perhaps "bundle"), or the answer to a path that is not one: 400 too short, 412 not
-// persistent or not a valid topic name, 404 anything after the topic but "bundle".
+// and perhaps "bundle"), or the answer to a path that is not one: 400 too short, 412 an
+// unknown domain or not a valid topic name, 404 anything after the topic but "bundle".
 OrResponse<protocol::TopicName> lookup_topic(const std::vector<std::string>& parts) {
   if (parts.size() < 4) return error(400, "Malformed lookup path");
-  if (parts[0] != "persistent") {
-    return error(412, "only persistent topics are supported");
+  if (parts[0] != "persistent" && parts[0] != "non-persistent") {
+    return error(412, fmt::format("Unsupported topic domain: {}", parts[0]));
   }
   auto name = protocol::TopicName::parse(
-      fmt::format("persistent://{}/{}/{}", parts[1], parts[2], parts[3]));
+      fmt::format("{}://{}/{}/{}", parts[0], parts[1], parts[2], parts[3]));
   if (!name.ok()) return error(412, name.status().message());
   const bool bundle = parts.size() == 5 && parts[4] == "bundle";
   if (parts.size() > 4 && !bundle) return not_found();
@@ -78,9 +78,15 @@ Task<Response> Lookup::lookup(const Request& req, const PathParams& p) {
   const BrokerServices& b = broker();
   if (!(co_await b.topics.auto_creation(name.namespace_name())).allowed) {
     // Served only if it exists: a topic, a partitioned topic or one of its partitions.
+    // (A non-persistent topic exists while it is loaded: here, as far as this broker knows.)
     auto partitions = co_await b.topics.partitions(name, false);
-    auto exists =
-        co_await (*b.stores.cluster).exists(mledger::managed_ledger_path(name.persistence_name()));
+    Result<bool> exists = false;
+    if (name.is_persistent()) {
+      exists = co_await (*b.stores.cluster)
+                   .exists(mledger::managed_ledger_path(name.persistence_name()));
+    } else {
+      exists = (co_await b.topics.get_non_persistent_topic(name, false)).ok();
+    }
     const bool creatable = co_await b.topics.may_auto_create(name);
     if (partitions.ok() && *partitions == 0 && exists.ok() && !*exists && !creatable) {
       co_return error(404, "Topic not found.");

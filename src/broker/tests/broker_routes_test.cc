@@ -66,10 +66,13 @@ TEST_F(BrokerRoutesTest, LookupOfAnUnknownNamespaceIs404) {
   EXPECT_ERROR(get("/lookup/v2/topic/persistent/public/nope/t/bundle"), 404);
 }
 
-TEST_F(BrokerRoutesTest, LookupOfANonPersistentTopicIs412) {
+TEST_F(BrokerRoutesTest, LookupOfNonPersistentTopicsAndUnknownDomains) {
   Reply r = get("/lookup/v2/topic/non-persistent/public/default/t");
-  EXPECT_ERROR(r, 412);
-  EXPECT_EQ(r.reason(), "only persistent topics are supported");
+  ASSERT_EQ(r.status, 200) << r;
+  EXPECT_EQ(r.json()["brokerUrl"], get(kLookup + "/t").json()["brokerUrl"]);
+  Reply other = get("/lookup/v2/topic/volatile/public/default/t");
+  EXPECT_ERROR(other, 412);
+  EXPECT_EQ(other.reason(), "Unsupported topic domain: volatile");
 }
 
 TEST_F(BrokerRoutesTest, LookupWithoutAutoCreationFindsOnlyExistingTopics) {
