@@ -30,13 +30,11 @@ std::shared_ptr<http::Router> make_router(metadata::MetadataStores stores,
   auto resources = std::make_shared<const AdminContext>(AdminContext{stores, options});
   admin::add_clusters(*router, resources);
   admin::add_tenants(*router, resources);
-  admin::add_namespaces(*router, resources);
+  auto own = broker ? std::make_shared<const BrokerContext>(*broker) : nullptr;
+  admin::add_namespaces(*router, resources, own);
   admin::add_namespace_policies(*router, resources);
-  if (!broker) {
-    admin::add_permissions(*router, resources, nullptr);
-  } else {
-    auto own = std::make_shared<const BrokerContext>(*broker);
-    admin::add_permissions(*router, resources, own);
+  admin::add_permissions(*router, resources, own);
+  if (own) {
     admin::add_namespace_bundles(*router, own);
     admin::add_lookup(*router, own);
     admin::add_topics(*router, own);

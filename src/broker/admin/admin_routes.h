@@ -38,7 +38,9 @@ struct BrokerContext {
 
 void add_clusters(http::Router& router, std::shared_ptr<const AdminContext> ctx);
 void add_tenants(http::Router& router, std::shared_ptr<const AdminContext> ctx);
-void add_namespaces(http::Router& router, std::shared_ptr<const AdminContext> ctx);
+// With `broker` (may be null), {namespace}/topics lists its non-persistent topics too.
+void add_namespaces(http::Router& router, std::shared_ptr<const AdminContext> ctx,
+                    std::shared_ptr<const BrokerContext> broker);
 void add_namespace_policies(http::Router& router, std::shared_ptr<const AdminContext> ctx);
 
 void add_namespace_bundles(http::Router& router, std::shared_ptr<const BrokerContext> ctx);

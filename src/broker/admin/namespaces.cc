@@ -28,7 +28,8 @@ using http::Response;
 
 class Namespaces {
  public:
-  explicit Namespaces(std::shared_ptr<const AdminContext> ctx) : ctx_(std::move(ctx)) {}
+  Namespaces(std::shared_ptr<const AdminContext> ctx, std::shared_ptr<const BrokerContext> broker)
+      : ctx_(std::move(ctx)), broker_(std::move(broker)) {}
 
   Task<Response> list_namespaces(std::string tenant);
   Task<Response> get_policies(NamespaceName ns);
@@ -41,6 +42,7 @@ class Namespaces {
   metadata::MetadataStore& cluster_store() const { return ctx_->cluster_store(); }
 
   const std::shared_ptr<const AdminContext> ctx_;
+  const std::shared_ptr<const BrokerContext> broker_;  // null: no broker behind this API
   log::Logger log_{"admin"};
 };
 
@@ -78,8 +80,18 @@ Task<Response> Namespaces::list_topics(NamespaceName ns, const Request& req) {
   auto exists = co_await configuration().exists(ns.policies_path());
   if (!exists.ok()) co_return store_error(exists.status());
   if (!*exists) co_return error(404, kNoNamespace);
-  Json out = Json::array();
-  if (mode == "NON_PERSISTENT") co_return ok_json(out);  // non-persistent topics are not supported
+  if (broker_) {
+    // With its non-persistent topics (topics_of_namespace says which).
+    using Listed = TopicRegistry::Listed;
+    const Listed listed = mode == "NON_PERSISTENT" ? Listed::kNonPersistent
+                          : mode == "ALL"          ? Listed::kAll
+                                                   : Listed::kPersistent;
+    auto topics = co_await broker_->services.topics.topics_of_namespace(ns.full(), listed);
+    if (!topics.ok()) co_return store_error(topics.status());
+    co_return ok_json(Json(*topics));
+  }
+  // Without a broker, no non-persistent topic is known.
+  if (mode == "NON_PERSISTENT") co_return ok_json(Json::array());
   auto topics = co_await namespace_topics(ctx_->stores, ns.full());
   if (!topics.ok()) co_return store_error(topics.status());
   co_return ok_json(Json(*topics));
@@ -157,8 +169,9 @@ Task<Response> Namespaces::delete_namespace(NamespaceName ns, const Request& req
 
 }  // namespace
 
-void add_namespaces(http::Router& router, std::shared_ptr<const AdminContext> ctx) {
-  auto self = std::make_shared<Namespaces>(std::move(ctx));
+void add_namespaces(http::Router& router, std::shared_ptr<const AdminContext> ctx,
+                    std::shared_ptr<const BrokerContext> broker) {
+  auto self = std::make_shared<Namespaces>(std::move(ctx), std::move(broker));
   const std::string ns = "/admin/v2/namespaces/{tenant}/{namespace}";
   const Permission admin = Permission::tenant_admin();
   // The request and its parameters outlive each returned task (the router awaits it).

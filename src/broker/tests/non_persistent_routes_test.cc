@@ -81,6 +81,13 @@ TEST_F(NonPersistentRoutesTest, CreateListStatsUnloadDelete) {
   EXPECT_EQ(get(kNonPersistent + "/made/stats").status, 200);
   // Nothing of it in the persistent list, nor in the store.
   EXPECT_EQ(get(kTopics).json(), Json::array());
+  // The namespace's topic list by mode (what HTTP pattern subscriptions ask).
+  const std::string listed = "/admin/v2/namespaces/public/default/topics";
+  EXPECT_EQ(get(listed).json(), Json::array());
+  EXPECT_EQ(get(listed + "?mode=NON_PERSISTENT").json(),
+            Json::array({"non-persistent://public/default/made"}));
+  EXPECT_EQ(get(listed + "?mode=ALL").json(),
+            Json::array({"non-persistent://public/default/made"}));
   // Unloading forgets it.
   EXPECT_EQ(put(kNonPersistent + "/made/unload").status, 204);
   EXPECT_EQ(get(kNonPersistent + "/made/stats").status, 404);
