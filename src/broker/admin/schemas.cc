@@ -43,13 +43,40 @@ std::string type_upper(std::string s) {
   return s;
 }
 
+// Inside the REST API a KEY_VALUE schema's data is JSON, {"key": K, "value": V}, each the
+// part's own schema (its JSON as is, in its order) or "" for a primitive one, as Pulsar's
+// SchemaUtils writes and reads it; the wire's binary layout (schema_type.h) stays in storage.
+using OrderedJson = nlohmann::ordered_json;
+
+std::string rest_schema_data(const wire::Schema& schema) {
+  if (schema.type() != wire::Schema::KeyValue) return schema.schema_data();
+  auto kv = protocol::decode_key_value_schema(schema.schema_data());
+  if (!kv) return schema.schema_data();
+  auto part = [](const std::string& data) {
+    auto j = OrderedJson::parse(data, nullptr, false);
+    return j.is_discarded() || data.empty() ? OrderedJson("") : j;
+  };
+  return OrderedJson{{"key", part(kv->key)}, {"value", part(kv->value)}}.dump();
+}
+
+// The binary layout of a KEY_VALUE schema uploaded as {"key": K, "value": V}; nullopt when
+// it is not that.
+std::optional<std::string> stored_key_value_data(const std::string& rest) {
+  const auto j = OrderedJson::parse(rest, nullptr, false);
+  if (!j.is_object() || !j.contains("key") || !j.contains("value")) return std::nullopt;
+  auto part = [](const OrderedJson& p) {
+    return p.is_string() && p.get<std::string>().empty() ? std::string() : p.dump();
+  };
+  return protocol::encode_key_value_schema(part(j["key"]), part(j["value"]));
+}
+
 Json schema_response(const StoredSchema& s) {
   Json properties = Json::object();
   for (const auto& kv : s.schema.properties()) properties[kv.key()] = kv.value();
   return {{"version", s.version},
           {"type", protocol::schema_type_name(s.schema.type())},
           {"timestamp", s.timestamp_ms},
-          {"data", s.schema.schema_data()},
+          {"data", rest_schema_data(s.schema)},
           {"properties", std::move(properties)}};
 }
 
@@ -72,7 +99,16 @@ OrResponse<wire::Schema> payload_schema(const protocol::TopicName& topic, const 
   schema.set_type(*t);
   if (j.contains("schema") && !j["schema"].is_null()) {
     if (!j["schema"].is_string()) return error(422, "The schema definition must be a string");
-    schema.set_schema_data(j["schema"].get<std::string>());
+    const std::string data = j["schema"].get<std::string>();
+    if (*t == wire::Schema::KeyValue) {
+      auto stored = stored_key_value_data(data);
+      if (!stored) {
+        return error(422, "A KEY_VALUE schema must be {\"key\": ..., \"value\": ...}");
+      }
+      schema.set_schema_data(std::move(*stored));
+    } else {
+      schema.set_schema_data(data);
+    }
   }
   if (j.contains("properties") && j["properties"].is_object()) {
     for (const auto& [k, v] : j["properties"].items()) {

@@ -4,6 +4,7 @@
 // answers.
 
 #include "broker/config/dynamic_config.h"
+#include "protocol/schema_type.h"
 #include "broker/tests/broker_routes_fixture.h"
 
 namespace magnetar::broker::routes_test {
@@ -64,6 +65,48 @@ TEST_F(BrokerRoutesTest, SchemasAreUploadedReadVersionedAndDeleted) {
   ASSERT_EQ(post(kSchemas + "/p/schema", v0).status, 200);
   EXPECT_EQ(get(kSchemas + "/p-partition-3/schema").json()["version"], 0);
   EXPECT_ERROR(get("/admin/v2/schemas/public/nope/t/schema"), 404);
+}
+
+// A KEY_VALUE schema a producer registers (the wire's binary layout) reads back over REST as
+// {"key": ..., "value": ...} with each part's JSON in its own order, as Pulsar's REST API and
+// the official client's HTTP lookup expect; uploaded that way, it is stored in the binary
+// layout again.
+TEST_F(BrokerRoutesTest, KeyValueSchemasAreJsonInTheRestApi) {
+  const std::string key = R"({"type":"record","name":"k","fields":[{"name":"id","type":"long"}]})";
+  const std::string value = R"({"type":"record","name":"v","fields":[{"name":"x","type":"double"}]})";
+  auto c = client();
+  ASSERT_TRUE(c);
+  wire::CommandProducer p;
+  p.set_topic("persistent://public/default/kv");
+  p.set_producer_id(1);
+  auto* schema = p.mutable_schema();
+  schema->set_name("kv");
+  schema->set_type(wire::Schema::KeyValue);
+  schema->set_schema_data(protocol::encode_key_value_schema(key, ""));
+  for (const auto& [k, v] : {std::pair{"key.schema.type", "JSON"}, {"value.schema.type", "STRING"},
+                             {"kv.encoding.type", "INLINE"}}) {
+    auto* prop = schema->add_properties();
+    prop->set_key(k);
+    prop->set_value(v);
+  }
+  ASSERT_TRUE(c->create_producer(p).ok());
+  Reply got = get(kSchemas + "/kv/schema");
+  ASSERT_EQ(got.status, 200) << got;
+  EXPECT_EQ(got.json()["type"], "KEY_VALUE");
+  EXPECT_EQ(got.json()["data"].get<std::string>(), "{\"key\":" + key + ",\"value\":\"\"}");
+
+  // Uploaded in the REST form: the same schema (the producer's version), then a new one.
+  Json same = {{"type", "KEY_VALUE"},
+               {"schema", got.json()["data"]},
+               {"properties", got.json()["properties"]}};
+  EXPECT_EQ(post(kSchemas + "/kv/version", same.dump()).json()["version"], 0);
+  Json other = same;
+  other["schema"] = "{\"key\":" + key + ",\"value\":" + value + "}";
+  Reply up = post(kSchemas + "/kv/schema", other.dump());
+  ASSERT_EQ(up.status, 200) << up;
+  EXPECT_EQ(get(kSchemas + "/kv/schema/1").json()["data"], other["schema"]);
+  other["schema"] = R"({"key":{}})";
+  EXPECT_ERROR(post(kSchemas + "/kv/schema", other.dump()), 422);
 }
 
 TEST_F(BrokerRoutesTest, RuntimeAndInternalConfigurationOfTheBroker) {
