@@ -102,6 +102,50 @@ TEST_F(BrokerTest, AProducerWaitingForExclusiveIsFencedByExclusiveWithFencing) {
   EXPECT_TRUE(b->send_message(4, 0, "mine").ok());
 }
 
+TEST_F(BrokerTest, AProducerClosedBeforeItsCreationCompletedDoesNotStayOnTheTopic) {
+  const std::string topic = "persistent://public/default/closed-early";
+  auto a = client();
+  auto b = client();
+  ASSERT_TRUE(a && b);
+  // PRODUCER and CLOSE_PRODUCER back to back: the close is handled while the topic loads.
+  wire::BaseCommand producer;
+  producer.set_type(wire::BaseCommand::PRODUCER);
+  const uint64_t create_id = a->next_request_id();
+  producer.mutable_producer()->set_topic(topic);
+  producer.mutable_producer()->set_producer_id(1);
+  producer.mutable_producer()->set_request_id(create_id);
+  producer.mutable_producer()->set_producer_access_mode(wire::Exclusive);
+  ASSERT_TRUE(a->send(producer).ok());
+  // A second PRODUCER for the same id while the first is being handled is refused.
+  wire::BaseCommand again = producer;
+  const uint64_t again_id = a->next_request_id();
+  again.mutable_producer()->set_request_id(again_id);
+  ASSERT_TRUE(a->send(again).ok());
+  wire::BaseCommand close;
+  close.set_type(wire::BaseCommand::CLOSE_PRODUCER);
+  const uint64_t close_id = a->next_request_id();
+  close.mutable_close_producer()->set_producer_id(1);
+  close.mutable_close_producer()->set_request_id(close_id);
+  ASSERT_TRUE(a->send(close).ok());
+  auto closed = a->response(close_id, 5s);
+  ASSERT_TRUE(closed.ok()) << closed.status().to_string();
+  EXPECT_EQ(closed->command.type(), wire::BaseCommand::SUCCESS);
+  auto refused = a->response(again_id, 5s);
+  ASSERT_TRUE(refused.ok()) << refused.status().to_string();
+  ASSERT_EQ(refused->command.type(), wire::BaseCommand::ERROR);
+  EXPECT_EQ(refused->command.error().error(), wire::ServiceNotReady);
+  auto created = a->response(create_id, 5s);
+  ASSERT_TRUE(created.ok()) << created.status().to_string();
+  EXPECT_EQ(created->command.type(), wire::BaseCommand::ERROR);
+  // The topic has no producer left: another exclusive one is accepted at once.
+  wire::CommandProducer exclusive;
+  exclusive.set_topic(topic);
+  exclusive.set_producer_id(2);
+  exclusive.set_producer_access_mode(wire::Exclusive);
+  auto other = b->create_producer(exclusive);
+  EXPECT_TRUE(other.ok()) << other.status().to_string();
+}
+
 TEST_F(BrokerTest, APartitionBeyondThePartitionedTopicsCountIsNotCreated) {
   const auto parts = protocol::TopicName::parse("persistent://public/default/grown");
   ASSERT_TRUE(parts.ok());

@@ -280,6 +280,8 @@ class Connection final : public ConsumerSink,
   int pending_sends_ = 0;
   std::map<uint64_t, ProducerEntry> producers_;
   std::map<uint64_t, ProducerEntry> waiting_producers_;  // WaitForExclusive, not yet promoted
+  // PRODUCER commands being handled, by producer id: true once a CLOSE_PRODUCER came for it.
+  std::map<uint64_t, bool> creating_producers_;
   std::map<uint64_t, ConsumerEntry> consumers_;
 };
 

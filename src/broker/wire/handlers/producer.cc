@@ -29,6 +29,17 @@ Task<std::shared_ptr<Topic>> Connection::topic_for(uint64_t request_id, protocol
 
 void Connection::handle_producer(const wire::CommandProducer& req) {
   auto self = shared_from_this();
+  if (!producers_.count(req.producer_id())) {
+    // One creation per producer id at a time (Pulsar's answer to a second one); a
+    // CLOSE_PRODUCER that overtakes the creation is remembered (creating_producers_), so the
+    // entry is made here, before any later frame is handled.
+    if (creating_producers_.count(req.producer_id())) {
+      send_error(req.request_id(), wire::ServiceNotReady,
+                 "Producer is already present on the connection");
+      return;
+    }
+    creating_producers_[req.producer_id()] = false;
+  }
   spawn([self, req]() -> Task<void> {
     if (auto existing = self->producers_.find(req.producer_id());
         existing != self->producers_.end()) {
@@ -39,6 +50,11 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
       self->write_command(cmd);
       co_return;
     }
+    struct Creating {
+      Connection* connection;
+      uint64_t id;
+      ~Creating() { connection->creating_producers_.erase(id); }
+    } creating{self.get(), req.producer_id()};
     auto name = protocol::TopicName::parse(req.topic());
     if (!name.ok()) {
       self->send_error(req.request_id(), wire::InvalidTopicName, name.status().message());
@@ -185,9 +201,16 @@ void Connection::handle_producer(const wire::CommandProducer& req) {
       self->send_error(req.request_id(), added.failure);
       co_return;
     }
-    if (self->closed_) {
+    const bool closed_meanwhile = self->creating_producers_[req.producer_id()];
+    if (self->closed_ || closed_meanwhile) {
+      // Gone before it was ready: the client was told the close succeeded, so the topic must
+      // not keep it (an exclusive one would lock the topic until the connection closed).
       asio::post(t->executor(),
                  [self, t, id = req.producer_id()] { t->remove_producer(id, self.get()); });
+      if (closed_meanwhile) {
+        self->send_error(req.request_id(), wire::ServiceNotReady,
+                         "Producer was closed before its creation completed");
+      }
       co_return;
     }
     if (*added.added == Topic::Added::kQueued) {
@@ -269,6 +292,9 @@ bool Connection::handle_send(protocol::Frame& frame) {
 
 void Connection::handle_close_producer(const wire::CommandCloseProducer& req) {
   auto self = shared_from_this();
+  if (auto it = creating_producers_.find(req.producer_id()); it != creating_producers_.end()) {
+    it->second = true;  // handle_producer undoes the creation when it completes
+  }
   for (auto* map : {&producers_, &waiting_producers_}) {
     auto it = map->find(req.producer_id());
     if (it == map->end()) continue;
