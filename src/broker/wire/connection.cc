@@ -112,7 +112,7 @@ void Connection::close() {
     map->clear();
   }
   for (auto& [id, c] : consumers_) {
-    asio::post(c.executor(), [self, c, id = id] {
+    asio::post(c.executor(), [self, c = c, id = id] {
       if (c.non_persistent) {
         c.non_persistent_topic->remove_consumer(*c.non_persistent, id, self.get());
       } else {
