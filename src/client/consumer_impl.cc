@@ -158,6 +158,11 @@ Task<Status> ConsumerImpl::connect_once(Deadline deadline) {
   auto got = co_await client_->get_connection(loop_, addr->logical, addr->physical, deadline);
   if (!got.ok()) co_return got.status();
   std::shared_ptr<ClientConnection> cnx = *got;
+  while (seek_in_flight_ && state_ == State::kConnecting) {
+    if (!co_await state_event_.wait_until(deadline)) {
+      co_return Status(ClientError::kTimeout, "the seek's answer did not come in time");
+    }
+  }
   if (state_ != State::kConnecting) co_return Status(ClientError::kAlreadyClosed, "closed");
   // A fresh subscription: what was queued and not handed out comes again from the broker.
   queue_->remove_from(this);
@@ -835,8 +840,13 @@ Task<Status> ConsumerImpl::seek_on_loop(std::optional<MessageId> id, uint64_t pu
   } else {
     s->set_message_publish_time(publish_time);
   }
+  // The broker closes the subscription's consumers before it answers (as Pulsar does): a
+  // re-subscription waits for this answer, which says where to start (connect_once).
+  seek_in_flight_ = true;
   auto r =
       co_await cnx->request(cmd, request_id, deadline_after(client_->options().operation_timeout));
+  seek_in_flight_ = false;
+  state_event_.notify_all();
   if (!r.ok()) co_return r.status();
   // The broker disconnects the subscription's consumers; the re-subscription reads from the
   // new position. Until then, whatever still arrives is from the old one.

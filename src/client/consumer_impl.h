@@ -167,6 +167,9 @@ class ConsumerImpl final : public ConsumerBase,
   // client moves to another (cluster_failover.h).
   void forget_cluster_state();
   bool seeking_ = false;
+  // A SEEK sent and not answered yet: a re-subscription (the broker closes the consumer before
+  // it answers) waits for the answer, which resets where the subscription starts.
+  bool seek_in_flight_ = false;
   bool unsubscribing_ = false;               // an UNSUBSCRIBE is outstanding
   bool closed_while_unsubscribing_ = false;  // between a successful SEEK and the re-subscription
   int available_permits_ = 0;

@@ -246,9 +246,24 @@ TEST_F(BrokerTest, SeekRewindsTheSubscriptionAndDisconnectsItsConsumers) {
   ASSERT_TRUE(c->subscribe(topic, "s", wire::CommandSubscribe::Exclusive, 1).ok());
   auto ids = produce(*c, topic, 5);
   ASSERT_TRUE(c->ack(1, {id_of(ids[4])}, true).ok());
-  ASSERT_TRUE(c->seek(1, id_of(ids[1])).ok());
-  auto closed = c->receive(wire::BaseCommand::CLOSE_CONSUMER);
-  ASSERT_TRUE(closed.ok()) << closed.status().to_string();
+  // The consumer is closed before the SEEK is answered, as Pulsar orders them (the official
+  // client relies on it to finish a seek only once it has subscribed again).
+  wire::BaseCommand seek;
+  seek.set_type(wire::BaseCommand::SEEK);
+  const uint64_t request_id = c->next_request_id();
+  seek.mutable_seek()->set_consumer_id(1);
+  seek.mutable_seek()->set_request_id(request_id);
+  *seek.mutable_seek()->mutable_message_id() = id_of(ids[1]);
+  ASSERT_TRUE(c->send(seek).ok());
+  auto first = c->receive_if([](const protocol::Frame& f) {
+    return f.command.type() == wire::BaseCommand::CLOSE_CONSUMER ||
+           f.command.type() == wire::BaseCommand::SUCCESS;
+  });
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_EQ(first->command.type(), wire::BaseCommand::CLOSE_CONSUMER);
+  auto answered = c->response(request_id);
+  ASSERT_TRUE(answered.ok()) << answered.status().to_string();
+  EXPECT_EQ(answered->command.type(), wire::BaseCommand::SUCCESS);
   ASSERT_TRUE(c->subscribe(topic, "s", wire::CommandSubscribe::Exclusive, 2).ok());
   ASSERT_TRUE(c->flow(2, 10).ok());
   auto m = c->receive_message();

@@ -27,7 +27,7 @@ void Connection::handle_seek(const wire::CommandSeek& req) {
   }
   auto self = shared_from_this();
   auto entry = it->second;
-  // On the topic's loop: find the target, reset the cursor, answer, disconnect consumers.
+  // On the topic's loop: find the target, reset the cursor, disconnect consumers, answer.
   spawn_on(entry.topic->executor(), [self, entry, req]() -> Task<void> {
     auto& ml = entry.topic->ledger();
     mledger::Position target;
@@ -53,9 +53,12 @@ void Connection::handle_seek(const wire::CommandSeek& req) {
       self->send_error(req.request_id(), to_server_failure(st));
       co_return;
     }
-    self->send_success(req.request_id());
-    // As Pulsar does: the subscription's consumers reconnect and read from there.
+    // As Pulsar does: the subscription's consumers are closed first (they reconnect and read
+    // from there), then the SEEK is answered; the official client completes a seek whose
+    // consumer is already reconnecting only once it has subscribed again, so that what it
+    // asks next (hasMessageAvailable) finds its consumer.
     entry.subscription->disconnect_all();
+    self->send_success(req.request_id());
   });
 }
 
