@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 
 namespace magnetar::net {
 
@@ -39,6 +40,11 @@ bool can_splice(Stream& from, Stream& to) {
 
 Task<error_code> splice_relay(Stream& from, Stream& to, std::function<void(size_t)> moved) {
 #ifdef __linux__
+  // splice(2) into a socket whose peer is gone raises SIGPIPE (there is no MSG_NOSIGNAL for
+  // it), which would end the whole process: it is ignored from the first relay on, and the
+  // write fails with EPIPE instead.
+  static const bool sigpipe_ignored = std::signal(SIGPIPE, SIG_IGN) != SIG_ERR;
+  (void)sigpipe_ignored;
   Pipe pipe;
   int fds[2];
   if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) co_return errno_code(errno);
