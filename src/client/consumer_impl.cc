@@ -867,8 +867,9 @@ Task<Status> ConsumerImpl::seek_on_loop(std::optional<MessageId> id, uint64_t pu
     start_inclusive_ = true;
     min_publish_time_.reset();
   } else {
-    // Non-durable subscriptions are made again from the earliest message (the broker drops
-    // them with their consumers); the publish time filter keeps the seek's meaning.
+    // The broker keeps a reader's subscription where the seek put it; should it be gone when
+    // the reader comes back (the topic moved, or it was dropped as abandoned), it is made
+    // again from the earliest message and the publish time filter keeps the seek's meaning.
     start_id_ = config_.durable ? std::nullopt : std::optional<MessageId>(MessageId::earliest());
     min_publish_time_ = publish_time;
   }

@@ -210,6 +210,7 @@ Status Subscription::add_consumer(const std::shared_ptr<Consumer>& consumer, Sub
   MAGNETAR_TRY(dispatcher_->add_consumer(consumer));
   created_ = false;
   cursor_->set_active(true);
+  empty_since_.reset();
   return Status::OK();
 }
 
@@ -265,7 +266,13 @@ Task<Status> Subscription::reset(Position read_from) {
 void Subscription::disconnect_all() {
   const bool had_consumers = !consumers().empty();
   dispatcher_->disconnect_all();
-  if (had_consumers) became_empty();
+  if (!had_consumers) return;
+  cursor_->set_active(false);
+  if (!durable_) empty_since_ = std::chrono::steady_clock::now();
+}
+
+bool Subscription::abandoned(std::chrono::steady_clock::time_point before) const {
+  return !durable_ && empty_since_ && *empty_since_ < before && consumers().empty();
 }
 
 void Subscription::close() {

@@ -6,6 +6,7 @@
 // Threading: on the topic's loop. The topic owns its subscriptions; coroutines of a
 // subscription keep it and its topic alive while they run.
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -87,8 +88,13 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
   void trigger() { dispatcher_->trigger(); }
   // As trigger(), also ending a wait for new entries (after a rewind or redeliveries).
   void restart_dispatch() { dispatcher_->restart(); }
-  // Disconnects every consumer (CLOSE_CONSUMER); they may come back (after a seek).
+  // Disconnects every consumer (CLOSE_CONSUMER); they may come back (after a seek). A
+  // reader's (non-durable) subscription stays, as Pulsar keeps it through a reset: its
+  // consumers resubscribe without a start position and must find the cursor the seek moved.
   void disconnect_all();
+  // A non-durable subscription nobody has used since `before` (its readers left after a seek
+  // and never came back): the topic may drop it.
+  bool abandoned(std::chrono::steady_clock::time_point before) const;
   // disconnect_all() for good: the subscription is going away (topic closed, unsubscribed).
   void close();
   nlohmann::json stats() const;
@@ -128,6 +134,8 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
   SubscriptionMetrics metrics_;
   RateMeter out_rate_, entry_rate_;
   double redeliver_rate_ = 0;  // the consumers' sum
+  // Since when a non-durable subscription kept by disconnect_all() has had no consumer.
+  std::optional<std::chrono::steady_clock::time_point> empty_since_;
 };
 
 }  // namespace magnetar::broker

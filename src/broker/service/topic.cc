@@ -348,6 +348,17 @@ void PersistentTopic::remove_non_durable(const std::string& name) {
   ml_->remove_non_durable_cursor(cursor);
 }
 
+void PersistentTopic::remove_abandoned_non_durable(std::chrono::steady_clock::time_point before) {
+  std::vector<std::string> names;
+  for (const auto& [name, sub] : subscriptions_) {
+    if (sub->abandoned(before)) names.push_back(name);
+  }
+  for (const auto& name : names) {
+    log_.with("sub", name).info("dropping the reader's subscription: no consumer came back");
+    remove_non_durable(name);
+  }
+}
+
 Task<Result<std::shared_ptr<Subscription>>> PersistentTopic::subscribe(
     const std::string& name, SubType type, bool durable,
     wire::CommandSubscribe::InitialPosition initial, std::optional<Position> start) {

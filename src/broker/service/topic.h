@@ -131,6 +131,9 @@ class PersistentTopic final : public Topic, public std::enable_shared_from_this<
     return subscriptions_;
   }
   void remove_non_durable(const std::string& name);
+  // Drops the non-durable subscriptions that have had no consumer since `before` (readers
+  // that left after a seek and did not come back).
+  void remove_abandoned_non_durable(std::chrono::steady_clock::time_point before);
   std::vector<std::string> subscription_names() const;
   bool has_clients() const;
   // The first entry published at or after `time_ms` (the end when none is).

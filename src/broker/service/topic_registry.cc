@@ -783,6 +783,7 @@ Task<void> TopicRegistry::maintain(size_t index) {
     auto topics = state->topics;
     for (auto& [name, topic] : topics) {
       if (stopped_) co_return;
+      if (gc_due) topic->remove_abandoned_non_durable(now - std::chrono::seconds(10));
       if (ttl_due) co_await expire_messages(*topic);
       if (quota_due) co_await enforce_backlog_quota(*topic);
       if (gc_due && inactive_topic_to_delete(*topic, now)) {

@@ -271,6 +271,51 @@ TEST_F(BrokerTest, SeekRewindsTheSubscriptionAndDisconnectsItsConsumers) {
   EXPECT_EQ(m->payload.to_string(), "msg-1");
 }
 
+TEST_F(BrokerTest, AReadersSubscriptionOutlivesItsSeek) {
+  // The official client seeks a reader by time, is closed by the broker, and subscribes again
+  // without a start position: it must find the cursor where the seek put it (hasMessageAvailable
+  // compares its mark-delete position with the last message id), not a new one at the end.
+  const std::string topic = "persistent://public/default/reader-seek-time";
+  auto c = client();
+  auto ids = produce(*c, topic, 3);
+  ASSERT_TRUE(c->subscribe(topic, "reader-1", wire::CommandSubscribe::Exclusive, 1,
+                           wire::CommandSubscribe::Latest, false)
+                  .ok());
+  auto before = c->get_last_message_id(1);
+  ASSERT_TRUE(before.ok()) << before.status().to_string();
+  EXPECT_EQ(before->consumer_mark_delete_position().entryid(), ids[2].entryid());
+  wire::BaseCommand seek;
+  seek.set_type(wire::BaseCommand::SEEK);
+  const uint64_t request_id = c->next_request_id();
+  seek.mutable_seek()->set_consumer_id(1);
+  seek.mutable_seek()->set_request_id(request_id);
+  seek.mutable_seek()->set_message_publish_time(1);  // before everything: the first message
+  ASSERT_TRUE(c->send(seek).ok());
+  auto answered = c->response(request_id);
+  ASSERT_TRUE(answered.ok()) << answered.status().to_string();
+  ASSERT_EQ(answered->command.type(), wire::BaseCommand::SUCCESS);
+  ASSERT_TRUE(c->receive(wire::BaseCommand::CLOSE_CONSUMER).ok());
+  ASSERT_TRUE(c->subscribe(topic, "reader-1", wire::CommandSubscribe::Exclusive, 2,
+                           wire::CommandSubscribe::Latest, false)
+                  .ok());
+  auto after = c->get_last_message_id(2);
+  ASSERT_TRUE(after.ok()) << after.status().to_string();
+  EXPECT_EQ(static_cast<int64_t>(after->consumer_mark_delete_position().entryid()), -1);
+  EXPECT_EQ(after->last_message_id().entryid(), ids[2].entryid());
+  ASSERT_TRUE(c->flow(2, 10).ok());
+  auto m = c->receive_message();
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->payload.to_string(), "msg-0");
+  // Once its consumer leaves for good, the reader's subscription goes with it.
+  ASSERT_TRUE(c->close_consumer(2).ok());
+  ASSERT_TRUE(c->subscribe(topic, "reader-1", wire::CommandSubscribe::Exclusive, 3,
+                           wire::CommandSubscribe::Latest, false)
+                  .ok());
+  auto fresh = c->get_last_message_id(3);
+  ASSERT_TRUE(fresh.ok()) << fresh.status().to_string();
+  EXPECT_EQ(fresh->consumer_mark_delete_position().entryid(), ids[2].entryid());
+}
+
 TEST_F(BrokerTest, UnsubscribeSchemaAndTransactionsAnswers) {
   const std::string topic = "persistent://public/default/misc";
   auto c = client();
