@@ -17,6 +17,8 @@ const std::map<std::string, std::set<std::string>>& rules() {
       {"net", {"common"}},
       {"metadata", {"common", "proto"}},
       {"http", {"common", "net"}},
+      // The web console's embedded files and the routes serving them.
+      {"console", {"common", "http"}},
       {"bookie", {"common", "metadata", "net", "proto", "protocol"}},
       {"ledger", {"common", "metadata", "net", "proto", "protocol"}},
       {"mledger", {"common", "ledger", "metadata", "proto"}},
