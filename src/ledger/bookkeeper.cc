@@ -106,6 +106,18 @@ BookKeeper::BookKeeper(metadata::MetadataStore& store, Executor executor, BookKe
       log_(log::Logger("ledger")) {
   if (!options_.placement) options_.placement = make_default_placement(0);
   options_.max_parallel_reads = std::max(options_.max_parallel_reads, 1);
+  auto* failures = metrics::default_registry()
+                       .counter("magnetar_ledger_placement_failures_total",
+                                "Ensembles the placement policy could not choose (too few "
+                                "bookies, or too few racks or regions for its constraints)",
+                                {"op"})
+                       .value();
+  new_ensemble_failures_ = failures->get("new_ensemble");
+  replace_failures_ = failures->get("replace_bookie");
+}
+
+void BookKeeper::count_placement_failure(bool replacement) {
+  (replacement ? replace_failures_ : new_ensemble_failures_)->inc();
 }
 
 BookKeeper::~BookKeeper() = default;
@@ -124,6 +136,18 @@ Task<Result<std::vector<std::string>>> BookKeeper::available_bookies() {
   co_return out;
 }
 
+Task<Result<std::vector<std::string>>> registered_bookies(metadata::MetadataStore& store) {
+  auto all = co_await store.children("/ledgers/available");
+  if (!all.ok()) co_return all.status();
+  auto readonly = co_await store.children("/ledgers/available/readonly");
+  if (!readonly.ok()) co_return readonly.status();
+  std::set<std::string> out(readonly->begin(), readonly->end());
+  for (const std::string& b : *all) {
+    if (b != "readonly") out.insert(b);
+  }
+  co_return std::vector<std::string>(out.begin(), out.end());
+}
+
 Task<Result<std::shared_ptr<LedgerHandle>>> BookKeeper::create(
     int ensemble_size, int write_quorum, int ack_quorum, std::string password,
     std::map<std::string, std::string> custom, LedgerId id_above) {
@@ -132,7 +156,14 @@ Task<Result<std::shared_ptr<LedgerHandle>>> BookKeeper::create(
   std::set<std::string> none;
   auto ensemble =
       options_.placement->new_ensemble(ensemble_size, write_quorum, ack_quorum, *bookies, none);
-  if (!ensemble.ok()) co_return ensemble.status();
+  if (!ensemble.ok()) {
+    count_placement_failure(false);
+    co_return Status(ensemble.status().code(),
+                     fmt::format("cannot create a ledger with E={} Qw={} Qa={} from {} registered "
+                                 "bookies: {}",
+                                 ensemble_size, write_quorum, ack_quorum, bookies->size(),
+                                 ensemble.status().message()));
+  }
   auto id = co_await ids_.next(id_above.value());
   if (!id.ok()) co_return id.status();
 
@@ -421,6 +452,7 @@ Task<void> LedgerHandle::change_ensemble() {
       auto r = bk_.placement().replace_bookie(ensemble, static_cast<int>(i), metadata_.write_quorum,
                                               metadata_.ack_quorum, *available, excluded);
       if (!r.ok()) {
+        bk_.count_placement_failure(true);
         st = ledger_error(
             Errc::kUnavailable, metadata_.ledger_id,
             fmt::format("no bookie to replace {}: {}", ensemble[i], r.status().message()));

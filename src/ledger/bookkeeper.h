@@ -42,6 +42,7 @@
 #include "common/asio.h"
 #include "common/ids.h"
 #include "common/logging.h"
+#include "common/metrics.h"
 #include "ledger/bookie_client.h"
 #include "ledger/ledger_metadata.h"
 #include "ledger/placement.h"
@@ -91,6 +92,9 @@ class BookKeeper {
   BookieClient& client() { return client_; }
   metadata::MetadataStore& store() { return store_; }
   PlacementPolicy& placement() { return *options_.placement; }
+  // Counts a placement the policy could not make (magnetar_ledger_placement_failures_total,
+  // op="new_ensemble" for a ledger's creation, "replace_bookie" for an ensemble change).
+  void count_placement_failure(bool replacement);
   const BookKeeperOptions& options() const { return options_; }
   const Executor& executor() const { return executor_; }
 
@@ -101,6 +105,8 @@ class BookKeeper {
   BookieClient client_;
   metadata::IdGenerator ids_;
   log::Logger log_;
+  std::shared_ptr<metrics::Counter> new_ensemble_failures_;
+  std::shared_ptr<metrics::Counter> replace_failures_;
 
   struct StoredMetadata {
     std::string path;
@@ -110,6 +116,10 @@ class BookKeeper {
   // The ledger's metadata node: at ledger_path, else at flat_ledger_path; kNotFound if neither.
   Task<Result<StoredMetadata>> find_metadata(LedgerId ledger);
 };
+
+// Every bookie registered under /ledgers/available, writable or read-only, sorted (what
+// Pulsar's admin API lists at /admin/v2/bookies/all).
+Task<Result<std::vector<std::string>>> registered_bookies(metadata::MetadataStore& store);
 
 class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
  public:

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "ledger/rack_config.h"
+
 namespace magnetar::ledger {
 namespace {
 
@@ -30,6 +32,14 @@ Status check_quorums(int ensemble_size, int write_quorum, int ack_quorum) {
 
 Status not_enough(size_t need, size_t have) {
   return Status(Errc::kUnavailable, fmt::format("not enough bookies: need {}, have {}", need, have));
+}
+
+// not_enough() for a policy that passed over some bookies: says how many and why.
+Status not_enough_known(size_t need, size_t have, size_t passed_over, std::string_view why) {
+  if (passed_over == 0) return not_enough(need, have);
+  return Status(Errc::kUnavailable,
+                fmt::format("not enough bookies: need {}, have {} ({} more registered {})", need,
+                            have, passed_over, why));
 }
 
 Status check_replace_args(const std::vector<std::string>& ensemble, int index, int write_quorum,
@@ -256,6 +266,8 @@ class DefaultPlacement final : public PlacementPolicy {
     return pool[pick(rng_)];
   }
 
+  void update_topology(BookieTopology) override {}  // locations play no part here
+
  private:
   Rng rng_;
 };
@@ -273,7 +285,12 @@ class RackAwarePlacement final : public PlacementPolicy {
                                                 const std::set<std::string>& excluded) override {
     MAGNETAR_TRY(check_quorums(ensemble_size, write_quorum, ack_quorum));
     auto pool = candidates_of(available, excluded, {}, eligible());
-    if (pool.size() < static_cast<size_t>(ensemble_size)) return not_enough(ensemble_size, pool.size());
+    if (pool.size() < static_cast<size_t>(ensemble_size)) {
+      const size_t all = candidates_of(available, excluded, {}, nullptr).size();
+      return not_enough_known(ensemble_size, pool.size(), all - pool.size(),
+                              "bookies have no rack in /bookies, and the policy enforces "
+                              "racks per write set");
+    }
     Groups racks = group_by(pool, rack_of(), rng_);
     const int k = std::min(write_quorum, min_racks_);
     // The strongest rack spread achievable: k, or with enforce nothing less.
@@ -336,6 +353,8 @@ class RackAwarePlacement final : public PlacementPolicy {
     return *best;
   }
 
+  void update_topology(BookieTopology topology) override { topology_ = std::move(topology); }
+
  private:
   // With enforce, bookies whose rack is unknown are not candidates.
   std::function<bool(const std::string&)> eligible() const {
@@ -347,7 +366,7 @@ class RackAwarePlacement final : public PlacementPolicy {
     return [this](const std::string& b) { return topology_.location_of(b); };
   }
 
-  const BookieTopology topology_;
+  BookieTopology topology_;
   const int min_racks_;
   const bool enforce_;
   Rng rng_;
@@ -357,25 +376,35 @@ class RackAwarePlacement final : public PlacementPolicy {
 
 class RegionAwarePlacement final : public PlacementPolicy {
  public:
-  RegionAwarePlacement(BookieTopology topology, int min_regions, bool enforce, uint64_t seed)
-      : topology_(std::move(topology)), min_regions_(min_regions), enforce_(enforce), rng_(seed) {}
+  RegionAwarePlacement(BookieTopology topology, RegionAwareOptions options, uint64_t seed)
+      : topology_(std::move(topology)),
+        min_regions_(std::max(1, options.min_regions_for_durability)),
+        enforce_(options.enforce),
+        enforce_in_replace_(options.enforce_in_replace),
+        regions_to_write_(std::move(options.regions_to_write)),
+        rng_(seed) {}
 
   Result<std::vector<std::string>> new_ensemble(int ensemble_size, int write_quorum,
                                                 int ack_quorum,
                                                 const std::vector<std::string>& available,
                                                 const std::set<std::string>& excluded) override {
     MAGNETAR_TRY(check_quorums(ensemble_size, write_quorum, ack_quorum));
-    auto pool = candidates_of(available, excluded, {}, eligible());
-    if (pool.size() < static_cast<size_t>(ensemble_size)) return not_enough(ensemble_size, pool.size());
+    auto pool = candidates_of(available, excluded, {}, eligible(enforce_));
+    if (pool.size() < static_cast<size_t>(ensemble_size)) {
+      const size_t all = candidates_of(available, excluded, {}, nullptr).size();
+      return not_enough_known(
+          ensemble_size, pool.size(), all - pool.size(),
+          regions_to_write_.empty()
+              ? "bookies have no region in /bookies (a rack /region/rack), and the policy "
+                "enforces durability across regions"
+              : "bookies have no region in /bookies or one outside the regions to write");
+    }
     Groups regions = group_by(pool, region_of(), rng_);
     const int region_count = static_cast<int>(regions.labels.size());
 
     if (enforce_) {
       // Best case for a write set: spread evenly over min(regions, Qw) regions.
-      const int spread = std::min(region_count, write_quorum);
-      std::vector<int> even(static_cast<size_t>(spread), write_quorum / spread);
-      for (int i = 0; i < write_quorum % spread; ++i) ++even[i];
-      if (top_sum(even, min_regions_ - 1) > ack_quorum - 1) {
+      if (ack_quorum < min_ack_quorum_for_regions(write_quorum, region_count, min_regions_)) {
         return Status(Errc::kUnavailable,
                       fmt::format("not enough bookies: region-aware placement cannot make every {} "
                                   "acks of a write set of {} span {} regions with bookies in {} "
@@ -426,7 +455,7 @@ class RegionAwarePlacement final : public PlacementPolicy {
                                      const std::vector<std::string>& available,
                                      const std::set<std::string>& excluded) override {
     MAGNETAR_TRY(check_replace_args(ensemble, index, write_quorum, ack_quorum));
-    auto pool = candidates_of(available, excluded, ensemble, eligible());
+    auto pool = candidates_of(available, excluded, ensemble, eligible(enforce_in_replace_));
     if (pool.empty()) return not_enough(1, 0);
     std::shuffle(pool.begin(), pool.end(), rng_);
 
@@ -460,7 +489,7 @@ class RegionAwarePlacement final : public PlacementPolicy {
         best = &candidate;
       }
     }
-    if (enforce_ && std::get<0>(*best_score) > 0) {
+    if (enforce_in_replace_ && std::get<0>(*best_score) > 0) {
       return Status(Errc::kUnavailable,
                     fmt::format("not enough bookies: no replacement for {} keeps every {} acks of "
                                 "the write sets through index {} in {} regions",
@@ -469,12 +498,18 @@ class RegionAwarePlacement final : public PlacementPolicy {
     return *best;
   }
 
+  void update_topology(BookieTopology topology) override { topology_ = std::move(topology); }
+
  private:
-  // With enforce, bookies whose region is unknown are not candidates: counting them as a
-  // region of their own could fake durability.
-  std::function<bool(const std::string&)> eligible() const {
-    if (!enforce_) return nullptr;
-    return [this](const std::string& b) { return topology_.region_of(b) != kDefaultRegion; };
+  // With `enforce`, bookies whose region is unknown are not candidates: counting them as a
+  // region of their own could fake durability. With regions to write, only their bookies are.
+  std::function<bool(const std::string&)> eligible(bool enforce) const {
+    if (!enforce && regions_to_write_.empty()) return nullptr;
+    return [this, enforce](const std::string& b) {
+      const std::string region = topology_.region_of(b);
+      if (enforce && region == kDefaultRegion) return false;
+      return regions_to_write_.empty() || regions_to_write_.count(region) != 0;
+    };
   }
 
   std::function<std::string(const std::string&)> region_of() const {
@@ -503,9 +538,11 @@ class RegionAwarePlacement final : public PlacementPolicy {
     return regions;
   }
 
-  const BookieTopology topology_;
+  BookieTopology topology_;
   const int min_regions_;
   const bool enforce_;
+  const bool enforce_in_replace_;
+  const std::set<std::string> regions_to_write_;
   Rng rng_;
 };
 
@@ -562,37 +599,71 @@ std::unique_ptr<PlacementPolicy> make_region_aware_placement(BookieTopology topo
                                                              int min_regions_for_durability,
                                                              bool enforce, uint64_t seed) {
   MAGNETAR_ASSERT(min_regions_for_durability >= 1, "min regions for durability must be >= 1");
-  return std::make_unique<RegionAwarePlacement>(std::move(topology), min_regions_for_durability,
-                                                enforce, seed);
+  RegionAwareOptions options;
+  options.min_regions_for_durability = min_regions_for_durability;
+  options.enforce = enforce;
+  options.enforce_in_replace = enforce;
+  return make_region_aware_placement(std::move(topology), std::move(options), seed);
+}
+
+std::unique_ptr<PlacementPolicy> make_region_aware_placement(BookieTopology topology,
+                                                             RegionAwareOptions options,
+                                                             uint64_t seed) {
+  return std::make_unique<RegionAwarePlacement>(std::move(topology), std::move(options), seed);
+}
+
+int min_ack_quorum_for_regions(int write_quorum, int regions, int min_regions) {
+  if (min_regions <= 1) return 1;
+  if (regions < min_regions || write_quorum < min_regions) return write_quorum + 1;
+  // The best case: the write set spread evenly over min(regions, Qw) regions. Every Qa
+  // copies span min_regions regions iff the min_regions - 1 fullest hold fewer than Qa.
+  const int spread = std::min(regions, write_quorum);
+  std::vector<int> even(static_cast<size_t>(spread), write_quorum / spread);
+  for (int i = 0; i < write_quorum % spread; ++i) ++even[static_cast<size_t>(i)];
+  return top_sum(std::move(even), min_regions - 1) + 1;
+}
+
+std::unique_ptr<PlacementPolicy> make_placement(const PlacementSettings& settings,
+                                                BookieTopology topology, uint64_t seed) {
+  switch (settings.kind) {
+    case PlacementSettings::Kind::kRackAware:
+      return make_rack_aware_placement(std::move(topology),
+                                       std::max(1, settings.min_racks_per_write_quorum),
+                                       settings.enforce_min_racks, seed);
+    case PlacementSettings::Kind::kRegionAware:
+      return make_region_aware_placement(std::move(topology), settings.region, seed);
+    case PlacementSettings::Kind::kDefault:
+      break;
+  }
+  return make_default_placement(seed);
+}
+
+std::string_view to_string(PlacementSettings::Kind kind) {
+  switch (kind) {
+    case PlacementSettings::Kind::kRackAware:
+      return "rack-aware";
+    case PlacementSettings::Kind::kRegionAware:
+      return "region-aware";
+    case PlacementSettings::Kind::kDefault:
+      break;
+  }
+  return "default";
 }
 
 Task<Result<BookieTopology>> load_topology(metadata::MetadataStore& store) {
-  const std::string root(kTopologyPath);
-  auto names = co_await store.children(root);
-  if (!names.ok()) co_return names.status();
-  BookieTopology topology;
-  for (const std::string& name : *names) {
-    const std::string path = metadata::join_path(root, name);
-    auto got = co_await store.get(path);
-    if (!got.ok()) co_return got.status();
-    if (!got->has_value()) continue;  // removed since the listing
-    std::string value = std::move((*got)->value);
-    Status valid = validate_location(value);
-    if (!valid.ok()) co_return Status(Errc::kCorruption, fmt::format("{}: {}", path, valid.message()));
-    topology.location.emplace(name, std::move(value));
-  }
-  co_return topology;
+  auto stored = co_await load_rack_configuration(store);
+  if (!stored.ok()) co_return stored.status();
+  co_return stored->config.topology();
 }
 
 Task<Status> set_bookie_location(metadata::MetadataStore& store, std::string bookie_id,
-                                 std::string location) {
-  if (bookie_id.empty() || bookie_id.find('/') != std::string::npos) {
-    co_return Status(Errc::kInvalidArgument, fmt::format("invalid bookie id '{}'", bookie_id));
-  }
-  MAGNETAR_CO_TRY(validate_location(location));
-  const std::string path = metadata::join_path(kTopologyPath, bookie_id);
-  auto put = co_await store.put_recursive(path, location);
-  co_return put.status();
+                                 std::string location, std::string group,
+                                 std::optional<std::string> hostname) {
+  BookieRackInfo info{std::move(location), std::move(hostname)};
+  MAGNETAR_CO_TRY(validate_rack_entry(group, bookie_id, info));
+  auto updated = co_await update_rack_configuration(
+      store, [&](RackConfiguration& config) { return config.update(group, bookie_id, info); });
+  co_return updated.status();
 }
 
 }  // namespace magnetar::ledger

@@ -14,17 +14,18 @@
 // component of a two-component location; one-component locations, bookies missing from the
 // topology, and "" or "/" belong to kDefaultLocation.
 //
-// Topology in the metadata store (written by operators, read by every client):
+// Topology in the metadata store: Pulsar's rack document /bookies (rack_config.h), written by
+// operators through the admin API, read by every client; TopologyWatcher
+// (topology_watcher.h) follows its changes and update_topology() hands them to a policy.
 //
-//   /ledgers/topology/<bookieId>   persistent; value = the bookie's location, e.g. "/eu/r1"
-//
-// Threading: a policy object holds a random generator and is not thread-safe; use it from
-// one event loop (the ledger client's) or guard it. load_topology/set_bookie_location are
-// coroutines resuming on the caller's executor.
+// Threading: a policy object holds a random generator and its topology and is not
+// thread-safe; use it from one event loop (the ledger client's), updates included.
+// load_topology/set_bookie_location are coroutines resuming on the caller's executor.
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -38,7 +39,6 @@ namespace magnetar::ledger {
 
 inline constexpr std::string_view kDefaultLocation = "/default-region/default-rack";
 inline constexpr std::string_view kDefaultRegion = "default-region";
-inline constexpr std::string_view kTopologyPath = "/ledgers/topology";
 
 struct BookieTopology {
   std::map<std::string, std::string> location;  // bookie id -> "/region/rack"
@@ -73,6 +73,10 @@ class PlacementPolicy {
   virtual Result<std::string> replace_bookie(
       const std::vector<std::string>& ensemble, int index, int write_quorum, int ack_quorum,
       const std::vector<std::string>& available, const std::set<std::string>& excluded) = 0;
+
+  // Replaces the bookie locations later choices follow (the default policy has none and
+  // ignores it). On the policy's event loop, like every other call.
+  virtual void update_topology(BookieTopology topology) = 0;
 };
 
 // Uniformly random distinct bookies; the seed makes choices reproducible in tests.
@@ -118,15 +122,48 @@ std::unique_ptr<PlacementPolicy> make_region_aware_placement(BookieTopology topo
                                                              bool enforce = true,
                                                              uint64_t seed = 0);
 
-// Reads every /ledgers/topology/<bookieId> node. No topology node: an empty topology
-// (every bookie at kDefaultLocation). Errors: store errors; Errc::kCorruption naming the
-// node whose value fails validate_location.
+// BookKeeper's repp* settings of the region-aware policy.
+struct RegionAwareOptions {
+  int min_regions_for_durability = 2;  // reppMinimumRegionsForDurability (< 2: no constraint)
+  bool enforce = true;                 // reppEnableValidation: new ensembles
+  bool enforce_in_replace = true;      // reppEnableDurabilityEnforcementInReplace
+  // reppRegionsToWrite: when not empty, only bookies of these regions are candidates.
+  std::set<std::string> regions_to_write;
+};
+std::unique_ptr<PlacementPolicy> make_region_aware_placement(BookieTopology topology,
+                                                             RegionAwareOptions options,
+                                                             uint64_t seed = 0);
+
+// The smallest ack quorum for which every Qa copies of a write set of `write_quorum` spread as
+// evenly as possible over `regions` regions lie in at least `min_regions` regions (the check
+// the region-aware policy makes before placing); write_quorum + 1 when no Qa can (fewer than
+// `min_regions` regions, or a write set too small to span them). 1 when min_regions <= 1.
+int min_ack_quorum_for_regions(int write_quorum, int regions, int min_regions);
+
+// Which policy a ledger client uses and its settings (a broker's bookkeeperClient* and repp*
+// keys map onto these).
+struct PlacementSettings {
+  enum class Kind { kDefault, kRackAware, kRegionAware };
+  Kind kind = Kind::kDefault;
+  int min_racks_per_write_quorum = 2;  // rack-aware
+  bool enforce_min_racks = false;      // rack-aware
+  RegionAwareOptions region;           // region-aware
+};
+std::unique_ptr<PlacementPolicy> make_placement(const PlacementSettings& settings,
+                                                BookieTopology topology, uint64_t seed);
+std::string_view to_string(PlacementSettings::Kind kind);
+
+// The locations of /bookies (rack_config.h). No node: an empty topology (every bookie at
+// kDefaultLocation). Errors: store errors; Errc::kCorruption saying what in the document
+// is wrong.
 Task<Result<BookieTopology>> load_topology(metadata::MetadataStore& store);
 
-// Creates or overwrites /ledgers/topology/<bookie_id>. Errors: Errc::kInvalidArgument for
-// a bookie id that is empty or contains '/', or a location failing validate_location;
-// store errors. Lifetime: `store` outlives the returned task.
+// Sets the bookie's rack in /bookies (read-modify-write with compare-and-set), moving it to
+// `group`. Errors: Errc::kInvalidArgument for a bookie id that is empty or contains '/', a
+// location failing validate_location (after normalize_rack), or a field past the limits of
+// rack_config.h; store errors. Lifetime: `store` outlives the returned task.
 Task<Status> set_bookie_location(metadata::MetadataStore& store, std::string bookie_id,
-                                 std::string location);
+                                 std::string location, std::string group = "default",
+                                 std::optional<std::string> hostname = std::nullopt);
 
 }  // namespace magnetar::ledger

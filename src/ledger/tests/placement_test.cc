@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "metadata/metadata_store.h"
 
 namespace magnetar::ledger {
@@ -447,38 +449,52 @@ TEST(PlacementTopologyTest, LoadsWhatWasSet) {
   ASSERT_TRUE(empty.ok()) << empty.status().to_string();
   EXPECT_TRUE(empty->location.empty());
 
-  auto set = [&](std::string bookie, std::string location) {
-    return run_sync<Status>([&]() { return set_bookie_location(*store, bookie, location); });
+  auto set = [&](std::string bookie, std::string location, std::string group = "default") {
+    return run_sync<Status>(
+        [&]() { return set_bookie_location(*store, bookie, location, group, "h-" + bookie); });
   };
   ASSERT_TRUE(set("b1:3181", "/eu/r1").ok());
   ASSERT_TRUE(set("b2:3181", "/us/r1").ok());
-  ASSERT_TRUE(set("b2:3181", "/us/r2").ok());  // overwrite
-  EXPECT_TRUE(set("b3:3181", "us/r2").is(Errc::kInvalidArgument));
+  ASSERT_TRUE(set("b2:3181", "/us/r2", "other").ok());  // overwrite, and move to another group
+  ASSERT_TRUE(set("b3:3181", "us/r3/").ok());           // normalized to /us/r3
+  EXPECT_TRUE(set("b4:3181", "/a/b/c").is(Errc::kInvalidArgument));
+  EXPECT_TRUE(set("b5:3181", "/us/r\n1").is(Errc::kInvalidArgument));
+  EXPECT_TRUE(set("b6:3181", "/us/r\x7f").is(Errc::kInvalidArgument));
+  EXPECT_TRUE(set("b8:3181", std::string("/us/r") + '\x01').is(Errc::kInvalidArgument));
   EXPECT_TRUE(set("", "/us/r2").is(Errc::kInvalidArgument));
   EXPECT_TRUE(set("a/b", "/us/r2").is(Errc::kInvalidArgument));
 
   auto loaded = run_sync<Result<BookieTopology>>([&]() { return load_topology(*store); });
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-  EXPECT_EQ(loaded->location,
-            (std::map<std::string, std::string>{{"b1:3181", "/eu/r1"}, {"b2:3181", "/us/r2"}}));
+  EXPECT_EQ(loaded->location.at("b1:3181"), "/eu/r1");
+  EXPECT_EQ(loaded->location.at("b2:3181"), "/us/r2");
+  EXPECT_EQ(loaded->location.at("b3:3181"), "/us/r3");
+  EXPECT_EQ(loaded->location.count("b8:3181"), 0u);
   EXPECT_EQ(loaded->region_of("b2:3181"), "us");
 
-  // The layout is /ledgers/topology/<bookieId> = location.
+  // The layout is Pulsar's: /bookies = {group: {bookie: {rack, hostname}}}.
   auto raw = run_sync<Result<std::optional<metadata::GetResult>>>(
-      [&]() { return store->get("/ledgers/topology/b1:3181"); });
+      [&]() { return store->get("/bookies"); });
   ASSERT_TRUE(raw.ok() && raw->has_value());
-  EXPECT_EQ((*raw)->value, "/eu/r1");
+  const auto doc = nlohmann::json::parse((*raw)->value);
+  EXPECT_EQ(doc["default"]["b1:3181"]["rack"], "/eu/r1");
+  EXPECT_EQ(doc["default"]["b1:3181"]["hostname"], "h-b1:3181");
+  EXPECT_EQ(doc["other"]["b2:3181"]["rack"], "/us/r2");
+  EXPECT_FALSE(doc["default"].contains("b2:3181"));
 }
 
-TEST(PlacementTopologyTest, CorruptLocationNamesTheNode) {
+TEST(PlacementTopologyTest, CorruptDocumentNamesTheNodeAndTheBookie) {
   StorePtr store = open_memory_store("placement-topology-corrupt");
-  auto put = run_sync<Result<metadata::PutResult>>(
-      [&]() { return store->put_recursive("/ledgers/topology/bad:3181", "no-slash"); });
+  auto put = run_sync<Result<metadata::PutResult>>([&]() {
+    return store->put_recursive("/bookies", R"({"default":{"bad:3181":{"rack":"/a/b/c"}}})");
+  });
   ASSERT_TRUE(put.ok()) << put.status().to_string();
   auto loaded = run_sync<Result<BookieTopology>>([&]() { return load_topology(*store); });
   ASSERT_FALSE(loaded.ok());
   EXPECT_TRUE(loaded.status().is(Errc::kCorruption));
-  EXPECT_NE(loaded.status().message().find("/ledgers/topology/bad:3181"), std::string::npos)
+  EXPECT_NE(loaded.status().message().find("/bookies"), std::string::npos)
+      << loaded.status().to_string();
+  EXPECT_NE(loaded.status().message().find("bad:3181"), std::string::npos)
       << loaded.status().to_string();
 }
 
@@ -496,6 +512,121 @@ TEST(PlacementTopologyTest, LoadedTopologyDrivesRackAwarePlacement) {
     ASSERT_TRUE(ens.ok()) << ens.status().to_string();
     for (const auto& set : write_sets(*ens, 2)) EXPECT_EQ(distinct_racks(*topology, set), 2u);
   }
+}
+
+// --- settings, options and topology updates ------------------------------------------------
+
+TEST(PlacementTest, MinAckQuorumForRegions) {
+  // Exactly R regions: BookKeeper's Qa > Qw - floor(Qw / R).
+  EXPECT_EQ(min_ack_quorum_for_regions(3, 2, 2), 3);
+  EXPECT_EQ(min_ack_quorum_for_regions(4, 2, 2), 3);
+  EXPECT_EQ(min_ack_quorum_for_regions(5, 2, 2), 4);
+  // More regions relax it: one copy per region, any 2 acks span 2 regions.
+  EXPECT_EQ(min_ack_quorum_for_regions(3, 3, 2), 2);
+  EXPECT_EQ(min_ack_quorum_for_regions(3, 3, 3), 3);
+  EXPECT_EQ(min_ack_quorum_for_regions(6, 3, 2), 3);
+  // Impossible: fewer regions (or copies) than the minimum.
+  EXPECT_EQ(min_ack_quorum_for_regions(3, 1, 2), 4);
+  EXPECT_EQ(min_ack_quorum_for_regions(2, 3, 3), 3);
+  // No constraint.
+  EXPECT_EQ(min_ack_quorum_for_regions(3, 1, 1), 1);
+}
+
+TEST(PlacementTest, RegionAwareWritesOnlyToTheListedRegions) {
+  Topology c = regions(4, 2);  // region0..region3
+  RegionAwareOptions options;
+  options.regions_to_write = {"region1", "region2", "region3"};
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    auto ens = make_region_aware_placement(c.topology, options, seed)
+                   ->new_ensemble(3, 3, 2, c.bookies, {});
+    ASSERT_TRUE(ens.ok()) << ens.status().to_string();
+    for (const auto& b : *ens) EXPECT_NE(c.topology.region_of(b), "region0") << b;
+    EXPECT_EQ(distinct_regions(c.topology, *ens), 3u);
+  }
+  // Too few bookies in the listed regions: the error says why the others do not count.
+  options.regions_to_write = {"region1", "region9"};
+  auto r = make_region_aware_placement(c.topology, options, 1)->new_ensemble(3, 3, 2, c.bookies, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().is(Errc::kUnavailable));
+  EXPECT_NE(r.status().message().find("outside the regions to write"), std::string::npos)
+      << r.status().to_string();
+}
+
+TEST(PlacementTest, RegionAwareUnknownRegionsAreExplained) {
+  Topology c = regions(3, 2);
+  std::vector<std::string> all = c.bookies;
+  all.push_back("new:3181");  // registered, not in the topology
+  BookieTopology empty;
+  auto r = make_region_aware_placement(empty, 2, true, 1)->new_ensemble(3, 3, 2, all, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("not enough bookies: need 3, have 0 (7 more registered "
+                                      "bookies have no region in /bookies"),
+            std::string::npos)
+      << r.status().to_string();
+}
+
+TEST(PlacementTest, RegionAwareReplacementEnforcementHasItsOwnSwitch) {
+  // Two regions of two bookies; E=Qw=Qa=2 (one copy per region); region1 exhausted.
+  Topology c = regions(2, 2);
+  const std::vector<std::string> ens = {"g0-0:3181", "g1-0:3181"};
+  const std::set<std::string> excluded = {"g1-1:3181"};
+  RegionAwareOptions strict;
+  auto refused = make_region_aware_placement(c.topology, strict, 1)
+                     ->replace_bookie(ens, 1, 2, 2, c.bookies, excluded);
+  EXPECT_TRUE(refused.status().is(Errc::kUnavailable)) << refused.status().to_string();
+  RegionAwareOptions relaxed;
+  relaxed.enforce_in_replace = false;  // new ensembles still enforced
+  auto replaced = make_region_aware_placement(c.topology, relaxed, 1)
+                      ->replace_bookie(ens, 1, 2, 2, c.bookies, excluded);
+  ASSERT_TRUE(replaced.ok()) << replaced.status().to_string();
+  EXPECT_EQ(*replaced, "g0-1:3181");
+}
+
+TEST(PlacementTest, PoliciesFollowTopologyUpdates) {
+  // Six bookies first all in one region: region-aware placement refuses; after an update
+  // spreading them over three regions, every ensemble spans three.
+  std::vector<std::string> all = bookies(6);
+  BookieTopology one_region;
+  for (const auto& b : all) one_region.location[b] = "/only/rack";
+  auto policy = make_region_aware_placement(one_region, 2, true, 7);
+  EXPECT_TRUE(policy->new_ensemble(3, 3, 2, all, {}).status().is(Errc::kUnavailable));
+
+  BookieTopology spread;
+  for (size_t i = 0; i < all.size(); ++i) spread.location[all[i]] = fmt::format("/r{}/k", i % 3);
+  policy->update_topology(spread);
+  for (int round = 0; round < 20; ++round) {
+    auto ens = policy->new_ensemble(3, 3, 2, all, {});
+    ASSERT_TRUE(ens.ok()) << ens.status().to_string();
+    EXPECT_EQ(distinct_regions(spread, *ens), 3u);
+  }
+
+  // Rack-aware, enforced: unknown racks are not candidates until the update names them.
+  auto racked = make_rack_aware_placement(BookieTopology{}, 2, true, 3);
+  EXPECT_FALSE(racked->new_ensemble(2, 2, 2, all, {}).ok());
+  BookieTopology two_racks;
+  for (size_t i = 0; i < all.size(); ++i) two_racks.location[all[i]] = fmt::format("/k{}", i % 2);
+  racked->update_topology(two_racks);
+  auto ens = racked->new_ensemble(2, 2, 2, all, {});
+  ASSERT_TRUE(ens.ok()) << ens.status().to_string();
+  EXPECT_EQ(distinct_racks(two_racks, *ens), 2u);
+}
+
+TEST(PlacementTest, MakePlacementBuildsTheKindAsked) {
+  Topology c = regions(3, 2);
+  PlacementSettings settings;
+  settings.kind = PlacementSettings::Kind::kRegionAware;
+  settings.region.min_regions_for_durability = 3;
+  auto ens = make_placement(settings, c.topology, 5)->new_ensemble(3, 3, 3, c.bookies, {});
+  ASSERT_TRUE(ens.ok()) << ens.status().to_string();
+  EXPECT_EQ(distinct_regions(c.topology, *ens), 3u);
+  // Qa 2 cannot make every ack quorum span 3 regions.
+  EXPECT_TRUE(make_placement(settings, c.topology, 5)
+                  ->new_ensemble(3, 3, 2, c.bookies, {})
+                  .status()
+                  .is(Errc::kUnavailable));
+  settings.kind = PlacementSettings::Kind::kDefault;
+  EXPECT_TRUE(make_placement(settings, c.topology, 5)->new_ensemble(3, 3, 2, c.bookies, {}).ok());
+  EXPECT_EQ(to_string(PlacementSettings::Kind::kRackAware), "rack-aware");
 }
 
 }  // namespace
