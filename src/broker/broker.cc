@@ -6,16 +6,19 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <future>
+#include <random>
 
 #include "broker/namespace/namespace_service.h"
 #include "broker/replication/replication_service.h"
 #include "broker/service/authentication.h"
 #include "broker/service/authorization.h"
+#include "broker/service/bookie_placement.h"
 #include "broker/service/metrics.h"
 #include "broker/service/schema_registry.h"
 #include "broker/service/topic_registry.h"
 #include "broker/wire/connection.h"
 #include "ledger/bookkeeper.h"
+#include "ledger/topology_watcher.h"
 #include "mledger/managed_ledger.h"
 #include "net/listen.h"
 #include "net/stream.h"
@@ -30,7 +33,27 @@ const DynamicConfig& Broker::dynamic_config() const { return topics_->dynamic_co
 
 Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
                                               metadata::MetadataStores stores) {
+  // Ledger placement: the policy the keys ask for (checked before anything starts), over the
+  // racks of /bookies as they are now; the watcher started below hands later changes to every
+  // loop's policy.
+  auto placement = placement_settings(config);
+  if (!placement.ok()) return placement.status();
   std::unique_ptr<Broker> b(new Broker(std::move(config), std::move(stores)));
+  auto topology = run_sync<Result<ledger::BookieTopology>>(
+      [store = b->stores_.cluster.get()]() { return ledger::load_topology(*store); });
+  if (!topology.ok()) {
+    b->log_.warn("ledger placement starts without bookie racks: {} (read again on change)",
+                 topology.status().to_string());
+  }
+  b->log_.info("ledger placement: {}{}", ledger::to_string(placement->kind),
+               placement->kind == ledger::PlacementSettings::Kind::kRegionAware
+                   ? fmt::format(" (reppMinimumRegionsForDurability={}, reppRegionsToWrite='{}', "
+                                 "reppEnableValidation={})",
+                                 placement->region.min_regions_for_durability,
+                                 b->config_.repp_regions_to_write,
+                                 placement->region.enforce)
+                   : "");
+  std::random_device seeds;
   int loops = b->config_.num_io_threads;
   if (loops <= 0) loops = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // One entry-cache budget for every loop's factory.
@@ -39,7 +62,13 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
       b->config_.managed_ledger_factory.cache_eviction_watermark);
   for (int i = 0; i < loops; ++i) {
     auto loop = std::make_unique<Loop>();
-    loop->bk = std::make_unique<ledger::BookKeeper>(*b->stores_.cluster, loop->io.get_executor());
+    // One policy per loop: it is used (and updated) on that loop only.
+    loop->placement = ledger::make_placement(
+        *placement, topology.ok() ? *topology : ledger::BookieTopology{}, seeds());
+    ledger::BookKeeperOptions bk_options;
+    bk_options.placement = loop->placement;
+    loop->bk = std::make_unique<ledger::BookKeeper>(*b->stores_.cluster, loop->io.get_executor(),
+                                                    std::move(bk_options));
     loop->factory = std::make_unique<mledger::ManagedLedgerFactory>(
         *b->stores_.cluster, *loop->bk, b->config_.managed_ledger_factory, cache);
     b->loops_.push_back(std::move(loop));
@@ -122,6 +151,11 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   }
   b->gauge_timer_ = std::make_unique<asio::steady_timer>(b->loops_.front()->io);
   spawn_in(b->gate_, first, [raw]() { return raw->gauge_loop(); });
+  b->topology_watcher_ = std::make_unique<ledger::TopologyWatcher>(
+      *b->stores_.cluster, first, b->gate_,
+      [raw](const ledger::BookieTopology& t) { raw->apply_topology(t); });
+  ledger::TopologyWatcher* watcher = b->topology_watcher_.get();
+  spawn_in(b->gate_, first, [watcher]() -> Task<void> { (void)co_await watcher->start(); });
   TopicRegistry* topics = b->topics_.get();
   ReplicationService* replication = b->replication_.get();
   for (size_t i = 0; i < b->loops_.size(); ++i) {
@@ -158,6 +192,7 @@ void Broker::stop() {
     if (acceptor_) acceptor_->close(ec);
     if (tls_acceptor_) tls_acceptor_->close(ec);
     if (gauge_timer_) gauge_timer_->cancel();
+    if (topology_watcher_) topology_watcher_->stop();
   };
   if (loops_.front()->thread.joinable()) {
     std::promise<void> closed;
@@ -280,6 +315,14 @@ void Broker::forget_connection(Connection* cnx) {
 int64_t Broker::connection_count() const {
   std::lock_guard lock(connections_mu_);
   return static_cast<int64_t>(connections_.size());
+}
+
+void Broker::apply_topology(const ledger::BookieTopology& topology) {
+  // Each policy is used on its own loop only: the update joins that loop's queue.
+  for (auto& loop : loops_) {
+    asio::post(loop->io,
+               [policy = loop->placement, topology] { policy->update_topology(topology); });
+  }
 }
 
 BrokerServices Broker::services() {

@@ -29,6 +29,9 @@
 
 namespace magnetar::ledger {
 class BookKeeper;
+class PlacementPolicy;
+class TopologyWatcher;
+struct BookieTopology;
 }
 namespace magnetar::metrics {
 class Gauge;
@@ -89,6 +92,8 @@ class Broker {
   struct Loop {
     asio::io_context io;
     std::thread thread;
+    // The loop's placement policy, shared with bk (which uses it on this loop).
+    std::shared_ptr<ledger::PlacementPolicy> placement;
     std::unique_ptr<ledger::BookKeeper> bk;
     std::unique_ptr<mledger::ManagedLedgerFactory> factory;
   };
@@ -103,6 +108,8 @@ class Broker {
   std::string next_producer_name();
   // Until stop(): the connections gauge.
   Task<void> gauge_loop();
+  // Hands a new /bookies topology to every loop's placement policy, on that loop.
+  void apply_topology(const ledger::BookieTopology& topology);
 
   BrokerConfig config_;
   metadata::MetadataStores stores_;
@@ -124,6 +131,8 @@ class Broker {
   std::shared_ptr<metrics::Gauge> connections_gauge_;
   ConnectionCounters connection_counters_;  // pulsar_connection_{created,closed}_total_count
   std::unique_ptr<asio::steady_timer> gauge_timer_;  // gauge_loop()'s, on the first loop
+  // Follows /bookies on the first loop (its reads join gate_).
+  std::unique_ptr<ledger::TopologyWatcher> topology_watcher_;
   int port_ = 0;
   int tls_port_ = 0;
   std::atomic<bool> stopped_{false};

@@ -37,8 +37,8 @@ const std::map<std::string, std::set<std::string>>& rules() {
        {"auth", "broker/service", "broker/namespace", "broker/config", "common", "metadata",
         "mledger", "net", "proto", "protocol"}},
       {"broker/admin",
-       {"auth", "broker/service", "broker/namespace", "broker/config", "common", "http", "metadata",
-        "mledger", "proto", "protocol"}},
+       {"auth", "broker/service", "broker/namespace", "broker/config", "common", "http", "ledger",
+        "metadata", "mledger", "proto", "protocol"}},
       // Geo-replication sits between {wire, admin} and service; the only room with the client.
       {"broker/replication",
        {"broker/service", "broker/namespace", "broker/config", "client", "common", "http",

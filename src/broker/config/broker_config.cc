@@ -270,6 +270,34 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
   s.bind("loadBalancerNamespaceBundleMaxBandwidthMbytes",
          &c->load_balancer_namespace_bundle_max_bandwidth_mbytes,
          "Throughput (MB/s, in + out) in a bundle above which it is split");
+  s.bind("bookkeeperClientRackawarePolicyEnabled", &c->bookkeeper_client_rackaware_policy_enabled,
+         "Place ledgers so that each write set spans several racks (racks from /bookies)");
+  s.bind("bookkeeperClientRegionawarePolicyEnabled",
+         &c->bookkeeper_client_regionaware_policy_enabled,
+         "Place ledgers across regions (racks /region/rack in /bookies; the repp* keys); "
+         "wins over the rack-aware policy");
+  s.bind("bookkeeperClientMinNumRacksPerWriteQuorum",
+         &c->bookkeeper_client_min_num_racks_per_write_quorum,
+         "Racks each write set should span (rack-aware policy)")
+      .range(1, 1000);
+  s.bind("bookkeeperClientEnforceMinNumRacksPerWriteQuorum",
+         &c->bookkeeper_client_enforce_min_num_racks_per_write_quorum,
+         "Fail a ledger's creation when its write sets cannot span that many racks (else "
+         "place with fewer)");
+  s.bind("reppRegionsToWrite", &c->repp_regions_to_write,
+         "Region-aware policy: the regions ledgers are written to, separated by ';' (empty: "
+         "every region of /bookies)");
+  s.bind("reppMinimumRegionsForDurability", &c->repp_minimum_regions_for_durability,
+         "Region-aware policy: regions every acknowledged entry is stored in (each ack quorum "
+         "spans that many; 0 or 1: no constraint)")
+      .range(0, 1000);
+  s.bind("reppEnableValidation", &c->repp_enable_validation,
+         "Region-aware policy: fail a ledger's creation when no ensemble meets "
+         "reppMinimumRegionsForDurability (false: place anyway, best effort)");
+  s.bind("reppEnableDurabilityEnforcementInReplace",
+         &c->repp_enable_durability_enforcement_in_replace,
+         "Region-aware policy: a failed bookie is only replaced by one that keeps "
+         "reppMinimumRegionsForDurability");
   metadata::bind_metadata_config(s, &c->metadata);
   mledger::bind_managed_ledger_config(s, &c->managed_ledger, &c->managed_ledger_factory);
   // Pulsar's broker.conf and standalone.conf as they ship: every key accepted (those not

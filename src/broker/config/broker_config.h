@@ -148,6 +148,19 @@ struct BrokerConfig {
   int32_t load_balancer_namespace_bundle_max_msg_rate = 30000;  // ...NamespaceBundleMaxMsgRate
   int32_t load_balancer_namespace_bundle_max_bandwidth_mbytes = 100;  // ...MaxBandwidthMbytes
 
+  // Where the broker's ledger client places ledgers (docs/geo-replication.md, "Racks and
+  // regions"): the bookies' racks come from /bookies; these pick the policy. Region-aware wins
+  // over rack-aware; neither: random. Checked at start (broker/bookie_placement.h).
+  bool bookkeeper_client_rackaware_policy_enabled = true;     // ...RackawarePolicyEnabled
+  bool bookkeeper_client_regionaware_policy_enabled = false;  // ...RegionawarePolicyEnabled
+  int32_t bookkeeper_client_min_num_racks_per_write_quorum = 2;  // ...MinNumRacksPerWriteQuorum
+  bool bookkeeper_client_enforce_min_num_racks_per_write_quorum = false;  // ...Enforce...
+  // BookKeeper's region-aware keys, which Pulsar forwards from broker.conf:
+  std::string repp_regions_to_write;             // reppRegionsToWrite: "r1;r2;r3" (empty: any)
+  int32_t repp_minimum_regions_for_durability = 2;       // reppMinimumRegionsForDurability
+  bool repp_enable_validation = true;                    // reppEnableValidation
+  bool repp_enable_durability_enforcement_in_replace = true;  // ...EnforcementInReplace
+
   metadata::MetadataConfig metadata;
   mledger::ManagedLedgerConfig managed_ledger;
   mledger::ManagedLedgerFactoryConfig managed_ledger_factory;

@@ -1,0 +1,178 @@
+// The broker's placement keys (service/bookie_placement.h): what they build, what they refuse
+// (naming the key), the rack shapes the admin API accepts, and a broker that does not start
+// on a configuration that cannot be satisfied.
+
+#include "broker/service/bookie_placement.h"
+
+#include <gtest/gtest.h>
+
+#include "broker/broker.h"
+#include "common/config.h"
+#include "testing/test_name.h"
+
+namespace magnetar::broker {
+namespace {
+
+using Kind = ledger::PlacementSettings::Kind;
+
+BrokerConfig region_aware(int e, int qw, int qa, int min_regions, std::string regions = "") {
+  BrokerConfig c;
+  c.bookkeeper_client_regionaware_policy_enabled = true;
+  c.managed_ledger.ensemble_size = e;
+  c.managed_ledger.write_quorum = qw;
+  c.managed_ledger.ack_quorum = qa;
+  c.repp_minimum_regions_for_durability = min_regions;
+  c.repp_regions_to_write = std::move(regions);
+  return c;
+}
+
+// The error of placement_settings(c), "" when it accepts.
+std::string refusal(const BrokerConfig& c) {
+  auto s = placement_settings(c);
+  if (s.ok()) return "";
+  EXPECT_TRUE(s.status().is(Errc::kInvalidArgument)) << s.status().to_string();
+  return s.status().message();
+}
+
+TEST(BookiePlacementTest, PulsarsDefaultsAreRackAware) {
+  auto s = placement_settings(BrokerConfig{});
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_EQ(s->kind, Kind::kRackAware);
+  EXPECT_EQ(s->min_racks_per_write_quorum, 2);
+  EXPECT_FALSE(s->enforce_min_racks);
+
+  BrokerConfig random;
+  random.bookkeeper_client_rackaware_policy_enabled = false;
+  EXPECT_EQ(placement_settings(random)->kind, Kind::kDefault);
+
+  BrokerConfig enforced;
+  enforced.bookkeeper_client_min_num_racks_per_write_quorum = 3;
+  enforced.bookkeeper_client_enforce_min_num_racks_per_write_quorum = true;
+  auto e = placement_settings(enforced);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->min_racks_per_write_quorum, 3);
+  EXPECT_TRUE(e->enforce_min_racks);
+}
+
+TEST(BookiePlacementTest, RegionAwareSettingsFollowTheReppKeys) {
+  BrokerConfig c = region_aware(3, 3, 2, 2, " r1 ; r2;r3");
+  c.bookkeeper_client_rackaware_policy_enabled = false;  // region-aware wins either way
+  c.repp_enable_validation = false;
+  c.repp_enable_durability_enforcement_in_replace = false;
+  auto s = placement_settings(c);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_EQ(s->kind, Kind::kRegionAware);
+  EXPECT_EQ(s->region.regions_to_write, (std::set<std::string>{"r1", "r2", "r3"}));
+  EXPECT_EQ(s->region.min_regions_for_durability, 2);
+  EXPECT_FALSE(s->region.enforce);
+  EXPECT_FALSE(s->region.enforce_in_replace);
+}
+
+TEST(BookiePlacementTest, RefusesWhatCannotBeSatisfiedNamingTheKeys) {
+  // 3/3/2 needs three regions for two per ack quorum: fine without a list (up to Qw), fine
+  // over three listed regions, not over two.
+  EXPECT_EQ(refusal(region_aware(3, 3, 2, 2)), "");
+  EXPECT_EQ(refusal(region_aware(3, 3, 2, 2, "a;b;c")), "");
+  std::string two = refusal(region_aware(3, 3, 2, 2, "a;b"));
+  EXPECT_NE(two.find("managedLedgerDefaultAckQuorum=2"), std::string::npos) << two;
+  EXPECT_NE(two.find("reppMinimumRegionsForDurability=2"), std::string::npos) << two;
+  EXPECT_NE(two.find("at least 3"), std::string::npos) << two;
+  EXPECT_EQ(refusal(region_aware(3, 3, 3, 2, "a;b")), "");
+
+  std::string qa1 = refusal(region_aware(3, 3, 1, 2));
+  EXPECT_NE(qa1.find("managedLedgerDefaultAckQuorum=1"), std::string::npos) << qa1;
+
+  std::string qw1 = refusal(region_aware(1, 1, 1, 2));
+  EXPECT_NE(qw1.find("managedLedgerDefaultWriteQuorum=1 cannot span "
+                     "reppMinimumRegionsForDurability=2"),
+            std::string::npos)
+      << qw1;
+
+  std::string few = refusal(region_aware(3, 3, 3, 3, "a;b"));
+  EXPECT_NE(few.find("reppRegionsToWrite 'a;b' names 2 region(s), fewer than "
+                     "reppMinimumRegionsForDurability=3"),
+            std::string::npos)
+      << few;
+
+  // No constraint with a minimum of 1 (or 0).
+  EXPECT_EQ(refusal(region_aware(1, 1, 1, 1)), "");
+  EXPECT_EQ(refusal(region_aware(1, 1, 1, 0)), "");
+}
+
+TEST(BookiePlacementTest, ParsesReppRegionsToWrite) {
+  EXPECT_TRUE(regions_to_write("")->empty());
+  EXPECT_TRUE(regions_to_write("  ")->empty());
+  EXPECT_EQ(*regions_to_write("a"), (std::set<std::string>{"a"}));
+  EXPECT_EQ(*regions_to_write("a; b ;c"), (std::set<std::string>{"a", "b", "c"}));
+  for (std::string_view bad : {"a;;b", "a;", ";a", "a;a", "a/b;c", "a\x01"}) {
+    auto r = regions_to_write(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("reppRegionsToWrite"), std::string::npos)
+        << r.status().message();
+  }
+  BrokerConfig c = region_aware(3, 3, 2, 2, "a;;b");
+  EXPECT_NE(refusal(c).find("reppRegionsToWrite"), std::string::npos);
+}
+
+TEST(BookiePlacementTest, RackShapesAsPulsarChecksThem) {
+  BrokerConfig rack;  // rack-aware (Pulsar's default)
+  for (std::string_view ok : {"/rack1", "rack1", "/rack1/", ""}) {
+    EXPECT_TRUE(rack_shape_fits(rack, ok)) << ok;
+  }
+  for (std::string_view bad : {"/region/rack", "a/b/c"}) EXPECT_FALSE(rack_shape_fits(rack, bad));
+  BrokerConfig region = region_aware(3, 3, 2, 2);
+  for (std::string_view ok : {"/region/rack", "region/rack", "/region/rack/"}) {
+    EXPECT_TRUE(rack_shape_fits(region, ok)) << ok;
+  }
+  for (std::string_view bad : {"/rack", "/a/b/c", ""}) EXPECT_FALSE(rack_shape_fits(region, bad));
+  BrokerConfig random;
+  random.bookkeeper_client_rackaware_policy_enabled = false;
+  EXPECT_TRUE(rack_shape_fits(random, "/a/b/c"));
+}
+
+TEST(BookiePlacementTest, BrokerConfKeysAreBoundNotIgnored) {
+  BrokerConfig c;
+  ConfigSchema s("broker");
+  bind_broker_config(s, &c);
+  ASSERT_TRUE(s.load_text("bookkeeperClientRegionawarePolicyEnabled=true\n"
+                          "bookkeeperClientRackawarePolicyEnabled=false\n"
+                          "bookkeeperClientMinNumRacksPerWriteQuorum=3\n"
+                          "bookkeeperClientEnforceMinNumRacksPerWriteQuorum=true\n"
+                          "reppRegionsToWrite=a;b;c\n"
+                          "reppMinimumRegionsForDurability=3\n"
+                          "reppEnableValidation=false\n"
+                          "reppEnableDurabilityEnforcementInReplace=false\n",
+                          "broker.conf")
+                  .ok());
+  EXPECT_TRUE(c.bookkeeper_client_regionaware_policy_enabled);
+  EXPECT_FALSE(c.bookkeeper_client_rackaware_policy_enabled);
+  EXPECT_EQ(c.bookkeeper_client_min_num_racks_per_write_quorum, 3);
+  EXPECT_TRUE(c.bookkeeper_client_enforce_min_num_racks_per_write_quorum);
+  EXPECT_EQ(c.repp_regions_to_write, "a;b;c");
+  EXPECT_EQ(c.repp_minimum_regions_for_durability, 3);
+  EXPECT_FALSE(c.repp_enable_validation);
+  EXPECT_FALSE(c.repp_enable_durability_enforcement_in_replace);
+  EXPECT_TRUE(s.ignored().empty()) << s.ignored_warning();
+  Status zero = s.load_text("bookkeeperClientMinNumRacksPerWriteQuorum=0\n", "broker.conf");
+  EXPECT_NE(zero.message().find("bookkeeperClientMinNumRacksPerWriteQuorum"), std::string::npos)
+      << zero.to_string();
+}
+
+TEST(BookiePlacementTest, ABrokerDoesNotStartOnAnUnsatisfiableConfiguration) {
+  auto store = run_sync<Result<std::unique_ptr<metadata::MetadataStore>>>(
+      [] { return metadata::open_store("memory:" + magnetar::testing::test_name()); });
+  ASSERT_TRUE(store.ok());
+  std::shared_ptr<metadata::MetadataStore> shared = std::move(store).value();
+  BrokerConfig c = region_aware(3, 3, 1, 2);
+  c.broker_service_port = 0;
+  c.bind_address = "127.0.0.1";
+  c.num_io_threads = 1;
+  auto b = Broker::start(c, metadata::MetadataStores{shared, shared});
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("managedLedgerDefaultAckQuorum=1"), std::string::npos)
+      << b.status().to_string();
+  (void)run_sync<Status>([&] { return shared->close(); });
+}
+
+}  // namespace
+}  // namespace magnetar::broker
