@@ -15,6 +15,7 @@
 //   /admin/v2/persistent/{tenant}/{ns}/{topic}[/...]          topics, subscriptions (topics.cc,
 //                                                             subscriptions.cc)
 //   /admin/v2/brokers[/...]                                   brokers         (brokers.cc)
+//   /admin/v2/bookies/all, /admin/v2/bookies/racks-info[/{bookie}]  bookie racks (bookies.cc)
 //
 // Clusters, tenants and namespaces live in the configuration store with Pulsar's node paths and
 // JSON field names (policies_json.h); every change is a compare-and-set, so concurrent admin

@@ -46,6 +46,7 @@ std::shared_ptr<http::Router> make_router(metadata::MetadataStores stores,
     admin::add_brokers(*router, own);
     admin::add_schemas(*router, own);
     admin::add_broker_stats(*router, own);
+    admin::add_bookies(*router, own);
     const BrokerServices& services = broker->services;
     if (services.authentication != nullptr || services.authorization != nullptr) {
       router->set_guard(admin::make_access_guard(services.authentication, services.authorization));
@@ -68,6 +69,7 @@ void serve_router(http::HttpServer& web, std::shared_ptr<const http::Router> rou
   admin::serve(web, router, admin::non_persistent_prefix());
   admin::serve(web, router, admin::schemas_prefix());
   admin::serve(web, router, admin::broker_stats_prefix());
+  admin::serve(web, router, admin::bookies_prefix());
 }
 
 }  // namespace

@@ -57,6 +57,7 @@ void add_permissions(http::Router& router, std::shared_ptr<const AdminContext> c
 void add_brokers(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_schemas(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 void add_broker_stats(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
+void add_bookies(http::Router& router, std::shared_ptr<const BrokerContext> ctx);
 
 // The prefixes, with the methods each serves and its answers before the router.
 Prefix clusters_prefix();  // "/admin/v2/clusters/"
@@ -69,5 +70,6 @@ Prefix non_persistent_prefix();         // "/admin/v2/non-persistent/"
 Prefix brokers_prefix();                // "/admin/v2/brokers/"
 Prefix schemas_prefix();                // "/admin/v2/schemas/"
 Prefix broker_stats_prefix();           // "/admin/v2/broker-stats/"
+Prefix bookies_prefix();                // "/admin/v2/bookies/"
 
 }  // namespace magnetar::broker::admin
