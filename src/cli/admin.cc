@@ -163,6 +163,7 @@ int run_admin(std::vector<std::string> args, std::ostream& out, std::ostream& er
   add_broker_commands(app, table);
   add_broker_stats_commands(app, table);
   add_schema_commands(app, table);
+  add_bookie_commands(app, table);
 
   if (auto done = parse_command_line(app, rewrite_single_dash_options(std::move(args)), out, err))
     return *done;

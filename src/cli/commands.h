@@ -40,5 +40,6 @@ void add_topic_commands(CLI::App& app, CommandTable& table);
 void add_broker_commands(CLI::App& app, CommandTable& table);
 void add_broker_stats_commands(CLI::App& app, CommandTable& table);
 void add_schema_commands(CLI::App& app, CommandTable& table);
+void add_bookie_commands(CLI::App& app, CommandTable& table);
 
 }  // namespace magnetar::cli

@@ -836,5 +836,81 @@ TEST(AdminToolFakeServerTest, FollowsRedirectsToTheOwningBroker) {
   EXPECT_EQ(owner.requests()[0].target, kTopic + "/unload?authoritative=true");
 }
 
+TEST(AdminToolFakeServerTest, BookiesCommandsSendPulsarsRequests) {
+  const std::string racks = "/admin/v2/bookies/racks-info";
+  expect_requests({
+      {{"bookies", "racks-placement"}, "GET", racks, ""},
+      {{"bookies", "list-bookies"}, "GET", "/admin/v2/bookies/all", ""},
+      {{"bookies", "get-bookie-rack", "--bookie", "my-bookie:3181"},
+       "GET",
+       racks + "/my-bookie%3A3181",
+       ""},
+      {{"bookies", "delete-bookie-rack", "-b", "my-bookie:3181"},
+       "DELETE",
+       racks + "/my-bookie%3A3181",
+       ""},
+      {{"bookies", "set-bookie-rack", "--group", "my-group", "--bookie", "my-bookie:3181", "--rack",
+        "rack-1", "--hostname", "host-1"},
+       "POST",
+       racks + "/my-bookie%3A3181?group=my-group",
+       R"({"rack":"rack-1","hostname":"host-1"})"},
+      // Group "default" and no hostname unless given.
+      {{"bookies", "set-bookie-rack", "-b", "h:3181", "-r", "/eu/r1"},
+       "POST",
+       racks + "/h%3A3181?group=default",
+       R"({"rack":"/eu/r1"})"},
+  });
+}
+
+TEST(AdminToolFakeServerTest, BookiesCommandsPrintAsPulsarAdminDoes) {
+  FakeAdmin fake;
+  fake.answer("GET /admin/v2/bookies/racks-info", 200,
+              R"({"default":{"10.0.0.1:3181":{"rack":"/r1","hostname":"bk1"},)"
+              R"("10.0.0.2:3181":{"rack":"/r2"}},"other":{"10.0.0.3:3181":{"rack":"/r3"}}})");
+  Ran placement = fake.admin({"bookies", "racks-placement"});
+  EXPECT_EQ(placement.code, 0) << placement.err;
+  EXPECT_EQ(placement.out,
+            "default    {10.0.0.1:3181=BookieInfoImpl(rack=/r1, hostname=bk1), "
+            "10.0.0.2:3181=BookieInfoImpl(rack=/r2, hostname=null)}\n"
+            "other    {10.0.0.3:3181=BookieInfoImpl(rack=/r3, hostname=null)}\n");
+
+  fake.answer("GET /admin/v2/bookies/all", 200,
+              R"({"bookies":[{"bookieId":"127.0.0.1:3181"},{"bookieId":"127.0.0.1:3182"}]})");
+  EXPECT_EQ(fake.admin({"bookies", "list-bookies"}).out,
+            "{\n"
+            "  \"bookies\" : [ {\n"
+            "    \"bookieId\" : \"127.0.0.1:3181\"\n"
+            "  }, {\n"
+            "    \"bookieId\" : \"127.0.0.1:3182\"\n"
+            "  } ]\n"
+            "}\n");
+
+  fake.answer("GET /admin/v2/bookies/racks-info/b%3A1", 200, R"({"rack":"/r1","hostname":"h"})");
+  fake.answer("GET /admin/v2/bookies/racks-info/b:1", 200, R"({"rack":"/r1","hostname":"h"})");
+  EXPECT_EQ(fake.admin({"bookies", "get-bookie-rack", "-b", "b:1"}).out,
+            "{\n  \"rack\" : \"/r1\",\n  \"hostname\" : \"h\"\n}\n");
+
+  fake.answer("GET /admin/v2/bookies/racks-info/x%3A1", 404,
+              R"({"reason":"Bookie rack placement configuration not found: x:1"})");
+  fake.answer("GET /admin/v2/bookies/racks-info/x:1", 404,
+              R"({"reason":"Bookie rack placement configuration not found: x:1"})");
+  Ran missing = fake.admin({"bookies", "get-bookie-rack", "-b", "x:1"});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_EQ(missing.err,
+            "Bookie rack placement configuration not found: x:1\n\n"
+            "Reason: Bookie rack placement configuration not found: x:1\n");
+
+  // pulsar-admin's own checks: --rack required, and not empty or "/".
+  const size_t before = fake.requests().size();
+  Ran slash = fake.admin({"bookies", "set-bookie-rack", "-b", "b:1", "-r", "/"});
+  EXPECT_EQ(slash.code, 1);
+  EXPECT_NE(slash.err.find("rack name is invalid, it should not be null, empty or '/'"),
+            std::string::npos)
+      << slash.err;
+  EXPECT_EQ(fake.admin({"bookies", "set-bookie-rack", "-b", "b:1"}).code, 1);
+  EXPECT_EQ(fake.admin({"bookies", "get-bookie-rack"}).code, 1);
+  EXPECT_EQ(fake.requests().size(), before);
+}
+
 }  // namespace
 }  // namespace magnetar::cli
