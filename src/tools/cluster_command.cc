@@ -55,6 +55,7 @@
 #include "metadata/metadata_store.h"
 #include "metadata/zookeeper_distribution.h"
 #include "tools/commands.h"
+#include "tools/local_cluster.h"
 #include "tools/processes.h"
 
 namespace magnetar::tools {
@@ -169,46 +170,15 @@ int fail(std::vector<Launched>& started, const std::string& message) {
   return 1;
 }
 
-// Waits until the log matches `ready`; fails early when the process exits.
-Result<std::smatch> wait_for_line(const Launched& p, const std::regex& ready,
-                                  std::chrono::seconds timeout, std::string* text) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    *text = read_text(p.log);
-    std::smatch m;
-    if (std::regex_search(*text, m, ready)) return m;
-    if (!alive(p.pid)) {
-      return Status(Errc::kUnavailable, fmt::format("{} exited; last lines of {}:\n{}", p.name,
-                                                    p.log, last_lines(*text, 15)));
-    }
-    std::this_thread::sleep_for(100ms);
-  }
-  return Status(Errc::kTimeout, fmt::format("{} not ready after {} s; last lines of {}:\n{}",
-                                            p.name, timeout.count(), p.log,
-                                            last_lines(*text, 15)));
-}
-
 // Starts Debian's ZooKeeper (one server) for the cluster; recorded in `started`.
 Result<pid_t> launch_zookeeper(const std::string& data, const Layout& layout,
                                std::vector<Launched>& started) {
-  MAGNETAR_ASSIGN_OR_RETURN(std::string classpath, metadata::zookeeper_classpath());
   Launched zk{"zookeeper", -1, data + "/zookeeper", data + "/zookeeper/zookeeper.log"};
-  std::error_code ec;
-  fs::create_directories(zk.dir + "/data", ec);
-  {
-    std::ofstream cfg(zk.dir + "/zoo.cfg");
-    cfg << fmt::format(
-        "tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir={}/data\nclientPort={}\n"
-        "clientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\n"
-        "4lw.commands.whitelist=ruok,srvr,stat\n",
-        zk.dir, layout.zookeeper_port);
-    std::ofstream log4j(zk.dir + "/log4j.properties");
-    log4j << metadata::zookeeper_log4j_properties();
-  }
-  MAGNETAR_ASSIGN_OR_RETURN(
-      zk.pid, launch(metadata::zookeeper_command("/usr/bin/java", classpath, zk.dir,
-                                                 4 * 1024 * 1024),
-                     zk.dir, zk.log));
+  ZooKeeperSpec spec;
+  spec.dir = zk.dir;
+  spec.client_port = layout.zookeeper_port;
+  MAGNETAR_ASSIGN_OR_RETURN(std::vector<std::string> command, prepare_zookeeper(spec));
+  MAGNETAR_ASSIGN_OR_RETURN(zk.pid, launch(command, zk.dir, zk.log));
   started.push_back(zk);
   return zk.pid;
 }
@@ -355,26 +325,8 @@ int run_cluster_up(const ClusterArgs& args) {
   if (!store_pid.ok()) return fail(started, store_pid.status().message());
   const Launched zk = started.back();
   // Ready when a session opens (the chroot is created on the way).
-  {
-    const auto deadline = Clock::now() + 60s;
-    Status last;
-    while (true) {
-      metadata::StoreOptions o;
-      o.operation_timeout = 2s;
-      auto store = run_sync<Result<std::unique_ptr<metadata::MetadataStore>>>(
-          [&]() { return metadata::open_store(metadata_url, o); });
-      if (store.ok()) {
-        (void)run_sync<Status>([&]() { return (*store)->close(); });
-        break;
-      }
-      last = store.status();
-      if (!alive(zk.pid) || Clock::now() > deadline) {
-        return fail(started, fmt::format("{} did not start ({}); last lines of {}:\n{}",
-                                         zk.name, last.message(), zk.log,
-                                         last_lines(read_text(zk.log), 15)));
-      }
-      std::this_thread::sleep_for(200ms);
-    }
+  if (Status st = wait_for_metadata_store(metadata_url, zk, 60s); !st.ok()) {
+    return fail(started, st.message());
   }
   std::printf("%-10s 127.0.0.1:%d\n", zk.name.c_str(), layout.zookeeper_port);
   std::fflush(stdout);
@@ -385,21 +337,14 @@ int run_cluster_up(const ClusterArgs& args) {
     b.log = b.dir + "/bookie.log";
     fs::create_directories(b.dir, ec);
     const int port = layout.bookie_ports[static_cast<size_t>(i)];
-    std::vector<std::string> argv = {binary, "bookie"};
-    for (const std::string& s : std::vector<std::string>{
-             fmt::format("bookiePort={}", port), "advertisedAddress=127.0.0.1",
-          fmt::format("metadataStoreUrl={}", metadata_url),
-          fmt::format("journalDirectories={}/journal", b.dir),
-          fmt::format("ledgerDirectories={}/ledgers", b.dir), std::string("httpServerPort=0")}) {
-      argv.push_back("--set");
-      argv.push_back(s);
-    }
+    const std::vector<std::string> argv =
+        bookie_command(binary, BookieSpec{b.dir, port, metadata_url, {}});
     auto pid = launch(argv, b.dir, b.log);
     if (!pid.ok()) return fail(started, pid.status().message());
     b.pid = *pid;
     started.push_back(b);
     std::string text;
-    auto ready = wait_for_line(b, std::regex("serving the bookie protocol on"), 60s, &text);
+    auto ready = wait_for_line(b, std::regex(kBookieReadyPattern), 60s, &text);
     if (!ready.ok()) return fail(started, ready.status().message());
     std::printf("bookie     127.0.0.1:%d\n", port);
     std::fflush(stdout);
@@ -411,36 +356,25 @@ int run_cluster_up(const ClusterArgs& args) {
     Launched b{fmt::format("broker-{}", i), -1, fmt::format("{}/broker-{}", data, i), ""};
     b.log = b.dir + "/broker.log";
     fs::create_directories(b.dir, ec);
-    std::vector<std::string> argv = {binary, "broker"};
-    for (const std::string& s : std::vector<std::string>{
-             fmt::format("metadataStoreUrl={}", metadata_url),
-          fmt::format("clusterName={}", args.cluster_name), std::string("bindAddress=127.0.0.1"),
-          std::string("advertisedAddress=127.0.0.1"),
-          fmt::format("brokerServicePort={}", layout.broker_ports[static_cast<size_t>(i)].first),
-          fmt::format("webServicePort={}", layout.broker_ports[static_cast<size_t>(i)].second),
-          fmt::format("managedLedgerDefaultEnsembleSize={}", ensemble),
-          fmt::format("managedLedgerDefaultWriteQuorum={}", ensemble),
-          fmt::format("managedLedgerDefaultAckQuorum={}", ensemble)}) {
-      argv.push_back("--set");
-      argv.push_back(s);
-    }
+    BrokerSpec spec;
+    spec.metadata_url = metadata_url;
+    spec.cluster_name = args.cluster_name;
+    spec.service_port = layout.broker_ports[static_cast<size_t>(i)].first;
+    spec.web_port = layout.broker_ports[static_cast<size_t>(i)].second;
+    spec.ensemble = ensemble;
     if (!args.configuration_store.empty()) {
-      argv.push_back("--set");
-      argv.push_back("configurationMetadataStoreUrl=" + args.configuration_store);
+      spec.settings.push_back("configurationMetadataStoreUrl=" + args.configuration_store);
     }
-    for (const std::string& setting : args.broker_settings) {  // later --set wins
-      argv.push_back("--set");
-      argv.push_back(setting);
-    }
+    // Later settings win.
+    spec.settings.insert(spec.settings.end(), args.broker_settings.begin(),
+                         args.broker_settings.end());
+    const std::vector<std::string> argv = broker_command(binary, spec);
     auto pid = launch(argv, b.dir, b.log);
     if (!pid.ok()) return fail(started, pid.status().message());
     b.pid = *pid;
     started.push_back(b);
     std::string text;
-    auto ready = wait_for_line(
-        b,
-        std::regex(R"(service URL:\s+(pulsar://\S+)\s+web service URL: (http://\S+))"), 60s,
-        &text);
+    auto ready = wait_for_line(b, std::regex(kBrokerReadyPattern), 60s, &text);
     if (!ready.ok()) return fail(started, ready.status().message());
     const std::string service = (*ready)[1], web = (*ready)[2];
     brokers.push_back({{"serviceUrl", service}, {"webServiceUrl", web}});
@@ -503,8 +437,7 @@ int run_cluster_up(const ClusterArgs& args) {
     started.push_back(p);
     std::string text;
     auto ready = wait_for_line(
-        p, std::regex(R"(service URL:\s+(pulsar://\S+)\s+web service URL: (http://\S+))"), 60s,
-        &text);
+        p, std::regex(kBrokerReadyPattern), 60s, &text);
     if (!ready.ok()) return fail(started, ready.status().message());
     const std::string service = (*ready)[1], web = (*ready)[2];
     proxies.push_back({{"serviceUrl", service}, {"webServiceUrl", web}});

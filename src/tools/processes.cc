@@ -85,6 +85,25 @@ Result<pid_t> launch(const std::vector<std::string>& args, const std::string& di
   return pid;
 }
 
+Result<std::smatch> wait_for_line(const Launched& p, const std::regex& ready,
+                                  std::chrono::seconds timeout, std::string* text, size_t from) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    *text = read_text(p.log);
+    *text = text->size() > from ? text->substr(from) : std::string();
+    std::smatch m;
+    if (std::regex_search(*text, m, ready)) return m;
+    if (!alive(p.pid)) {
+      return Status(Errc::kUnavailable, fmt::format("{} exited; last lines of {}:\n{}", p.name,
+                                                    p.log, last_lines(*text, 15)));
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  return Status(Errc::kTimeout, fmt::format("{} not ready after {} s; last lines of {}:\n{}",
+                                            p.name, timeout.count(), p.log,
+                                            last_lines(*text, 15)));
+}
+
 bool alive(pid_t pid) {
   int status = 0;
   if (::waitpid(pid, &status, WNOHANG) == pid) return false;  // our child, exited

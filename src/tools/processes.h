@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,12 @@ bool alive(pid_t pid);
 bool same_process(pid_t pid, const std::string& dir);
 // SIGTERM, then SIGKILL after 15 s; only while it still is the process started.
 void stop_process(const Launched& p);
+
+// Waits until the log, from byte `from` on (what this run wrote), matches `ready`; fails early
+// when the process exits, quoting the log's last lines. `*text` gets what was read.
+Result<std::smatch> wait_for_line(const Launched& p, const std::regex& ready,
+                                  std::chrono::seconds timeout, std::string* text,
+                                  size_t from = 0);
 
 // The path of the running executable ("magnetar" when unknown).
 std::string self_binary();
