@@ -629,5 +629,27 @@ TEST(PlacementTest, MakePlacementBuildsTheKindAsked) {
   EXPECT_EQ(to_string(PlacementSettings::Kind::kRackAware), "rack-aware");
 }
 
+TEST(PlacementTest, FourFourThreeSurvivesARegionLossWhereThreeThreeTwoDoesNot) {
+  // Three regions of two bookies, then region2's bookies gone: what docs/geo-replication.md
+  // advises.
+  Topology c = regions(3, 2);
+  std::vector<std::string> left;
+  for (const auto& b : c.bookies) {
+    if (c.topology.region_of(b) != "region2") left.push_back(b);
+  }
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    auto policy = make_region_aware_placement(c.topology, 2, true, seed);
+    auto all = policy->new_ensemble(4, 4, 3, c.bookies, {});
+    ASSERT_TRUE(all.ok()) << all.status().to_string();
+    EXPECT_EQ(distinct_regions(c.topology, *all), 3u);
+    EXPECT_EQ(min_regions_of_ack_quorums(c.topology, *all, 3), 2u);
+    auto degraded = policy->new_ensemble(4, 4, 3, left, {});
+    ASSERT_TRUE(degraded.ok()) << degraded.status().to_string();
+    EXPECT_EQ(min_regions_of_ack_quorums(c.topology, *degraded, 3), 2u);
+    EXPECT_TRUE(policy->new_ensemble(3, 3, 2, c.bookies, {}).ok());
+    EXPECT_TRUE(policy->new_ensemble(3, 3, 2, left, {}).status().is(Errc::kUnavailable));
+  }
+}
+
 }  // namespace
 }  // namespace magnetar::ledger
