@@ -11,6 +11,7 @@
 #include "broker/broker.h"
 #include "broker/namespace/load_manager.h"
 #include "broker/namespace/namespace_service.h"
+#include "console/console.h"
 #include "http/http_server.h"
 #include "net/tls.h"
 
@@ -96,6 +97,8 @@ Result<std::unique_ptr<BrokerServer>> BrokerServer::start(BrokerConfig config,
   admin.default_number_of_namespace_bundles = config.default_number_of_namespace_bundles;
   admin.allow_auto_update_schema = config.is_allow_auto_update_schema;
   add_admin_routes(*s->web_, stores, admin, b->services(), s->load_.get());
+  // The web console's static files (open: they hold no data; its REST calls are checked).
+  console::add_console_routes(*s->web_);
   if (s->load_) {
     LoadManager* load = s->load_.get();
     b->namespaces().set_load_manager(load);

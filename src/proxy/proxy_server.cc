@@ -16,6 +16,7 @@
 #include "client/connection.h"
 #include "common/gate.h"
 #include "common/logging.h"
+#include "console/console.h"
 #include "http/http_server.h"
 #include "magnetar/authentication.h"
 #include "net/listen.h"
@@ -192,6 +193,9 @@ Status ProxyServer::Impl::start(std::shared_ptr<metadata::MetadataStore> store) 
                                      http::HttpClient(http_client),
                                      [this] { return connections_json(); }});
   add_proxy_routes(*web_, *http_);
+  // The web console is served by the proxy itself (the same embedded files as the brokers');
+  // its /admin/ calls are forwarded like any other.
+  console::add_console_routes(*web_);
   // The loops run; discovery reads the brokers once before clients are let in.
   for (auto& loop : loops_) {
     Loop* l = loop.get();

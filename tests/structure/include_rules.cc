@@ -45,14 +45,14 @@ const std::map<std::string, std::set<std::string>>& rules() {
         "metadata", "mledger", "proto", "protocol"}},
       {"broker",
        {"auth", "broker/wire", "broker/admin", "broker/replication", "broker/service",
-        "broker/namespace", "broker/config", "common", "http", "ledger", "metadata", "mledger",
-        "net", "proto", "protocol"}},
+        "broker/namespace", "broker/config", "common", "console", "http", "ledger", "metadata",
+        "mledger", "net", "proto", "protocol"}},
       // The client library never includes broker code.
       {"client", {"common", "http", "net", "proto", "protocol"}},
       // The proxy finds brokers through the metadata store and talks to them with the client
       // library's connections; it never includes broker code.
       {"proxy",
-       {"auth", "client", "common", "http", "metadata", "net", "proto", "protocol"}},
+       {"auth", "client", "common", "console", "http", "metadata", "net", "proto", "protocol"}},
       {"cli", {"client", "common", "http", "ledger", "metadata", "net", "proto", "protocol"}},
       {"tools",
        {"auth", "bookie", "broker", "broker/config", "client", "common", "http", "ledger",
