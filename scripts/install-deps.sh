@@ -12,7 +12,14 @@ packages=(
   liblz4-dev libzstd-dev libsnappy-dev zlib1g-dev libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   fio procps
+  # The web console's browser test (src/console/tests/browser): Debian's Chromium, and a font.
+  chromium fonts-dejavu-core
 )
+# Node.js and npm for that test: Debian's, unless a node is installed already (another
+# distribution's nodejs package brings its own npm, and Debian's npm would conflict with it).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

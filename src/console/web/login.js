@@ -44,7 +44,7 @@ export function setUpLogin(onSignedIn) {
   };
   $('sign-in').addEventListener('click', submit);
   $('token').addEventListener('keydown', (e) => {
-    if (e.key === 'Enter' && !e.shiftKey) {
+    if (e.key === 'Enter') {
       e.preventDefault();
       submit();
     }
