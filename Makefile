@@ -11,7 +11,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/ccache
 # cache filled by another.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: all deps configure build build-asan test test-release test-asan fuzz run bench bench-proxy clean format
+.PHONY: all deps configure build build-asan test test-release test-asan fuzz run bench bench-proxy chaos clean format
 
 all: build
 
@@ -64,6 +64,12 @@ bench: build
 # Throughput and latency through `magnetar proxy` beside direct (docs/performance.md).
 bench-proxy: build
 	@bash scripts/proxy-bench.sh $(BUILD_DIR) 15
+
+# The whole chaos suite (docs/operations.md, "Chaos suite"): a local cluster of real processes
+# under load, every fault in turn, a table of what was acknowledged, lost and duplicated.
+# `make test` runs its --quick form.
+chaos: build
+	$(BUILD_DIR)/bin/magnetar chaos
 
 format:
 	git ls-files '*.h' '*.cc' | xargs clang-format -i

@@ -66,6 +66,29 @@ struct DrDrillArgs {
 // messages lost and redelivered.
 int run_dr_drill(const DrDrillArgs& args);
 
+struct ChaosArgs {
+  bool quick = false;               // --quick: a subset, short holds (make test)
+  std::vector<std::string> faults;  // --fault NAME (repeatable): only these
+  bool list = false;                // --list: print the faults and exit
+  std::string dir;                  // --dir: the cluster's directory (default: a temporary one)
+  int rate = 0;                     // --rate: messages per second and topic (0: the mode's)
+  int topics = 0;                   // --topics (0: the mode's)
+  int hold_s = 0;                   // --hold: seconds each fault lasts (0: the mode's)
+  int time_limit_s = 0;             // --time-limit: faults not begun by then are skipped
+  // --service-url / --web-url: run against a cluster the user names (only the faults that
+  // need no control of its processes).
+  std::string service_url;
+  std::string web_url;
+  bool keep = false;     // --keep: leave the cluster's directory
+  bool verbose = false;  // --verbose: the client library's info logs too
+  // --non-persistent: the load on non-persistent topics, which keep nothing: every
+  // acknowledged message must be reported lost (the checker's own test).
+  bool non_persistent = false;
+};
+// `magnetar chaos`: a local cluster under load, one fault at a time; prints what was
+// acknowledged, lost and duplicated per fault. Exit code 1 when anything was lost.
+int run_chaos(const ChaosArgs& args);
+
 struct StandaloneArgs {
   ServerArgs server;
   std::string data_dir = "data";  // --data-dir

@@ -1,5 +1,5 @@
 // `magnetar`: the single server binary. Roles (standalone, broker, bookie, proxy) are
-// subcommands, beside the tooling (cluster, bookkeeper shell, tokens, dr-drill).
+// subcommands, beside the tooling (cluster, bookkeeper shell, tokens, dr-drill, chaos).
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -182,6 +182,33 @@ int main(int argc, char** argv) {
   dr->add_flag("--keep", drill.keep, "Keep the clusters' directories");
   dr->add_flag("-v,--verbose", drill.verbose, "Show the client library's info logs");
 
+  magnetar::tools::ChaosArgs chaos;
+  auto* ch = app.add_subcommand(
+      "chaos",
+      "Chaos suite: a local cluster (or --service-url) under load, one fault at a time (kills, "
+      "pauses, a partition, a full disk); prints acknowledged, lost and duplicated messages");
+  ch->add_flag("--quick", chaos.quick, "A subset of the faults with short holds (a few minutes)");
+  ch->add_option("--fault", chaos.faults, "Run only this fault (repeatable; see --list)");
+  ch->add_flag("--list", chaos.list, "Print the faults and exit");
+  ch->add_option("--dir", chaos.dir, "Directory for the cluster (default: a temporary one)");
+  ch->add_option("--rate", chaos.rate, "Messages per second and topic")
+      ->check(CLI::Range(1, 100000));
+  ch->add_option("--topics", chaos.topics, "Topics of the load (one producer and consumer each)")
+      ->check(CLI::Range(1, 64));
+  ch->add_option("--hold", chaos.hold_s, "Seconds each fault lasts")->check(CLI::Range(1, 600));
+  ch->add_option("--time-limit", chaos.time_limit_s,
+                 "Seconds after which faults not yet begun are skipped")
+      ->check(CLI::Range(10, 86400));
+  ch->add_option("--service-url", chaos.service_url,
+                 "Run against this cluster instead of starting one (faults that need its "
+                 "processes are skipped)");
+  ch->add_option("--web-url", chaos.web_url, "That cluster's admin HTTP URL");
+  ch->add_flag("--keep", chaos.keep, "Keep the cluster's directory");
+  ch->add_flag("-v,--verbose", chaos.verbose, "Show the client library's info logs");
+  ch->add_flag("--non-persistent", chaos.non_persistent,
+               "Checker self-test: load non-persistent topics, which keep nothing, so every "
+               "acknowledged message must be reported lost (exit code 1)");
+
   magnetar::tools::TokensArgs tokens;
   auto* tk = app.add_subcommand("tokens", "Make keys and tokens for token authentication");
   tk->require_subcommand(1);
@@ -253,6 +280,7 @@ int main(int argc, char** argv) {
   if (cluster_up->parsed()) return magnetar::tools::run_cluster_up(cluster_args);
   if (cluster_down->parsed()) return magnetar::tools::run_cluster_down(cluster_args);
   if (dr->parsed()) return magnetar::tools::run_dr_drill(drill);
+  if (ch->parsed()) return magnetar::tools::run_chaos(chaos);
   if (tk->parsed()) {
     tokens.command = tk->get_subcommands().front()->get_name();
     return magnetar::tools::run_tokens(tokens);

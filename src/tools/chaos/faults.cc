@@ -1,0 +1,352 @@
+#include "tools/chaos/faults.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "common/asio.h"
+#include "http/http_client.h"
+#include "ledger/bookkeeper.h"
+#include "metadata/metadata_store.h"
+
+namespace magnetar::tools::chaos {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// persistent://public/default/x -> public/default/x (the REST path) and
+// public/default/persistent/x (the managed ledger's name).
+std::string rest_path(const std::string& topic) {
+  return topic.substr(std::string("persistent://").size());
+}
+std::string managed_ledger_name(const std::string& topic) {
+  const std::string path = rest_path(topic);
+  const size_t slash = path.rfind('/');
+  return path.substr(0, slash) + "/persistent" + path.substr(slash);
+}
+
+Status no_cluster() { return Status(Errc::kInvalidArgument, "needs a cluster chaos started"); }
+
+// The bookies of one "region": bookie j belongs to region j % brokers.
+std::vector<int> region_bookies(const Cluster& c, int region) {
+  std::vector<int> out;
+  for (int j = 0; j < c.count(Role::kBookie); ++j) {
+    if (j % c.count(Role::kBroker) == region) out.push_back(j);
+  }
+  return out;
+}
+
+// Restarts every victim that is not running (killed) or paused; in reverse order of the kill
+// (bookies before brokers when both are victims: a broker wants its ensemble).
+Status restart_victims(FaultEnv& env) {
+  std::vector<std::pair<Role, int>> order = env.victims;
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    auto rank = [](Role r) { return r == Role::kZooKeeper ? 0 : r == Role::kBookie ? 1 : 2; };
+    return rank(a.first) < rank(b.first);
+  });
+  for (const auto& [role, i] : order) {
+    MAGNETAR_TRY(env.cluster->restart(role, i));
+    env.say(fmt::format("restarted {}", env.cluster->name(role, i)));
+  }
+  return Status::OK();
+}
+
+Result<std::string> kill_victims(FaultEnv& env) {
+  std::string what;
+  for (const auto& [role, i] : env.victims) {
+    const pid_t pid = env.cluster->pid(role, i);
+    env.cluster->kill(role, i);
+    what += fmt::format("{}SIGKILL {} (pid {})", what.empty() ? "" : ", ", env.cluster->name(role, i),
+                        pid);
+  }
+  return what;
+}
+
+// A bookie writing the first topic's open ledger.
+Result<int> bookie_of_first_topic(const FaultEnv& env) {
+  MAGNETAR_ASSIGN_OR_RETURN(std::vector<int> ensemble, ensemble_of(env, env.topics.at(0)));
+  if (ensemble.empty()) return Status(Errc::kNotFound, "the first topic's ledger has no ensemble");
+  return ensemble.front();
+}
+
+Result<std::string> inject_broker_kill(FaultEnv& env) {
+  if (!env.cluster) return no_cluster();
+  MAGNETAR_ASSIGN_OR_RETURN(int owner, owner_of(env, env.topics.at(0)));
+  env.victims = {{Role::kBroker, owner}};
+  return kill_victims(env);
+}
+
+Result<std::string> inject_bookie_kill(FaultEnv& env) {
+  if (!env.cluster) return no_cluster();
+  MAGNETAR_ASSIGN_OR_RETURN(int bookie, bookie_of_first_topic(env));
+  env.victims = {{Role::kBookie, bookie}};
+  return kill_victims(env);
+}
+
+Result<std::string> inject_zookeeper_kill(FaultEnv& env) {
+  if (!env.cluster) return no_cluster();
+  MAGNETAR_ASSIGN_OR_RETURN(int leader, env.cluster->zookeeper_leader());
+  env.victims = {{Role::kZooKeeper, leader}};
+  MAGNETAR_ASSIGN_OR_RETURN(std::string what, kill_victims(env));
+  return what + " (the leader)";
+}
+
+Result<std::string> inject_region_kill(FaultEnv& env) {
+  if (!env.cluster) return no_cluster();
+  MAGNETAR_ASSIGN_OR_RETURN(int owner, owner_of(env, env.topics.at(0)));
+  env.victims = {{Role::kBroker, owner}};
+  for (int b : region_bookies(*env.cluster, owner)) env.victims.emplace_back(Role::kBookie, b);
+  MAGNETAR_ASSIGN_OR_RETURN(std::string what, kill_victims(env));
+  return fmt::format("region {}: {}", owner, what);
+}
+
+Result<std::string> pause_victims(FaultEnv& env) {
+  std::string what;
+  for (const auto& [role, i] : env.victims) {
+    MAGNETAR_TRY(env.cluster->pause(role, i));
+    what += fmt::format("{}SIGSTOP {} (pid {})", what.empty() ? "" : ", ",
+                        env.cluster->name(role, i), env.cluster->pid(role, i));
+  }
+  return what;
+}
+
+Status resume_victims(FaultEnv& env) {
+  for (const auto& [role, i] : env.victims) {
+    env.cluster->resume(role, i);
+    env.say(fmt::format("SIGCONT {}", env.cluster->name(role, i)));
+  }
+  return Status::OK();
+}
+
+Result<std::string> inject_broker_pause(FaultEnv& env) {
+  if (!env.cluster) return no_cluster();
+  MAGNETAR_ASSIGN_OR_RETURN(int owner, owner_of(env, env.topics.at(0)));
+  env.victims = {{Role::kBroker, owner}};
+  return pause_victims(env);
+}
+
+Result<std::string> inject_bookie_pause(FaultEnv& env) {
+  if (!env.cluster) return no_cluster();
+  MAGNETAR_ASSIGN_OR_RETURN(int bookie, bookie_of_first_topic(env));
+  env.victims = {{Role::kBookie, bookie}};
+  return pause_victims(env);
+}
+
+Result<std::string> inject_broker_partition(FaultEnv& env) {
+  if (!env.cluster) return no_cluster();
+  MAGNETAR_ASSIGN_OR_RETURN(int owner, owner_of(env, env.topics.at(0)));
+  env.victims = {{Role::kBroker, owner}};
+  env.cluster->cut_broker(owner);
+  return fmt::format("cut {} off (clients, brokers and ZooKeeper; process running)",
+                     env.cluster->name(Role::kBroker, owner));
+}
+
+Status heal_broker_partition(FaultEnv& env) {
+  for (const auto& [role, i] : env.victims) {
+    env.cluster->heal_broker(i);
+    env.say(fmt::format("healed {}", env.cluster->name(role, i)));
+  }
+  return Status::OK();
+}
+
+// The disk-full fault's bookie: bookie 0, restarted before the load with a disk-usage threshold
+// just above the disk's use now; the balloon file, allocated later, takes the disk past it.
+constexpr int kDiskVictim = 0;
+
+struct DiskNumbers {
+  double used = 0;  // fraction, as the bookie computes it (1 - available / total)
+  uint64_t total = 0, available = 0;
+};
+
+Result<DiskNumbers> disk_numbers(const std::string& dir) {
+  struct statvfs s {};
+  if (::statvfs(dir.c_str(), &s) != 0) {
+    return Status(Errc::kIoError, fmt::format("statvfs {}: {}", dir, std::strerror(errno)));
+  }
+  DiskNumbers d;
+  d.total = static_cast<uint64_t>(s.f_blocks) * s.f_frsize;
+  d.available = static_cast<uint64_t>(s.f_bavail) * s.f_frsize;
+  d.used = d.total == 0 ? 1.0 : 1.0 - static_cast<double>(d.available) / static_cast<double>(d.total);
+  return d;
+}
+
+// The balloon: a thousandth of the disk, at least 256 MiB, at most 2 GiB; the threshold sits
+// half a balloon above today's use, so other writers on the same disk have that much room.
+uint64_t balloon_bytes(const DiskNumbers& d) {
+  return std::clamp<uint64_t>(d.total / 1000, 256ull << 20, 2ull << 30);
+}
+
+Status prepare_disk_full(FaultEnv& env) {
+  if (!env.cluster) return no_cluster();
+  const std::string dir = env.cluster->bookie_dir(kDiskVictim);
+  MAGNETAR_ASSIGN_OR_RETURN(DiskNumbers d, disk_numbers(dir));
+  const uint64_t balloon = balloon_bytes(d);
+  if (d.available < 4 * balloon) {
+    return Status(Errc::kUnavailable,
+                  fmt::format("{} has {} MiB free: too little for a {} MiB balloon", dir,
+                              d.available >> 20, balloon >> 20));
+  }
+  const double threshold =
+      d.used + static_cast<double>(balloon / 2) / static_cast<double>(d.total);
+  if (threshold >= 1.0) return Status(Errc::kUnavailable, "the disk is too full to fill");
+  MAGNETAR_TRY(env.cluster->restart(Role::kBookie, kDiskVictim,
+                                    {fmt::format("diskUsageThreshold={:.6f}", threshold)}));
+  env.say(fmt::format("restarted {} with diskUsageThreshold={:.6f} (disk {:.4f} used now; a "
+                      "{} MiB file takes it past)",
+                      env.cluster->name(Role::kBookie, kDiskVictim), threshold, d.used,
+                      balloon >> 20));
+  return Status::OK();
+}
+
+Result<std::string> inject_disk_full(FaultEnv& env) {
+  if (!env.cluster) return no_cluster();
+  const std::string dir = env.cluster->bookie_dir(kDiskVictim);
+  MAGNETAR_ASSIGN_OR_RETURN(DiskNumbers d, disk_numbers(dir));
+  const uint64_t balloon = balloon_bytes(d);
+  env.balloon = dir + "/ledgers/chaos-balloon";
+  env.victims = {{Role::kBookie, kDiskVictim}};
+  const int fd = ::open(env.balloon.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return Status(Errc::kIoError, fmt::format("{}: {}", env.balloon, std::strerror(errno)));
+  }
+  // Blocks really allocated (not a sparse file): statvfs counts them at once.
+  const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(balloon));
+  ::close(fd);
+  if (err != 0) {
+    return Status(Errc::kIoError,
+                  fmt::format("fallocate {}: {}", env.balloon, std::strerror(err)));
+  }
+  std::string where = "in no ensemble of the load's topics";
+  std::vector<std::string> in;
+  for (const auto& t : env.topics) {
+    auto e = ensemble_of(env, t);
+    if (e.ok() && std::find(e->begin(), e->end(), kDiskVictim) != e->end()) in.push_back(t);
+  }
+  if (!in.empty()) where = fmt::format("writing {} of the {} topics", in.size(), env.topics.size());
+  return fmt::format("filled {}'s disk with {} MiB (it was {})",
+                     env.cluster->name(Role::kBookie, kDiskVictim), balloon >> 20, where);
+}
+
+Status heal_disk_full(FaultEnv& env) {
+  std::error_code ec;
+  std::filesystem::remove(env.balloon, ec);
+  // Read-only mode does not end by itself here: the bookie comes back writable on restart.
+  MAGNETAR_TRY(env.cluster->restart(Role::kBookie, kDiskVictim));
+  env.say(fmt::format("removed the balloon, restarted {} without the threshold",
+                      env.cluster->name(Role::kBookie, kDiskVictim)));
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<int> owner_of(const FaultEnv& env, const std::string& topic) {
+  http::HttpClient http;
+  http::HttpRequest request;
+  request.url = env.web_url + "/lookup/v2/topic/persistent/" + rest_path(topic);
+  request.timeout = 10s;
+  MAGNETAR_ASSIGN_OR_RETURN(http::HttpResponse got, http.send_blocking(std::move(request)));
+  if (got.status != 200) {
+    return Status(Errc::kUnavailable,
+                  fmt::format("lookup of {}: HTTP {} {}", topic, got.status, got.body));
+  }
+  const auto j = nlohmann::json::parse(got.body, nullptr, false);
+  const std::string url = j.is_object() ? j.value("brokerUrl", "") : "";
+  const int index = env.cluster ? env.cluster->broker_of(url) : -1;
+  if (index < 0) {
+    return Status(Errc::kNotFound, fmt::format("lookup of {} named {}: not a broker of ours",
+                                               topic, got.body));
+  }
+  return index;
+}
+
+Result<std::vector<int>> ensemble_of(const FaultEnv& env, const std::string& topic) {
+  if (!env.cluster) return no_cluster();
+  const std::string ml = managed_ledger_name(topic);
+  auto ids = run_sync<Result<std::vector<std::string>>>(
+      [&]() -> Task<Result<std::vector<std::string>>> {
+        metadata::StoreOptions o;
+        o.operation_timeout = 10s;
+        auto store = co_await metadata::open_store(env.metadata_url, o);
+        if (!store.ok()) co_return store.status();
+        Result<std::vector<std::string>> out = Status(Errc::kNotFound,
+                                                      "no open ledger of " + ml);
+        {
+          ledger::BookKeeper bk(**store, co_await asio::this_coro::executor);
+          auto ledgers = co_await bk.list_ledgers();
+          if (!ledgers.ok()) {
+            out = ledgers.status();
+          } else {
+            // The newest open ledger of the topic.
+            for (auto it = ledgers->rbegin(); it != ledgers->rend(); ++it) {
+              auto md = co_await bk.read_metadata(*it);
+              if (!md.ok() || md->state != ledger::LedgerState::kOpen) continue;
+              auto name = md->custom.find("pulsar/managed-ledger");
+              if (name == md->custom.end() || name->second != ml || md->segments.empty() ||
+                  md->custom.count("pulsar/cursor") > 0) {
+                continue;  // another topic's, or a cursor's
+              }
+              out = md->segments.back().ensemble;
+              break;
+            }
+          }
+        }
+        (void)co_await (*store)->close();
+        co_return out;
+      });
+  if (!ids.ok()) return ids.status();
+  std::vector<int> out;
+  for (const auto& id : *ids) {
+    for (int j = 0; j < env.cluster->count(Role::kBookie); ++j) {
+      if (id == fmt::format("127.0.0.1:{}", env.cluster->port(Role::kBookie, j))) out.push_back(j);
+    }
+  }
+  return out;
+}
+
+std::vector<Fault> all_faults() {
+  std::vector<Fault> f;
+  f.push_back({"baseline", "no fault: the load and the checker alone", true, 1, false, 0,
+               nullptr, [](FaultEnv&) -> Result<std::string> { return std::string("nothing"); },
+               nullptr});
+  f.push_back({"broker-kill",
+               "SIGKILL the broker owning the first topic; restarted after the hold", true, 1,
+               true, 0, nullptr, inject_broker_kill, restart_victims});
+  f.push_back({"bookie-kill",
+               "SIGKILL a bookie of the first topic's open ledger; restarted after the hold",
+               true, 1, true, 0, nullptr, inject_bookie_kill, restart_victims});
+  f.push_back({"zookeeper-kill",
+               "SIGKILL the ZooKeeper ensemble's leader; restarted after the hold", false, 3,
+               true, 0, nullptr, inject_zookeeper_kill, restart_victims});
+  f.push_back({"region-kill",
+               "SIGKILL a region: the first topic's broker and its bookies (bookie j is in "
+               "region j mod brokers); restarted after the hold",
+               false, 1, true, 0, nullptr, inject_region_kill, restart_victims});
+  f.push_back({"broker-pause",
+               "SIGSTOP the broker owning the first topic (longer than its metadata session); "
+               "SIGCONT after the hold",
+               true, 1, true, 0, nullptr, inject_broker_pause, resume_victims});
+  f.push_back({"bookie-pause",
+               "SIGSTOP a bookie of the first topic's open ledger (longer than the 10 s add "
+               "timeout); SIGCONT after the hold",
+               false, 1, true, 0, nullptr, inject_bookie_pause, resume_victims});
+  f.push_back({"broker-partition",
+               "cut the first topic's broker off through its relays (clients, other brokers, "
+               "ZooKeeper; it keeps running and reaching its bookies); healed after the hold",
+               true, 1, true, 0, nullptr, inject_broker_partition, heal_broker_partition});
+  f.push_back({"bookie-disk-full",
+               "fill bookie-0's disk past its diskUsageThreshold (set just above today's use "
+               "before the load) so that it turns read-only; the file removed and the bookie "
+               "restarted after the hold",
+               false, 1, true, 4, prepare_disk_full, inject_disk_full, heal_disk_full});
+  return f;
+}
+
+}  // namespace magnetar::tools::chaos
