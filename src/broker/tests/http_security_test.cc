@@ -167,6 +167,21 @@ TEST_F(HttpSecurityTest, RequestsWithoutValidCredentialsGet401WithoutAReasonBody
   EXPECT_EQ(call("", "GET", "/metrics").status, 200);
 }
 
+// The web console's files hold no data: served without credentials, while every call the page
+// makes for data is authenticated as any other.
+TEST_F(HttpSecurityTest, TheWebConsoleFilesAreOpenAndItsDataCallsAreNot) {
+  start({});
+  make_resources();
+  Answer index = call("", "GET", "/console/");
+  EXPECT_EQ(index.status, 200);
+  EXPECT_NE(index.body.find("<title>Magnetar console</title>"), std::string::npos);
+  EXPECT_EQ(call("", "GET", "/console/main.js").status, 200);
+  EXPECT_EQ(call("", "GET", "/console/secret.key").status, 404);
+  EXPECT_EQ(call("", "GET", "/admin/v2/clusters").status, 401);
+  EXPECT_EQ(call("raw:Bearer not.a.jwt", "GET", "/admin/v2/clusters").status, 401);
+  EXPECT_EQ(call("root", "GET", "/admin/v2/clusters").status, 200);
+}
+
 TEST_F(HttpSecurityTest, SuperUsersTenantAdminsAndOthers) {
   start({});
   make_resources();

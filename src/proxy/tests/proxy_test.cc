@@ -322,6 +322,33 @@ TEST_F(ProxyTest, AdminAndLookupHttpAreForwardedAndMetricsAreTheProxys) {
   }
 }
 
+// The web console's files come from the proxy itself (the brokers' web servers here have no
+// console); its REST calls are forwarded like any other /admin/ request.
+TEST_F(ProxyTest, TheWebConsoleIsServedByTheProxyItself) {
+  start_proxy();
+  http::HttpClient h;
+  const std::string base = fmt::format("http://127.0.0.1:{}", proxy_->web_port());
+  auto bare = h.send_blocking({"GET", base + "/console"});
+  ASSERT_TRUE(bare.ok()) << bare.status().to_string();
+  EXPECT_EQ(bare->status, 200);
+  EXPECT_EQ(bare->url, base + "/console/");
+  auto index = h.send_blocking({"GET", base + "/console/"});
+  ASSERT_TRUE(index.ok());
+  EXPECT_EQ(index->status, 200);
+  EXPECT_EQ(index->header("content-type"), "text/html; charset=utf-8");
+  EXPECT_NE(index->header("content-security-policy").find("default-src 'none'"),
+            std::string::npos);
+  auto script = h.send_blocking({"GET", base + "/console/main.js"});
+  ASSERT_TRUE(script.ok());
+  EXPECT_EQ(script->status, 200);
+  auto outside = h.send_blocking({"GET", base + "/console/../admin/v2/clusters"});
+  ASSERT_TRUE(outside.ok());
+  EXPECT_EQ(outside->status, 404);
+  auto direct = h.send_blocking({"GET", web_url_ + "/console/"});
+  ASSERT_TRUE(direct.ok());
+  EXPECT_EQ(direct->status, 404);
+}
+
 TEST_F(ProxyTest, ABrokerThatGoesAwayClosesTheClientSide) {
   start_proxy();
   auto c = raw(false);
