@@ -869,6 +869,7 @@ Task<Status> LedgerHandle::recover() {
   // 2. Fence every bookie of the last ensemble; collect what LAC each knows.
   const std::vector<std::string> ensemble = metadata_.segments.back().ensemble;
   std::vector<bool> fenced(ensemble.size(), false);
+  std::vector<size_t> unreachable;  // positions whose bookie did not answer at all
   int64_t max_lac = metadata_.segments.back().first_entry_id - 1;
   for (size_t i = 0; i < ensemble.size(); ++i) {
     bookie_wire::ReadRequest fence;
@@ -877,7 +878,10 @@ Task<Status> LedgerHandle::recover() {
     fence.set_fence(true);
     fence.set_master_key(master_key_);
     auto r = co_await bk_.client().read(ensemble[i], std::move(fence));
-    if (!r.ok()) continue;
+    if (!r.ok()) {
+      unreachable.push_back(i);
+      continue;
+    }
     if (r->status == bookie_wire::OK || r->status == bookie_wire::NO_ENTRY ||
         r->status == bookie_wire::NO_LEDGER) {
       fenced[i] = true;
@@ -900,6 +904,31 @@ Task<Status> LedgerHandle::recover() {
     }
   }
   lac_ = max_lac;
+  // Recovery adds of the tail go to a replacement in place of a bookie that is down (the
+  // ensemble change BookKeeper's recovery makes through its write path): otherwise an entry
+  // whose write set holds the dead bookie could reach only Qa - 1 copies and recovery could
+  // never finish. The tail's segment is recorded at the close.
+  std::vector<std::string> tail_ensemble = ensemble;
+  bool tail_substituted = false;
+  if (!unreachable.empty()) {
+    auto available = co_await bk_.available_bookies();
+    if (available.ok()) {
+      std::set<std::string> excluded(ensemble.begin(), ensemble.end());
+      for (size_t i : unreachable) {
+        auto r = bk_.placement().replace_bookie(tail_ensemble, static_cast<int>(i), Qw, Qa,
+                                                *available, excluded);
+        if (!r.ok()) {
+          bk_.count_placement_failure(true);
+          continue;  // its recovery adds fail; enough others may still answer
+        }
+        excluded.insert(*r);
+        log_.with("bookie", ensemble[i])
+            .info("recovery writes the tail to {} in place of the unreachable bookie", *r);
+        tail_ensemble[i] = std::move(r).value();
+        tail_substituted = true;
+      }
+    }
+  }
   // 3. Read forward from the highest LAC (its header carries the ledger's running length),
   //    then the tail past it, each entry re-replicated with recovery adds as soon as it was
   //    read, up to the first entry that is missing. Every read and add started is waited for
@@ -937,7 +966,7 @@ Task<Status> LedgerHandle::recover() {
     BufferChain payload(std::move(got.payload));
     BufferChain packaged = protocol::package_entry(header, payload);
     const std::vector<int> write_set = metadata_.write_set(e);
-    const std::vector<std::string>& writers = metadata_.ensemble_for(e);
+    const std::vector<std::string>& writers = tail_ensemble;  // e is past the LAC: last segment
     ++adds->running;
     adds->entries[e] = {0, static_cast<int>(write_set.size())};
     // One share for the entry: the last of its Qw adds to answer finishes it.
@@ -980,6 +1009,18 @@ Task<Status> LedgerHandle::recover() {
   updated.state = LedgerState::kClosed;
   updated.last_entry_id = lac_;
   updated.length = length;  // the last entry's running length, as close() counts it
+  if (tail_substituted && last > max_lac) {
+    // Entries past max_lac now live on the tail ensemble.
+    const int64_t tail_first = std::max<int64_t>(0, max_lac + 1);
+    if (updated.segments.back().first_entry_id == tail_first) {
+      updated.segments.back().ensemble = tail_ensemble;
+    } else {
+      Segment tail;
+      tail.first_entry_id = tail_first;
+      tail.ensemble = tail_ensemble;
+      updated.segments.push_back(std::move(tail));
+    }
+  }
   Status st = co_await write_metadata(std::move(updated));
   if (!st.ok()) co_return st;
   log_.info("recovered and closed at entry {} ({} entries re-replicated, {} bytes)", lac_,

@@ -12,7 +12,6 @@
 namespace magnetar::metadata {
 namespace {
 
-constexpr std::string_view kCandidatePrefix = "candidate-";
 using Clock = std::chrono::steady_clock;
 
 // Failures after which our node is certainly gone: nothing left to delete.
@@ -125,7 +124,7 @@ Task<Status> LeaderElection::stop() {
 }
 
 Task<Result<std::optional<std::string>>> LeaderElection::leader_value() {
-  auto owner = co_await internal::read_lowest(store_, path_, std::string(kCandidatePrefix));
+  auto owner = co_await internal::read_lowest(store_, path_, options_.prefix);
   if (!owner.ok()) co_return owner.status();
   if (!owner->has_value()) co_return std::optional<std::string>();
   co_return std::optional<std::string>(std::move((*owner)->value));
@@ -160,7 +159,7 @@ Task<void> LeaderElection::run() {
 Task<Result<LeaderElection::Step>> LeaderElection::evaluate() {
   if (stopping_ || out_of_session_) co_return Step::kWait;
   const uint64_t epoch = epoch_;
-  const std::string prefix(kCandidatePrefix);
+  const std::string prefix = options_.prefix;
 
   if (node_.empty()) {
     PutOptions options;

@@ -3,6 +3,7 @@
 // sequential nodes, so that it works on every MetadataStore backend:
 //
 //   <path>/candidate-NNNNNNNNNN   ephemeral, sequential; value = the candidate's value
+//                                 (Options::prefix names them otherwise, e.g. "V_")
 //
 // The candidate with the lowest sequence number leads. Every other candidate watches only
 // the candidate just below it, so a leader's exit wakes exactly one process (its successor
@@ -51,6 +52,8 @@ class LeaderElection {
     // Pause before re-trying after a store error (doubles up to retry_max).
     std::chrono::milliseconds retry_initial{100};
     std::chrono::milliseconds retry_max{5000};
+    // Name prefix of the candidate nodes (BookKeeper's auditor election uses "V_").
+    std::string prefix = "candidate-";
   };
 
   LeaderElection(MetadataStore* store, Executor executor, std::string path, Callback callback);

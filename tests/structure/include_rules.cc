@@ -22,6 +22,8 @@ const std::map<std::string, std::set<std::string>>& rules() {
       {"bookie", {"common", "metadata", "net", "proto", "protocol"}},
       {"ledger", {"common", "metadata", "net", "proto", "protocol"}},
       {"mledger", {"common", "ledger", "metadata", "proto"}},
+      // Bookie auto-recovery: the ledger client's requests (bookie protocol) and the markers.
+      {"autorecovery", {"common", "ledger", "metadata", "net", "proto", "protocol"}},
       {"testing", {"common", "metadata", "net", "proto", "protocol"}},
       // Authentication building blocks: JWTs and the token provider.
       {"auth", {"common"}},
@@ -55,8 +57,8 @@ const std::map<std::string, std::set<std::string>>& rules() {
        {"auth", "client", "common", "console", "http", "metadata", "net", "proto", "protocol"}},
       {"cli", {"client", "common", "http", "ledger", "metadata", "net", "proto", "protocol"}},
       {"tools",
-       {"auth", "bookie", "broker", "broker/config", "client", "common", "http", "ledger",
-        "metadata", "mledger", "net", "proto", "protocol", "proxy"}},
+       {"auth", "autorecovery", "bookie", "broker", "broker/config", "client", "common", "http",
+        "ledger", "metadata", "mledger", "net", "proto", "protocol", "proxy"}},
   };
   return table;
 }
