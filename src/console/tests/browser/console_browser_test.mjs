@@ -275,6 +275,16 @@ async function withoutAuthentication(browser) {
   await page.click('#confirm-ok');
   await plotReaches(page, 'resetting the cursor an hour back brings the backlog to all 12 messages', 'backlog', 'watch', 12);
   await page.screenshot({ path: path.join(OUT, 'console-topic.png'), fullPage: true });
+  await page.click('#unload-topic');
+  await page.click('#confirm-ok');
+  await textBecomes(page, 'unloading is confirmed', '#toast', `Unloaded ${topic}`);
+  await plotReaches(page, 'after the unload the topic is loaded again with its backlog', 'backlog', 'watch', 12);
+
+  // A partitioned topic: its partitions counted, its partitioned-stats plotted.
+  await page.click('.crumbs a[href^="#/namespace/"]');
+  await page.click('tr[data-topic="persistent://public/default/console-p"] a');
+  await textBecomes(page, 'a partitioned topic says how many partitions', '#topic-view h1 .tag', '2 partitions');
+  await plotReaches(page, 'its storage is plotted from partitioned-stats', 'storage', 'storage', 0);
 
   // A REST error is shown in the dialog: creating a topic that exists.
   await page.click('.crumbs a[href^="#/namespace/"]');
