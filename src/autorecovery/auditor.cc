@@ -264,7 +264,8 @@ Task<void> Auditor::audit(const char* why) {
     co_return;
   }
   std::set<std::string> alive(registered->begin(), registered->end());
-  auto marked = co_await mark_ledgers_of_lost_bookies(store_, urm_, alive);
+  std::set<std::string> no_others;
+  auto marked = co_await mark_ledgers_of_lost_bookies(store_, urm_, alive, no_others);
   if (!marked.ok()) {
     log_.warn("audit ({}) failed: {}", why, marked.status().to_string());
     co_return;

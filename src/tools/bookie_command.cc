@@ -3,6 +3,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "autorecovery/autorecovery.h"
 #include "common/config.h"
 #include "common/logging.h"
 #include "http/http_server.h"
@@ -15,6 +16,8 @@ int run_bookie(const ServerArgs& args) {
   bookie::BookieConfig config;
   ConfigSchema schema("bookie");
   bookie::bind_bookie_config(schema, &config);
+  autorecovery::AutoRecoveryConfig recovery;
+  autorecovery::bind_autorecovery_config(schema, &recovery);
   if (args.print_template) {
     std::fputs(schema.render_template().c_str(), stdout);
     return 0;
@@ -40,6 +43,18 @@ int run_bookie(const ServerArgs& args) {
     log.error("{}", running.status().message());
     return 1;
   }
+  // autoRecoveryDaemonEnabled: the auditor candidate and a replication worker in this process.
+  std::unique_ptr<autorecovery::AutoRecoveryService> auto_recovery;
+  if (recovery.daemon_enabled) {
+    auto started =
+        autorecovery::AutoRecoveryService::start(recovery, stores->cluster, config.bookie_id());
+    if (!started.ok()) {
+      log.error("{}", started.status().message());
+      running->stop();
+      return 1;
+    }
+    auto_recovery = std::move(started).value();
+  }
   std::unique_ptr<http::HttpServer> web;
   if (config.http_server_enabled) {
     http::ServerOptions web_options;
@@ -57,6 +72,7 @@ int run_bookie(const ServerArgs& args) {
   int signal = wait_for_shutdown_signal();
   if (web) web->stop();
   log.info("signal {} received: stopping", signal);
+  if (auto_recovery) auto_recovery->stop();
   running->stop();
   (void)run_sync<Status>([&]() { return stores->cluster->close(); });
   log.info("bookie stopped");

@@ -10,6 +10,7 @@
 #include "bookie/bookie_config.h"
 #include "common/config.h"
 #include "ledger/bookkeeper.h"
+#include "tools/bookkeeper_shell_recovery.h"
 #include "tools/commands.h"
 #include "tools/server_setup.h"
 
@@ -97,6 +98,8 @@ Task<int> simpletest(ledger::BookKeeper& bk, const ShellArgs& a) {
 
 Task<int> run_command(ledger::BookKeeper& bk, const ShellArgs& a) {
   if (a.command == "simpletest") co_return co_await simpletest(bk, a);
+  auto recovery = co_await run_recovery_command(bk, a);
+  if (recovery) co_return *recovery;
   if (a.command == "list-bookies") {
     auto all = co_await bk.store().children("/ledgers/available");
     auto ro = co_await bk.store().children("/ledgers/available/readonly");
@@ -198,7 +201,8 @@ Task<int> run_command(ledger::BookKeeper& bk, const ShellArgs& a) {
 
 }  // namespace
 
-int run_bookkeeper_shell(const ShellArgs& args) {
+int run_bookkeeper_shell(const ShellArgs& given) {
+  ShellArgs args = given;
   bookie::BookieConfig config;
   ConfigSchema schema("bookie");
   bookie::bind_bookie_config(schema, &config);
@@ -207,6 +211,7 @@ int run_bookkeeper_shell(const ShellArgs& args) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());
     return 2;
   }
+  if (args.bookie_id.empty()) args.bookie_id = config.bookie_id();  // decommissionbookie
   log::set_level(log::Level::kWarn);
   asio::io_context io;
   int rc = 1;

@@ -19,6 +19,10 @@ struct ServerArgs {
 // `magnetar bookie`: runs a bookie until SIGINT/SIGTERM.
 int run_bookie(const ServerArgs& args);
 
+// `magnetar autorecovery`: an auditor candidate and a replication worker (src/autorecovery)
+// until SIGINT/SIGTERM; the bookie's configuration file (bookkeeper.conf).
+int run_autorecovery(const ServerArgs& args);
+
 // `magnetar broker`: runs a broker of a cluster until SIGINT/SIGTERM.
 int run_broker(const ServerArgs& args);
 
@@ -114,6 +118,14 @@ struct ShellArgs {
   bool print_entries = false;  // read-ledger -m: each entry's content
   bool meta = false;           // list-ledgers -m: each ledger's metadata
   bool readwrite = false, readonly = false, all_bookies = false;  // list-bookies -rw -ro -a
+  // Auto-recovery (bookkeeper_shell_recovery.cc). listunderreplicated -mr -emr -pmr -prw:
+  std::string missing_replica, excluding_missing_replica;
+  bool print_missing_replica = false, print_worker_id = false, only_count = false;
+  std::string bookie_id;  // decommissionbookie -bookieid (default: this configuration's bookie)
+  // recover <bookie[,bookie]> -q -dr -sk -d
+  std::string recover_bookies;
+  bool query = false, dry_run = false, skip_open_ledgers = false, delete_cookie = false;
+  bool enable = false, disable = false;  // autorecovery -enable | -disable (else -status)
 };
 
 // `magnetar bookkeeper <command>`: BookKeeper's shell commands.

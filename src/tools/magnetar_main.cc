@@ -42,6 +42,12 @@ int main(int argc, char** argv) {
   auto* bookie = app.add_subcommand("bookie", "Run a bookie (BookKeeper-style storage server)");
   add_server_options(bookie, bookie_args);
 
+  magnetar::tools::ServerArgs recovery_args;
+  auto* recovery = app.add_subcommand(
+      "autorecovery",
+      "Run bookie auto-recovery (auditor candidate + replication worker; bookkeeper.conf)");
+  add_server_options(recovery, recovery_args);
+
   magnetar::tools::ServerArgs broker_args;
   auto* broker = app.add_subcommand("broker", "Run a broker of a cluster (ZooKeeper metadata)");
   add_server_options(broker, broker_args);
@@ -153,6 +159,35 @@ int main(int argc, char** argv) {
   dl->add_option("-l,--ledgerid", shell.ledger_id, "Ledger id (BookKeeper's form)");
   dl->add_flag("-f,--force")->description("Accepted for compatibility: the shell never asks");
 
+  // Auto-recovery (BookKeeper's names and flags; single-dash long flags rewritten below).
+  auto* lur = bk->add_subcommand("listunderreplicated", "List the under-replicated ledgers");
+  lur->add_option("--missingreplica", shell.missing_replica,
+                  "Only ledgers missing this bookie (-mr)");
+  lur->add_option("--excludingmissingreplica", shell.excluding_missing_replica,
+                  "Only ledgers not missing this bookie (-emr)");
+  lur->add_flag("--printmissingreplica", shell.print_missing_replica,
+                "Print each ledger's missing bookies (-pmr)");
+  lur->add_flag("--printreplicationworkerid", shell.print_worker_id,
+                "Print the worker holding each ledger (-prw)");
+  lur->add_flag("--onlydisplayledgercount", shell.only_count, "Print only how many (-c)");
+  bk->add_subcommand("whoisauditor", "Print the elected auditor's bookie id");
+  auto* dcb = bk->add_subcommand(
+      "decommissionbookie",
+      "Re-replicate a stopped bookie's ledgers through auto-recovery, wait, delete its cookie");
+  dcb->add_option("--bookieid", shell.bookie_id,
+                  "The bookie (host:port; default: this configuration's bookie)");
+  auto* rec = bk->add_subcommand("recover", "Re-replicate a dead bookie's ledgers now");
+  rec->add_option("bookies", shell.recover_bookies, "host:port[,host:port...]")->required();
+  rec->add_flag("-q,--query", shell.query, "Only list the ledgers it would recover");
+  rec->add_flag("--dr,--dryrun", shell.dry_run, "Say what would be done");
+  rec->add_flag("--sk,--skipOpenLedgers", shell.skip_open_ledgers, "Leave open ledgers alone");
+  rec->add_flag("-d,--deleteCookie", shell.delete_cookie, "Delete the bookies' cookies after");
+  rec->add_flag("-f,--force")->description("Accepted for compatibility: the shell never asks");
+  auto* arc = bk->add_subcommand("autorecovery", "Enable, disable or show auto-recovery");
+  arc->add_flag("--enable", shell.enable, "Resume re-replication (delete the disable node)");
+  arc->add_flag("--disable", shell.disable, "Pause re-replication");
+  arc->add_flag("--status")->description("Print whether it is enabled (the default)");
+
   magnetar::tools::DrDrillArgs drill;
   auto* dr = app.add_subcommand(
       "dr-drill",
@@ -258,6 +293,17 @@ int main(int argc, char** argv) {
     if (a == "-ro") a = "--readonly";
     if (a == "-fe") a = "--firstentryid";
     if (a == "-le") a = "--lastentryid";
+    for (const char* f : {"-missingreplica", "-excludingmissingreplica", "-printmissingreplica",
+                          "-printreplicationworkerid", "-onlydisplayledgercount", "-bookieid",
+                          "-enable", "-disable", "-status", "-dryrun", "-skipOpenLedgers",
+                          "-deleteCookie", "-query", "-force"}) {
+      if (a == f) a = "-" + a;
+    }
+    if (a == "-mr") a = "--missingreplica";
+    if (a == "-emr") a = "--excludingmissingreplica";
+    if (a == "-pmr") a = "--printmissingreplica";
+    if (a == "-prw") a = "--printreplicationworkerid";
+    if (a == "-dr") a = "--dryrun";
   }
   std::reverse(args.begin(), args.end());
   try {
@@ -274,6 +320,7 @@ int main(int argc, char** argv) {
   }
   if (decode->parsed()) return magnetar::tools::decode_frames(capture, unpack);
   if (bookie->parsed()) return magnetar::tools::run_bookie(bookie_args);
+  if (recovery->parsed()) return magnetar::tools::run_autorecovery(recovery_args);
   if (standalone->parsed()) return magnetar::tools::run_standalone(standalone_args);
   if (broker->parsed()) return magnetar::tools::run_broker(broker_args);
   if (proxy->parsed()) return magnetar::tools::run_proxy(proxy_args);
