@@ -114,8 +114,8 @@ export function namespacePath(tenant, namespace) {
 }
 
 // The topics of a namespace, persistent and non-persistent, partitions folded into their
-// partitioned topic: [{name, domain, local, partitions}] sorted by name. A list the caller
-// may not read is left out; `errors` collects why.
+// partitioned topic: [{name, domain, local, partitions}] sorted by local name, then domain.
+// A list the caller may not read is left out; `errors` collects why.
 export async function namespaceTopics(tenant, namespace, errors = []) {
   const base = `/${enc(tenant)}/${enc(namespace)}`;
   const settle = (p) => p.catch((e) => { errors.push(e); return []; });
@@ -140,7 +140,7 @@ export async function namespaceTopics(tenant, namespace, errors = []) {
     if (!parsed) continue;
     out.push({ ...parsed, partitions: t.partitions });
   }
-  return out.sort((a, b) => a.name.localeCompare(b.name));
+  return out.sort((a, b) => a.local.localeCompare(b.local) || a.domain.localeCompare(b.domain));
 }
 
 // A topic's stats: partitioned-stats for a partitioned topic (partitions >= 0), else stats.

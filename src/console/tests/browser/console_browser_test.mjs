@@ -299,6 +299,7 @@ async function withoutAuthentication(browser) {
   await textBecomes(page, 'creating a new topic is confirmed', '#toast', 'Created persistent://public/default/console-new');
   await expectInPage(page, 'the new topic is listed',
     () => document.querySelector('tr[data-topic="persistent://public/default/console-new"]'));
+  await page.screenshot({ path: path.join(OUT, 'console-namespace.png'), fullPage: true });
   const created = await rest(s.web, 'GET', `${ns}/console-new/stats`);
   check('the broker has the new topic', created.status === 200, String(created.status));
 
