@@ -135,5 +135,53 @@ TEST_F(AutoRecoveryClusterTest, AKilledBookiesLedgersAreReReplicatedByTheBookies
   EXPECT_EQ(who2.find(victim_id), std::string::npos) << who2;
 }
 
+// `magnetar bookkeeper recover <bookie>` without any auto-recovery running: the shell itself
+// copies a dead bookie's fragments and rewrites the metadata.
+TEST_F(AutoRecoveryClusterTest, TheShellsRecoverReReplicatesADeadBookiesLedgersNow) {
+  ASSERT_NO_FATAL_FAILURE(start_bookies(4));
+  BookKeeper bk(*store_, executor());
+  std::vector<std::pair<int64_t, int64_t>> ledgers;
+  std::string victim_id;
+  for (int n = 0; n < 2; ++n) {
+    auto lh = await(bk.create(3, 2, 2, "pw"));
+    ASSERT_TRUE(lh.ok()) << lh.status().to_string();
+    const int64_t id = (*lh)->id().value();
+    for (int64_t e = 0; e < 120; ++e) {
+      BufferChain p(Buffer::copy_of(entry_text(id, e)));
+      ASSERT_TRUE(await((*lh)->add(std::move(p))).ok());
+    }
+    ASSERT_TRUE(await((*lh)->close()).ok());
+    if (victim_id.empty()) victim_id = (*lh)->metadata().segments[0].ensemble[1];
+    ledgers.emplace_back(id, 120);
+  }
+  bookie(victim_id)->kill();
+  ASSERT_TRUE(wait_for_registration(victim_id, false, 20s));
+  auto [qrc, query] = shell(url_, "recover -query " + victim_id);
+  ASSERT_EQ(qrc, 0) << query;
+  EXPECT_NE(query.find(fmt::format("ledgerID: {}", ledgers[0].first)), std::string::npos) << query;
+  auto [rc, out] = shell(url_, "recover " + victim_id);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("Recovered"), std::string::npos) << out;
+  for (const auto& [id, count] : ledgers) {
+    auto md = await(bk.read_metadata(LedgerId{id}));
+    ASSERT_TRUE(md.ok());
+    for (const auto& s : md->segments) {
+      EXPECT_EQ(std::count(s.ensemble.begin(), s.ensemble.end(), victim_id), 0) << "ledger " << id;
+    }
+    auto reader = await(bk.open(LedgerId{id}, "pw", false));
+    ASSERT_TRUE(reader.ok());
+    auto all = await((*reader)->read(EntryId{0}, EntryId{count - 1}));
+    ASSERT_TRUE(all.ok()) << "ledger " << id << ": " << all.status().to_string();
+    for (int64_t e = 0; e < count; ++e) {
+      ASSERT_EQ((*all)[static_cast<size_t>(e)].payload.view(), entry_text(id, e));
+    }
+  }
+  auto [arc, status] = shell(url_, "autorecovery -disable");
+  EXPECT_EQ(arc, 0) << status;
+  EXPECT_NE(status.find("Autorecovery is disabled."), std::string::npos) << status;
+  auto [src, shown] = shell(url_, "autorecovery -status");
+  EXPECT_NE(shown.find("Autorecovery is disabled."), std::string::npos) << shown;
+}
+
 }  // namespace
 }  // namespace magnetar::ledger
