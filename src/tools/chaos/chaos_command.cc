@@ -59,9 +59,10 @@ Plan plan_for(const ChaosArgs& args) {
 
 struct Row {
   std::string fault;
-  std::string result;  // "ok", "LOST", "skipped: ...", "error: ..."
+  std::string result;  // "ok", "FAILED", "skipped: ...", "error: ..."
   std::optional<chaos::LoadReport> report;
   std::string injected;
+  int offered = 0;  // msg/s over all topics
 };
 
 class Run {
@@ -127,6 +128,7 @@ class Run {
       return row;
     }
     say(fmt::format("  load: {} topic(s) x {} msg/s", lo.topics, lo.rate));
+    row.offered = lo.topics * lo.rate;
     hold(plan_.warmup, load->get(), "warm-up");
     env.topics = (*load)->topics();
     (*load)->mark_fault();
@@ -184,25 +186,28 @@ class Run {
 };
 
 void print_table(const std::vector<Row>& rows, const Plan& plan) {
-  std::printf("\n%-18s %18s %13s %6s %11s %12s %13s  %s\n", "fault", "load held (msg/s)",
-              "acknowledged", "lost", "duplicated", "undelivered", "recovery (s)", "result");
+  std::printf("\n%-18s %24s %13s %6s %11s %12s %13s  %s\n", "fault",
+              "load held/offered (msg/s)", "acknowledged", "lost", "duplicated", "undelivered",
+              "recovery (s)", "result");
   for (const auto& row : rows) {
     if (!row.report) {
-      std::printf("%-18s %18s %13s %6s %11s %12s %13s  %s\n", row.fault.c_str(), "-", "-", "-",
+      std::printf("%-18s %24s %13s %6s %11s %12s %13s  %s\n", row.fault.c_str(), "-", "-", "-",
                   "-", "-", "-", row.result.c_str());
       continue;
     }
     const auto& r = *row.report;
     const std::string recovery =
         r.recovery_s < 0 ? std::string("never") : fmt::format("{:.2f}", r.recovery_s);
-    std::printf("%-18s %18.0f %13lld %6lld %11lld %12lld %13s  %s\n", row.fault.c_str(),
-                r.held_rate, static_cast<long long>(r.acknowledged),
+    const std::string load = fmt::format("{:.0f} / {}", r.held_rate, row.offered);
+    std::printf("%-18s %24s %13lld %6lld %11lld %12lld %13s  %s\n", row.fault.c_str(),
+                load.c_str(), static_cast<long long>(r.acknowledged),
                 static_cast<long long>(r.lost), static_cast<long long>(r.duplicated),
                 static_cast<long long>(r.undelivered), recovery.c_str(), row.result.c_str());
   }
-  std::printf("(offered load %d topic(s) x %d msg/s; each fault held %lld s; recovery: the "
-              "longest a producer waited for an acknowledgement from the fault on)\n",
-              plan.topics, plan.rate, static_cast<long long>(plan.hold.count()));
+  std::printf("(each fault held %lld s; load held: acknowledgements per second from the fault "
+              "to the end of the load, catching up included; recovery: the longest a producer "
+              "waited for an acknowledgement from the fault on)\n",
+              static_cast<long long>(plan.hold.count()));
 }
 
 }  // namespace

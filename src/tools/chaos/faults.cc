@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "common/asio.h"
 #include "http/http_client.h"
@@ -157,6 +158,39 @@ Status heal_broker_partition(FaultEnv& env) {
   return Status::OK();
 }
 
+// The session owning the ephemeral node at `path`; 0 when there is none.
+Result<int64_t> node_owner(const FaultEnv& env, const std::string& path) {
+  return run_sync<Result<int64_t>>([&]() -> Task<Result<int64_t>> {
+    metadata::StoreOptions o;
+    o.operation_timeout = 5s;
+    auto store = co_await metadata::open_store(env.metadata_url, o);
+    if (!store.ok()) co_return store.status();
+    auto got = co_await (*store)->get(path);
+    (void)co_await (*store)->close();
+    if (!got.ok()) co_return got.status();
+    co_return got->has_value() ? (*got)->stat.ephemeral_owner : int64_t{0};
+  });
+}
+
+// Polls until the ephemeral node at `path` is held by another session than `old_owner` (a
+// restarted process registered itself again), or not held at all (`old_owner` < 0: until it is
+// gone), for at most `timeout`.
+Status wait_for_owner_change(const FaultEnv& env, const std::string& path, int64_t old_owner,
+                             std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    auto owner = node_owner(env, path);
+    if (owner.ok() && (old_owner < 0 ? *owner == 0 : (*owner != 0 && *owner != old_owner))) {
+      return Status::OK();
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Status(Errc::kTimeout, fmt::format("{} not registered again within {} s", path,
+                                                timeout.count()));
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+}
+
 // The disk-full fault's bookie: bookie 0, restarted before the load with a disk-usage threshold
 // just above the disk's use now; the balloon file, allocated later, takes the disk past it.
 constexpr int kDiskVictim = 0;
@@ -197,12 +231,20 @@ Status prepare_disk_full(FaultEnv& env) {
   const double threshold =
       d.used + static_cast<double>(balloon / 2) / static_cast<double>(d.total);
   if (threshold >= 1.0) return Status(Errc::kUnavailable, "the disk is too full to fill");
+  const std::string id =
+      fmt::format("127.0.0.1:{}", env.cluster->port(Role::kBookie, kDiskVictim));
+  MAGNETAR_ASSIGN_OR_RETURN(int64_t before, node_owner(env, "/ledgers/available/" + id));
   MAGNETAR_TRY(env.cluster->restart(Role::kBookie, kDiskVictim,
                                     {fmt::format("diskUsageThreshold={:.6f}", threshold)}));
   env.say(fmt::format("restarted {} with diskUsageThreshold={:.6f} (disk {:.4f} used now; a "
                       "{} MiB file takes it past)",
                       env.cluster->name(Role::kBookie, kDiskVictim), threshold, d.used,
                       balloon >> 20));
+  // Registered again (its previous session must expire first) before the load's ledgers are
+  // placed, or they could not choose it.
+  MAGNETAR_TRY(wait_for_owner_change(env, "/ledgers/available/" + id, before, 30s));
+  MAGNETAR_TRY(wait_for_owner_change(env, "/ledgers/available/readonly/" + id, -1, 10s));
+  env.say(fmt::format("{} is registered as writable", env.cluster->name(Role::kBookie, kDiskVictim)));
   return Status::OK();
 }
 
@@ -213,6 +255,16 @@ Result<std::string> inject_disk_full(FaultEnv& env) {
   const uint64_t balloon = balloon_bytes(d);
   env.balloon = dir + "/ledgers/chaos-balloon";
   env.victims = {{Role::kBookie, kDiskVictim}};
+  // Which of the load's ledgers it writes, before it fills (an ensemble change follows).
+  std::string where = "in no ensemble of the load's topics";
+  std::vector<std::string> in;
+  for (const auto& t : env.topics) {
+    auto e = ensemble_of(env, t);
+    if (e.ok() && std::find(e->begin(), e->end(), kDiskVictim) != e->end()) in.push_back(t);
+  }
+  if (!in.empty()) where = fmt::format("writing {} of the {} topics", in.size(), env.topics.size());
+  const std::string log = env.cluster->log_path(Role::kBookie, kDiskVictim);
+  const size_t log_offset = read_text(log).size();
   const int fd = ::open(env.balloon.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
     return Status(Errc::kIoError, fmt::format("{}: {}", env.balloon, std::strerror(errno)));
@@ -224,15 +276,19 @@ Result<std::string> inject_disk_full(FaultEnv& env) {
     return Status(Errc::kIoError,
                   fmt::format("fallocate {}: {}", env.balloon, std::strerror(err)));
   }
-  std::string where = "in no ensemble of the load's topics";
-  std::vector<std::string> in;
-  for (const auto& t : env.topics) {
-    auto e = ensemble_of(env, t);
-    if (e.ok() && std::find(e->begin(), e->end(), kDiskVictim) != e->end()) in.push_back(t);
+  // The bookie's own disk check (every 500 ms) must see it: else the fault did not happen.
+  const auto filled = std::chrono::steady_clock::now();
+  while (read_text(log).find("bookie is now read-only", log_offset) == std::string::npos) {
+    if (std::chrono::steady_clock::now() - filled > 10s) {
+      return Status(Errc::kUnavailable,
+                    fmt::format("{} did not turn read-only within 10 s of the disk filling",
+                                env.cluster->name(Role::kBookie, kDiskVictim)));
+    }
+    std::this_thread::sleep_for(50ms);
   }
-  if (!in.empty()) where = fmt::format("writing {} of the {} topics", in.size(), env.topics.size());
-  return fmt::format("filled {}'s disk with {} MiB (it was {})",
-                     env.cluster->name(Role::kBookie, kDiskVictim), balloon >> 20, where);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - filled).count();
+  return fmt::format("filled {}'s disk with {} MiB; read-only {:.1f} s later (it was {})",
+                     env.cluster->name(Role::kBookie, kDiskVictim), balloon >> 20, took, where);
 }
 
 Status heal_disk_full(FaultEnv& env) {
