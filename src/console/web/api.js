@@ -64,10 +64,18 @@ export async function call(method, path, options = {}) {
   let res;
   try {
     res = await fetch(path, {
-      method, headers, body, cache: 'no-store', credentials: 'same-origin', redirect: 'follow',
+      method, headers, body, cache: 'no-store', credentials: 'same-origin', redirect: 'manual',
     });
   } catch (e) {
     throw new ApiError(0, 'the broker did not answer (' + e.message + ')', method, path);
+  }
+  // A broker answers a call about a topic it does not own with a 307 to the owner: another
+  // origin, which the page may not call (and would not send the token to). Said in words
+  // instead of a failed cross-origin fetch.
+  if (res.type === 'opaqueredirect') {
+    throw new ApiError(307, 'another broker owns this; the console reaches only the server that ' +
+      'served it: open it through magnetar proxy (which follows redirects) or on the owner',
+    method, path);
   }
   const text = await res.text();
   if (!res.ok) {

@@ -311,6 +311,17 @@ async function withoutAuthentication(browser) {
   await page.click(`tr[data-topic="${topic}"] a`);
   await plotReaches(page, 'through the proxy the backlog plot shows 12', 'backlog', 'watch', 12);
 
+  // A topic another broker owns: the broker answers 307 to that broker's origin (simulated
+  // here: a standalone owns everything). The page does not follow it and says why.
+  await page.route('**/admin/v2/persistent/public/default/console-new/stats', (route) => route.fulfill({
+    status: 307, headers: { Location: 'http://127.0.0.1:9/admin/v2/persistent/public/default/console-new/stats' },
+  }));
+  await page.goto(s.web + '/console/#/topic/persistent/public/default/console-new');
+  await textBecomes(page, 'a redirect to another broker is explained, not followed', '#banner-text',
+    /HTTP 307: another broker owns this/);
+  await page.unrouteAll();
+  check('the banner is shown', await page.isVisible('#banner'));
+
   const foreign = record.requests.filter((r) => !r.url.startsWith(s.web + '/') && !r.url.startsWith(proxy.web + '/'));
   check('the page requested nothing from any other host', foreign.length === 0,
     foreign.map((r) => r.url).join(', '));
