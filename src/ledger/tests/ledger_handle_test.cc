@@ -666,3 +666,41 @@ TEST(LedgerHandleTest, RecoveringAnEmptyLedgerClosesItEmpty) {
 
 }  // namespace
 }  // namespace magnetar::ledger
+
+namespace magnetar::ledger {
+namespace {
+
+// The unconfirmed tail of an open ledger is re-replicated by recovery to a replacement when a
+// bookie of its write set is dead: before, that entry could reach only Qa - 1 copies and the
+// recovery failed until the bookie came back.
+TEST(LedgerHandleTest, RecoveryWritesTheTailToAReplacementWhenABookieOfItsWriteSetIsDead) {
+  Cluster c(test_name());
+  for (int i = 0; i < 4; ++i) c.add_bookie();
+  BookKeeper writer(c.store(), c.executor());
+  auto lh = c.await(writer.create(3, 2, 2, "pw"));
+  ASSERT_TRUE(lh.ok()) << lh.status().to_string();
+  constexpr int kEntries = 50;  // the last, entry 49, goes to positions 1 and 2
+  for (int i = 0; i < kEntries; ++i) ASSERT_TRUE(c.await((*lh)->add(payload(i))).ok());
+  const std::vector<std::string> ensemble = (*lh)->metadata().segments[0].ensemble;
+  const std::string dead = ensemble[(kEntries - 1) % 3];
+  c.find(dead)->stop();
+  c.unregister(dead);
+
+  BookKeeper reader(c.store(), c.executor());
+  auto recovered = c.await(reader.open((*lh)->id(), "pw", true));
+  ASSERT_TRUE(recovered.ok()) << recovered.status().to_string();
+  const LedgerMetadata& md = (*recovered)->metadata();
+  EXPECT_EQ(md.last_entry_id, kEntries - 1);
+  ASSERT_EQ(md.segments.size(), 2u);
+  EXPECT_EQ(md.segments[1].first_entry_id, kEntries - 1);  // the tail past the bookies' LAC
+  EXPECT_EQ(std::count(md.segments[1].ensemble.begin(), md.segments[1].ensemble.end(), dead), 0);
+  EXPECT_EQ(md.segments[0].ensemble, ensemble);  // what the dead bookie held before: unchanged
+  auto entries = c.await((*recovered)->read(E(0), E(kEntries - 1)));
+  ASSERT_TRUE(entries.ok()) << entries.status().to_string();
+  for (int i = 0; i < kEntries; ++i) {
+    EXPECT_EQ((*entries)[static_cast<size_t>(i)].payload.view(), "entry-" + std::to_string(i));
+  }
+}
+
+}  // namespace
+}  // namespace magnetar::ledger
