@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <csignal>
 #include <cctype>
 #include <cstdio>
 #include <memory>
@@ -18,6 +19,7 @@
 
 #include "cluster_fixture.h"
 #include "ledger/bookkeeper.h"
+#include "testing/child_process.h"
 
 namespace magnetar::ledger {
 namespace {
@@ -181,6 +183,76 @@ TEST_F(AutoRecoveryClusterTest, TheShellsRecoverReReplicatesADeadBookiesLedgersN
   EXPECT_NE(status.find("Autorecovery is disabled."), std::string::npos) << status;
   auto [src, shown] = shell(url_, "autorecovery -status");
   EXPECT_NE(shown.find("Autorecovery is disabled."), std::string::npos) << shown;
+}
+
+// decommissionbookie with a standalone `magnetar autorecovery` process whose auditor would
+// wait an hour (lostBookieRecoveryDelay=3600): only the shell's markers move the copies.
+TEST_F(AutoRecoveryClusterTest, DecommissionBookieWaitsUntilAutoRecoveryMovedEveryCopy) {
+  ASSERT_NO_FATAL_FAILURE(start_bookies(4));
+  BookKeeper bk(*store_, executor());
+  std::vector<int64_t> ids;
+  std::string victim_id;
+  for (int n = 0; n < 2; ++n) {
+    auto lh = await(bk.create(3, 2, 2, "pw"));
+    ASSERT_TRUE(lh.ok()) << lh.status().to_string();
+    const int64_t id = (*lh)->id().value();
+    for (int64_t e = 0; e < 100; ++e) {
+      BufferChain p(Buffer::copy_of(entry_text(id, e)));
+      ASSERT_TRUE(await((*lh)->add(std::move(p))).ok());
+    }
+    ASSERT_TRUE(await((*lh)->close()).ok());
+    if (victim_id.empty()) victim_id = (*lh)->metadata().segments[0].ensemble[2];
+    ids.push_back(id);
+  }
+  const std::string log = (root_ / "autorecovery.log").string();
+  auto pid = testing::spawn_child(
+      {MAGNETAR_BINARY, "autorecovery", "--set", "metadataStoreUrl=" + url_, "--set",
+       "httpServerEnabled=false", "--set", "lostBookieRecoveryDelay=3600", "--set",
+       "rwRereplicateBackoffMs=500", "--set", "ensemblePlacementPolicy=Default", "--set",
+       "metadataStoreSessionTimeoutMillis=4000"},
+      log);
+  ASSERT_TRUE(pid.ok()) << pid.status().to_string();
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      ::kill(pid, SIGTERM);
+      testing::reap_child(pid, true);
+    }
+  } reaper{*pid};
+  bool elected = false;
+  for (int i = 0; i < 100 && !elected; ++i) {
+    elected = shell(url_, "whoisauditor").first == 0;
+    if (!elected) run_for(200ms);
+  }
+  ASSERT_TRUE(elected) << testing::file_tail(log, 20);
+
+  auto [busy_rc, busy] = shell(url_, "decommissionbookie -bookieid " + victim_id);
+  EXPECT_EQ(busy_rc, 1) << busy;
+  EXPECT_NE(busy.find("still registered"), std::string::npos) << busy;
+
+  bookie(victim_id)->kill();
+  ASSERT_TRUE(wait_for_registration(victim_id, false, 20s));
+  const auto began = Clock::now();
+  auto [rc, out] = testing::run_command(fmt::format(
+      "timeout 90 {} bookkeeper --set metadataStoreUrl={} decommissionbookie -bookieid {}",
+      MAGNETAR_BINARY, url_, victim_id));
+  ASSERT_EQ(rc, 0) << out << "\n" << testing::file_tail(log, 30);
+  EXPECT_NE(out.find("Decommission of bookie " + victim_id + " completed"), std::string::npos)
+      << out;
+  std::fprintf(stderr, "[ timing ] decommissionbookie of %s took %.1f s\n", victim_id.c_str(),
+               std::chrono::duration<double>(Clock::now() - began).count());
+  for (int64_t id : ids) {
+    auto md = await(bk.read_metadata(LedgerId{id}));
+    ASSERT_TRUE(md.ok());
+    for (const auto& s : md->segments) {
+      EXPECT_EQ(std::count(s.ensemble.begin(), s.ensemble.end(), victim_id), 0) << "ledger " << id;
+    }
+    auto reader = await(bk.open(LedgerId{id}, "pw", false));
+    ASSERT_TRUE(reader.ok());
+    auto all = await((*reader)->read(EntryId{0}, EntryId{99}));
+    ASSERT_TRUE(all.ok()) << "ledger " << id << ": " << all.status().to_string();
+  }
+  EXPECT_FALSE(await(store_->exists("/ledgers/cookies/" + victim_id)).value());
 }
 
 }  // namespace
