@@ -51,7 +51,7 @@ function viewFor(hash) {
     const t = parseTopic(topicName(parts[1], parts[2], parts[3], parts[4]));
     if (t) return new TopicView(t, () => settings.window);
   }
-  return new OverviewView();
+  return new OverviewView(() => settings.window);
 }
 
 function route() {

@@ -216,6 +216,8 @@ async function withoutAuthentication(browser) {
   await textBecomes(page, 'without authentication the console says so', '#who', 'authentication off');
   await textBecomes(page, 'the overview lists the cluster', '#overview tr[data-cluster="standalone"]', 'standalone');
   await expectInPage(page, 'the tree lists public/default', () => document.querySelector('a[data-namespace="public/default"]'));
+  await textBecomes(page, 'the overview counts this broker\'s topics from /metrics',
+    '#overview [data-card="server-topics"] .value', /^[1-9]/);
 
   await page.click('a[data-namespace="public/default"]');
   await expectInPage(page, 'the namespace lists the topic just produced to',
@@ -303,13 +305,26 @@ async function withoutAuthentication(browser) {
   const created = await rest(s.web, 'GET', `${ns}/console-new/stats`);
   check('the broker has the new topic', created.status === 200, String(created.status));
 
+  // The overview plots this broker's message rate from /metrics.
+  await page.goto(s.web + '/console/');
+  await expectInPage(page, 'the overview plots /metrics samples',
+    () => JSON.parse(document.querySelector('.chart[data-chart="server-rate"] g[data-series="in"]')
+      ?.getAttribute('data-values') || '[]').length >= 2);
+  produce(s, topic, 3);
+  await expectInPage(page, 'its messages-in plot sees the produce', anyValueAbove, ['server-rate', 'in', 0]);
+  await page.screenshot({ path: path.join(OUT, 'console-overview.png'), fullPage: true });
+
   // The proxy serves the console too, and forwards its REST calls.
   const proxy = await startProxy(s);
-  await page.goto(proxy.web + '/console/#/namespace/public/default');
+  await page.goto(proxy.web + '/console/');
+  await textBecomes(page, 'on the proxy the overview shows the proxy\'s own /metrics', '#server-note', 'the proxy\'s own');
+  await expectInPage(page, 'its connections card is there',
+    () => document.querySelector('[data-card="server-connections"] .value'));
+  await page.click('a[data-namespace="public/default"]');
   await expectInPage(page, 'through the proxy the namespace lists the topic',
     ([t]) => document.querySelector(`tr[data-topic="${t}"]`), [topic]);
   await page.click(`tr[data-topic="${topic}"] a`);
-  await plotReaches(page, 'through the proxy the backlog plot shows 12', 'backlog', 'watch', 12);
+  await plotReaches(page, 'through the proxy the backlog plot shows 15', 'backlog', 'watch', 15);
 
   // A topic another broker owns: the broker answers 307 to that broker's origin (simulated
   // here: a standalone owns everything). The page does not follow it and says why.
