@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "autorecovery/autorecovery.h"
 #include "bookie/bookie_config.h"
 #include "common/config.h"
 #include "ledger/bookkeeper.h"
@@ -206,6 +207,8 @@ int run_bookkeeper_shell(const ShellArgs& given) {
   bookie::BookieConfig config;
   ConfigSchema schema("bookie");
   bookie::bind_bookie_config(schema, &config);
+  autorecovery::AutoRecoveryConfig recovery;  // the same file carries the auto-recovery keys
+  autorecovery::bind_autorecovery_config(schema, &recovery);
   Status st = load_server_config(schema, args.server, "bookkeeper.conf");
   if (!st.ok()) {
     std::fprintf(stderr, "error: %s\n", st.message().c_str());

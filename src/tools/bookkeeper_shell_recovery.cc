@@ -72,14 +72,16 @@ Task<int> list_underreplicated(ledger::BookKeeper& bk, const ShellArgs& a) {
     }
     ++count;
     if (a.only_count) continue;
+    // BookKeeper's layout: the id, then tab-indented "Name : value" lines.
     std::printf("%lld\n", static_cast<long long>(u.ledger_id));
+    if (u.data.ctime_ms >= 0) std::printf("\tCtime : %lld\n", static_cast<long long>(u.data.ctime_ms));
     if (a.print_missing_replica) {
-      for (const std::string& b : r) std::printf("\t%s\n", b.c_str());
+      for (const std::string& b : r) std::printf("\tMissingReplica : %s\n", b.c_str());
     }
     if (a.print_worker_id) {
       auto owner = co_await urm.lock_owner(u.ledger_id);
       if (owner.ok() && owner->has_value()) {
-        std::printf("\tReplicationWorkerId: %s\n", (*owner)->c_str());
+        std::printf("\tReplicationWorkerId : %s\n", (*owner)->c_str());
       }
     }
   }

@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
                 "Print each ledger's missing bookies (-pmr)");
   lur->add_flag("--printreplicationworkerid", shell.print_worker_id,
                 "Print the worker holding each ledger (-prw)");
-  lur->add_flag("--onlydisplayledgercount", shell.only_count, "Print only how many (-c)");
+  lur->add_flag("--onlydisplayledgercount", shell.only_count, "Print only how many");
   bk->add_subcommand("whoisauditor", "Print the elected auditor's bookie id");
   auto* dcb = bk->add_subcommand(
       "decommissionbookie",
