@@ -69,7 +69,8 @@ http::Response serve(const http::Request& request) {
     r.body = "See /console/";
     return r;
   }
-  const Asset* asset = path.starts_with(kPrefix) ? find_asset(path.substr(kPrefix.size())) : nullptr;
+  const Asset* asset =
+      path.starts_with(kPrefix) ? find_asset(path.substr(kPrefix.size())) : nullptr;
   if (asset == nullptr) {
     r.status = 404;
     r.body = "Not Found";

@@ -83,8 +83,8 @@ TEST(ConsoleTest, EveryFileOfTheWebFolderIsEmbeddedAsItIs) {
   for (const Asset& a : embedded_assets()) {
     embedded.insert(std::string(a.name));
     etags.insert(std::string(a.etag));
-    EXPECT_EQ(std::string(a.data), read_file(std::filesystem::path(MAGNETAR_CONSOLE_WEB_DIR) /
-                                             std::string(a.name)))
+    EXPECT_EQ(std::string(a.data),
+              read_file(std::filesystem::path(MAGNETAR_CONSOLE_WEB_DIR) / std::string(a.name)))
         << a.name;
   }
   EXPECT_EQ(etags.size(), embedded.size());

@@ -336,8 +336,7 @@ TEST_F(ProxyTest, TheWebConsoleIsServedByTheProxyItself) {
   ASSERT_TRUE(index.ok());
   EXPECT_EQ(index->status, 200);
   EXPECT_EQ(index->header("content-type"), "text/html; charset=utf-8");
-  EXPECT_NE(index->header("content-security-policy").find("default-src 'none'"),
-            std::string::npos);
+  EXPECT_NE(index->header("content-security-policy").find("default-src 'none'"), std::string::npos);
   auto script = h.send_blocking({"GET", base + "/console/main.js"});
   ASSERT_TRUE(script.ok());
   EXPECT_EQ(script->status, 200);
