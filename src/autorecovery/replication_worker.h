@@ -10,7 +10,8 @@
 // Failures keep the ledger's lock for a back-off (rwRereplicateBackoffMs, doubled for each
 // further failure of the same ledger up to 8x) so that no worker retries it at once, then
 // release it; the worker goes on with other ledgers meanwhile. An open ledger whose lost
-// bookies lie only in earlier segments is released the same way, without counting a failure.
+// bookies lie only in earlier segments is released the same way after six back-offs (30 s by
+// default), without counting a failure.
 //
 // Metrics (default registry):
 //   magnetar_autorecovery_ledgers_rereplicated_total   markers completed by this worker
@@ -24,6 +25,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "autorecovery/ledger_replicator.h"
@@ -78,6 +80,7 @@ class ReplicationWorker {
   bool stopping_ = false;
   int tasks_ = 0;  // run() and release_after() still running
   std::map<int64_t, int> failed_attempts_;  // by ledger: consecutive failures
+  std::set<int64_t> deferred_;              // open ledgers left for after their close
   uint64_t completed_ = 0;
   uint64_t failures_ = 0;
   std::shared_ptr<metrics::Counter> completed_total_;

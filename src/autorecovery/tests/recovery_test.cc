@@ -271,6 +271,51 @@ TEST(AutoRecoveryTest, TheNextInstanceIsElectedAuditorAndRecoversALaterLoss) {
   stop_instance(c, second);
 }
 
+// A live writer that replaced the lost bookie itself keeps its ledger: the worker leaves the
+// earlier fragment until the writer closes the ledger (our writer would take a metadata change
+// under it for a fencing), then copies it.
+TEST(AutoRecoveryTest, AnOpenLedgersEarlierFragmentWaitsForItsWriterToClose) {
+  Cluster c(test_name());
+  for (int i = 0; i < 5; ++i) c.add_bookie();
+  ledger::BookKeeper bk(c.store(), c.executor());
+  auto lh = c.await(bk.create(3, 2, 2, "pw"));
+  ASSERT_TRUE(lh.ok()) << lh.status().to_string();
+  const int64_t id = (*lh)->id().value();
+  for (int64_t e = 0; e < 60; ++e) {
+    BufferChain p(Buffer::copy_of(payload_of(id, e)));
+    ASSERT_TRUE(c.await((*lh)->add(std::move(p))).ok());
+  }
+  const std::string dead = (*lh)->metadata().segments[0].ensemble[0];
+  c.find(dead)->stop();
+  c.unregister(dead);
+  for (int64_t e = 60; e < 120; ++e) {  // the writer changes its ensemble on its own
+    BufferChain p(Buffer::copy_of(payload_of(id, e)));
+    ASSERT_TRUE(c.await((*lh)->add(std::move(p))).ok()) << "entry " << e;
+  }
+  ASSERT_GE((*lh)->metadata().segments.size(), 2u);
+  Instance only = start_instance(c, "10.9.9.1:3181", fast_config());
+  ASSERT_TRUE(only.service);
+  c.loop().run_for(std::chrono::seconds(2));  // audited, claimed, deferred
+  auto md = c.await(bk.read_metadata(LedgerId{id})).value();
+  EXPECT_EQ(md.segments[0].ensemble[0], dead) << "an open ledger's metadata changed under its writer";
+  for (int64_t e = 120; e < 130; ++e) {  // still the writer's: no fencing, no CAS conflict
+    BufferChain p(Buffer::copy_of(payload_of(id, e)));
+    ASSERT_TRUE(c.await((*lh)->add(std::move(p))).ok()) << "entry " << e;
+  }
+  ASSERT_TRUE(c.await((*lh)->close()).ok());
+  const auto closed = Clock::now();
+  const double seconds = wait_recovered(c, bk, {id}, dead, std::chrono::seconds(30), closed);
+  ASSERT_GE(seconds, 0) << "the closed ledger still names " << dead;
+  std::printf("auto-recovery: an open ledger's earlier fragment re-replicated %.2f s after its "
+              "writer closed it (deferral 6 x 300 ms back-off)\n",
+              seconds);
+  auto reader = c.await(bk.open(LedgerId{id}, "pw", false));
+  ASSERT_TRUE(reader.ok());
+  auto all = c.await((*reader)->read(EntryId{0}, EntryId{129}));
+  ASSERT_TRUE(all.ok()) << all.status().to_string();
+  stop_instance(c, only);
+}
+
 TEST(AutoRecoveryTest, TheAuditorWaitsTheLiveLostBookieRecoveryDelay) {
   Cluster c(test_name());
   for (int i = 0; i < 4; ++i) c.add_bookie();
