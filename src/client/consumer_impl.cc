@@ -318,6 +318,10 @@ bool ConsumerImpl::skip(const MessageId& id, uint64_t publish_time) const {
 }
 
 bool ConsumerImpl::already_acked(const MessageId& id) const {
+  // A non-persistent topic's messages all carry id 0:0 and are never redelivered: nothing to
+  // filter, and after the first acknowledgement every later message would look acknowledged
+  // (Pulsar's client keeps no acknowledged set for them either).
+  if (std::string_view(config_.topic).starts_with("non-persistent://")) return false;
   const Entry e{id.ledger_id(), id.entry_id()};
   if (cumulative_acked_ && e <= *cumulative_acked_) return true;
   if (acked_entries_.count(e)) return true;
