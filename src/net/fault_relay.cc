@@ -25,7 +25,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kReadSize = 64 * 1024;
 
-size_t slot(RelayDirection d) { return d == RelayDirection::kToTarget ? 0 : 1; }
+size_t slot(RelayDirection d) {
+  return d == RelayDirection::kToTarget ? 0 : 1;
+}
 
 // One accepted connection and its connection to the target. Lives on the relay's loop; kept
 // alive by the coroutines that serve it (the relay's list holds weak references only).
@@ -36,7 +38,10 @@ struct Link {
   };
 
   explicit Link(asio::io_context& io, tcp::socket accepted)
-      : client(std::move(accepted)), target(io), wake(io), connect_deadline(io),
+      : client(std::move(accepted)),
+        target(io),
+        wake(io),
+        connect_deadline(io),
         delay_timers{asio::steady_timer(io), asio::steady_timer(io)} {
     wake.expires_at(Clock::time_point::max());
   }
@@ -263,15 +268,14 @@ Result<std::unique_ptr<FaultRelay>> FaultRelay::start(FaultRelayOptions options)
   error_code ec;
   const auto listen = asio::ip::make_address(options.listen_address, ec);
   if (ec) {
-    return Status(Errc::kInvalidArgument,
-                  fmt::format("relay: listen address '{}' is not an IP address",
-                              options.listen_address));
+    return Status(
+        Errc::kInvalidArgument,
+        fmt::format("relay: listen address '{}' is not an IP address", options.listen_address));
   }
   const auto target = asio::ip::make_address(options.target_address, ec);
   if (ec || options.target_port <= 0 || options.target_port > 65535) {
-    return Status(Errc::kInvalidArgument,
-                  fmt::format("relay: bad target {}:{}", options.target_address,
-                              options.target_port));
+    return Status(Errc::kInvalidArgument, fmt::format("relay: bad target {}:{}",
+                                                      options.target_address, options.target_port));
   }
   impl->target_endpoint = tcp::endpoint(target, static_cast<uint16_t>(options.target_port));
   const tcp::endpoint endpoint(listen, static_cast<uint16_t>(options.listen_port));
@@ -280,9 +284,9 @@ Result<std::unique_ptr<FaultRelay>> FaultRelay::start(FaultRelayOptions options)
   if (!ec) impl->acceptor.bind(endpoint, ec);
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    return Status(Errc::kUnavailable, fmt::format("relay: cannot listen on {}:{}: {}",
-                                                  options.listen_address, options.listen_port,
-                                                  ec.message()));
+    return Status(Errc::kUnavailable,
+                  fmt::format("relay: cannot listen on {}:{}: {}", options.listen_address,
+                              options.listen_port, ec.message()));
   }
   const int port = impl->acceptor.local_endpoint().port();
   impl->guard.emplace(impl->io.get_executor());
@@ -336,7 +340,9 @@ void FaultRelay::heal() {
   });
 }
 
-bool FaultRelay::is_cut() const { return impl_->cut_flag; }
+bool FaultRelay::is_cut() const {
+  return impl_->cut_flag;
+}
 
 int64_t FaultRelay::reset_connections() {
   int64_t n = 0;

@@ -52,12 +52,12 @@ enum class CutMode {
 };
 
 struct FaultRelayStats {
-  int64_t accepted = 0;          // connections accepted since start
-  int64_t open = 0;              // connections open now (held ones included)
-  int64_t refused = 0;           // reset at accept (kRefuse) or when the target failed
-  int64_t reset = 0;             // connections reset by reset_connections()
-  int64_t bytes_to_target = 0;   // written to the target
-  int64_t bytes_from_target = 0; // written back to the accepted side
+  int64_t accepted = 0;           // connections accepted since start
+  int64_t open = 0;               // connections open now (held ones included)
+  int64_t refused = 0;            // reset at accept (kRefuse) or when the target failed
+  int64_t reset = 0;              // connections reset by reset_connections()
+  int64_t bytes_to_target = 0;    // written to the target
+  int64_t bytes_from_target = 0;  // written back to the accepted side
 };
 
 class FaultRelay {

@@ -101,10 +101,9 @@ Status wait_for_metadata_store(const std::string& url, const Launched& process,
     }
     last = store.status();
     if (!alive(process.pid) || std::chrono::steady_clock::now() > deadline) {
-      return Status(Errc::kUnavailable,
-                    fmt::format("{} did not start ({}); last lines of {}:\n{}", process.name,
-                                last.message(), process.log,
-                                last_lines(read_text(process.log), 15)));
+      return Status(Errc::kUnavailable, fmt::format("{} did not start ({}); last lines of {}:\n{}",
+                                                    process.name, last.message(), process.log,
+                                                    last_lines(read_text(process.log), 15)));
     }
     std::this_thread::sleep_for(200ms);
   }
@@ -127,8 +126,8 @@ Result<std::string> zookeeper_four_letter_word(int port, const std::string& word
   Status st;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       ::send(fd, word.data(), word.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(word.size())) {
-    st = Status(Errc::kUnavailable, fmt::format("'{}' to 127.0.0.1:{}: {}", word, port,
-                                                std::strerror(errno)));
+    st = Status(Errc::kUnavailable,
+                fmt::format("'{}' to 127.0.0.1:{}: {}", word, port, std::strerror(errno)));
   } else {
     char buf[4096];
     while (true) {  // the server closes the connection after its answer
@@ -138,8 +137,8 @@ Result<std::string> zookeeper_four_letter_word(int port, const std::string& word
         continue;
       }
       if (n < 0) {
-        st = Status(Errc::kTimeout, fmt::format("'{}' to 127.0.0.1:{}: {}", word, port,
-                                                std::strerror(errno)));
+        st = Status(Errc::kTimeout,
+                    fmt::format("'{}' to 127.0.0.1:{}: {}", word, port, std::strerror(errno)));
       }
       break;
     }

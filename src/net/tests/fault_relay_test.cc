@@ -109,7 +109,8 @@ Got read_n(const Fd& fd, size_t n, std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   char buf[65536];
   while (got.bytes.size() < n) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left <= 0ms || !readable(fd.get(), left)) break;
     const ssize_t r = ::recv(fd.get(), buf, std::min(sizeof(buf), n - got.bytes.size()), 0);
     if (r == 0) {

@@ -60,7 +60,9 @@ Cluster::~Cluster() {
 }
 
 Cluster::Node& Cluster::node(Role role, int i) {
-  auto& nodes = role == Role::kZooKeeper ? zookeepers_ : role == Role::kBookie ? bookies_ : brokers_;
+  auto& nodes = role == Role::kZooKeeper ? zookeepers_
+                : role == Role::kBookie  ? bookies_
+                                         : brokers_;
   return nodes.at(static_cast<size_t>(i));
 }
 
@@ -69,24 +71,35 @@ const Cluster::Node& Cluster::node(Role role, int i) const {
 }
 
 int Cluster::count(Role role) const {
-  const auto& nodes =
-      role == Role::kZooKeeper ? zookeepers_ : role == Role::kBookie ? bookies_ : brokers_;
+  const auto& nodes = role == Role::kZooKeeper ? zookeepers_
+                      : role == Role::kBookie  ? bookies_
+                                               : brokers_;
   return static_cast<int>(nodes.size());
 }
 
-std::string Cluster::name(Role role, int i) const { return node(role, i).process.name; }
-pid_t Cluster::pid(Role role, int i) const { return node(role, i).process.pid; }
-int Cluster::port(Role role, int i) const { return node(role, i).port; }
-std::string Cluster::log_path(Role role, int i) const { return node(role, i).process.log; }
-std::string Cluster::bookie_dir(int i) const { return node(Role::kBookie, i).process.dir; }
+std::string Cluster::name(Role role, int i) const {
+  return node(role, i).process.name;
+}
+pid_t Cluster::pid(Role role, int i) const {
+  return node(role, i).process.pid;
+}
+int Cluster::port(Role role, int i) const {
+  return node(role, i).port;
+}
+std::string Cluster::log_path(Role role, int i) const {
+  return node(role, i).process.log;
+}
+std::string Cluster::bookie_dir(int i) const {
+  return node(Role::kBookie, i).process.dir;
+}
 
 bool Cluster::running(Role role, int i) const {
   const Node& n = node(role, i);
   return n.process.pid > 0 && alive(n.process.pid);
 }
 
-Result<std::unique_ptr<Cluster>> Cluster::start(
-    ClusterOptions options, std::function<void(const std::string&)> progress) {
+Result<std::unique_ptr<Cluster>> Cluster::start(ClusterOptions options,
+                                                std::function<void(const std::string&)> progress) {
   auto c = std::make_unique<Cluster>(options);
   std::set<int> taken;
   auto fresh_port = [&taken]() {
@@ -122,8 +135,8 @@ Result<std::unique_ptr<Cluster>> Cluster::start(
   }
   for (int i = 0; i < options.bookies; ++i) {
     Node n;
-    n.process = Launched{fmt::format("bookie-{}", i), -1, fmt::format("{}/bookie-{}", options.dir, i),
-                         ""};
+    n.process =
+        Launched{fmt::format("bookie-{}", i), -1, fmt::format("{}/bookie-{}", options.dir, i), ""};
     n.process.log = n.process.dir + "/bookie.log";
     n.port = fresh_port();
     std::vector<std::string> settings = {
@@ -135,8 +148,8 @@ Result<std::unique_ptr<Cluster>> Cluster::start(
   }
   for (int i = 0; i < options.brokers; ++i) {
     Node n;
-    n.process = Launched{fmt::format("broker-{}", i), -1, fmt::format("{}/broker-{}", options.dir, i),
-                         ""};
+    n.process =
+        Launched{fmt::format("broker-{}", i), -1, fmt::format("{}/broker-{}", options.dir, i), ""};
     n.process.log = n.process.dir + "/broker.log";
     n.port = fresh_port();
     n.web_port = fresh_port();

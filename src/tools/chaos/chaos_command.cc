@@ -39,7 +39,9 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 std::atomic<bool> g_stop{false};
-void on_signal(int) { g_stop = true; }
+void on_signal(int) {
+  g_stop = true;
+}
 
 // The settings of a mode; flags override them.
 struct Plan {
@@ -151,12 +153,13 @@ class Run {
     say("  draining and reading everything back");
     chaos::LoadReport r = (*load)->finish(plan_.drain);
     load->reset();
-    say(fmt::format("  sent {}, acknowledged {}, send errors {}, lost {}, duplicated {}, "
+    say(
+        fmt::format("  sent {}, acknowledged {}, send errors {}, lost {}, duplicated {}, "
                     "undelivered {}, misplaced {}, recovery {:.2f} s{}{}",
                     r.sent, r.acknowledged, r.send_errors, r.lost, r.duplicated, r.undelivered,
                     r.misplaced, r.recovery_s, r.detail.empty() ? "" : "; ", r.detail));
-    const bool bad = r.lost > 0 || r.duplicated > 0 || r.undelivered > 0 || !r.verified ||
-                     !r.drained;
+    const bool bad =
+        r.lost > 0 || r.duplicated > 0 || r.undelivered > 0 || !r.verified || !r.drained;
     if (row.result.empty()) row.result = bad ? "FAILED" : "ok";
     row.report = r;
     if (cluster) {
@@ -186,28 +189,28 @@ class Run {
 };
 
 void print_table(const std::vector<Row>& rows, const Plan& plan) {
-  std::printf("\n%-18s %24s %13s %6s %11s %12s %13s  %s\n", "fault",
-              "load held/offered (msg/s)", "acknowledged", "lost", "duplicated", "undelivered",
-              "recovery (s)", "result");
+  std::printf("\n%-18s %24s %13s %6s %11s %12s %13s  %s\n", "fault", "load held/offered (msg/s)",
+              "acknowledged", "lost", "duplicated", "undelivered", "recovery (s)", "result");
   for (const auto& row : rows) {
     if (!row.report) {
-      std::printf("%-18s %24s %13s %6s %11s %12s %13s  %s\n", row.fault.c_str(), "-", "-", "-",
-                  "-", "-", "-", row.result.c_str());
+      std::printf("%-18s %24s %13s %6s %11s %12s %13s  %s\n", row.fault.c_str(), "-", "-", "-", "-",
+                  "-", "-", row.result.c_str());
       continue;
     }
     const auto& r = *row.report;
     const std::string recovery =
         r.recovery_s < 0 ? std::string("never") : fmt::format("{:.2f}", r.recovery_s);
     const std::string load = fmt::format("{:.0f} / {}", r.held_rate, row.offered);
-    std::printf("%-18s %24s %13lld %6lld %11lld %12lld %13s  %s\n", row.fault.c_str(),
-                load.c_str(), static_cast<long long>(r.acknowledged),
-                static_cast<long long>(r.lost), static_cast<long long>(r.duplicated),
-                static_cast<long long>(r.undelivered), recovery.c_str(), row.result.c_str());
+    std::printf("%-18s %24s %13lld %6lld %11lld %12lld %13s  %s\n", row.fault.c_str(), load.c_str(),
+                static_cast<long long>(r.acknowledged), static_cast<long long>(r.lost),
+                static_cast<long long>(r.duplicated), static_cast<long long>(r.undelivered),
+                recovery.c_str(), row.result.c_str());
   }
-  std::printf("(each fault held %lld s; load held: acknowledgements per second from the fault "
-              "to the end of the load, catching up included; recovery: the longest a producer "
-              "waited for an acknowledgement from the fault on)\n",
-              static_cast<long long>(plan.hold.count()));
+  std::printf(
+      "(each fault held %lld s; load held: acknowledgements per second from the fault "
+      "to the end of the load, catching up included; recovery: the longest a producer "
+      "waited for an acknowledgement from the fault on)\n",
+      static_cast<long long>(plan.hold.count()));
 }
 
 }  // namespace
@@ -215,7 +218,8 @@ void print_table(const std::vector<Row>& rows, const Plan& plan) {
 int run_chaos(const ChaosArgs& args) {
   std::vector<chaos::Fault> faults;
   for (auto& f : chaos::all_faults()) {
-    const bool named = std::find(args.faults.begin(), args.faults.end(), f.name) != args.faults.end();
+    const bool named =
+        std::find(args.faults.begin(), args.faults.end(), f.name) != args.faults.end();
     if (args.list || named || (args.faults.empty() && (!args.quick || f.quick))) {
       faults.push_back(std::move(f));
     }
@@ -242,9 +246,9 @@ int run_chaos(const ChaosArgs& args) {
 
   Run run(args, plan);
   const bool named = !args.service_url.empty();
-  const fs::path root = args.dir.empty()
-                            ? fs::temp_directory_path() / fmt::format("magnetar-chaos-{}", ::getpid())
-                            : fs::path(args.dir);
+  const fs::path root =
+      args.dir.empty() ? fs::temp_directory_path() / fmt::format("magnetar-chaos-{}", ::getpid())
+                       : fs::path(args.dir);
   std::unique_ptr<chaos::Cluster> cluster;
   if (named) {
     run.service_url_ = args.service_url;

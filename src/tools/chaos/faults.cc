@@ -34,7 +34,9 @@ std::string managed_ledger_name(const std::string& topic) {
   return path.substr(0, slash) + "/persistent" + path.substr(slash);
 }
 
-Status no_cluster() { return Status(Errc::kInvalidArgument, "needs a cluster chaos started"); }
+Status no_cluster() {
+  return Status(Errc::kInvalidArgument, "needs a cluster chaos started");
+}
 
 // The bookies of one "region": bookie j belongs to region j % brokers.
 std::vector<int> region_bookies(const Cluster& c, int region) {
@@ -65,8 +67,8 @@ Result<std::string> kill_victims(FaultEnv& env) {
   for (const auto& [role, i] : env.victims) {
     const pid_t pid = env.cluster->pid(role, i);
     env.cluster->kill(role, i);
-    what += fmt::format("{}SIGKILL {} (pid {})", what.empty() ? "" : ", ", env.cluster->name(role, i),
-                        pid);
+    what += fmt::format("{}SIGKILL {} (pid {})", what.empty() ? "" : ", ",
+                        env.cluster->name(role, i), pid);
   }
   return what;
 }
@@ -184,8 +186,8 @@ Status wait_for_owner_change(const FaultEnv& env, const std::string& path, int64
       return Status::OK();
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      return Status(Errc::kTimeout, fmt::format("{} not registered again within {} s", path,
-                                                timeout.count()));
+      return Status(Errc::kTimeout,
+                    fmt::format("{} not registered again within {} s", path, timeout.count()));
     }
     std::this_thread::sleep_for(200ms);
   }
@@ -208,7 +210,8 @@ Result<DiskNumbers> disk_numbers(const std::string& dir) {
   DiskNumbers d;
   d.total = static_cast<uint64_t>(s.f_blocks) * s.f_frsize;
   d.available = static_cast<uint64_t>(s.f_bavail) * s.f_frsize;
-  d.used = d.total == 0 ? 1.0 : 1.0 - static_cast<double>(d.available) / static_cast<double>(d.total);
+  d.used =
+      d.total == 0 ? 1.0 : 1.0 - static_cast<double>(d.available) / static_cast<double>(d.total);
   return d;
 }
 
@@ -228,23 +231,22 @@ Status prepare_disk_full(FaultEnv& env) {
                   fmt::format("{} has {} MiB free: too little for a {} MiB balloon", dir,
                               d.available >> 20, balloon >> 20));
   }
-  const double threshold =
-      d.used + static_cast<double>(balloon / 2) / static_cast<double>(d.total);
+  const double threshold = d.used + static_cast<double>(balloon / 2) / static_cast<double>(d.total);
   if (threshold >= 1.0) return Status(Errc::kUnavailable, "the disk is too full to fill");
-  const std::string id =
-      fmt::format("127.0.0.1:{}", env.cluster->port(Role::kBookie, kDiskVictim));
+  const std::string id = fmt::format("127.0.0.1:{}", env.cluster->port(Role::kBookie, kDiskVictim));
   MAGNETAR_ASSIGN_OR_RETURN(int64_t before, node_owner(env, "/ledgers/available/" + id));
   MAGNETAR_TRY(env.cluster->restart(Role::kBookie, kDiskVictim,
                                     {fmt::format("diskUsageThreshold={:.6f}", threshold)}));
-  env.say(fmt::format("restarted {} with diskUsageThreshold={:.6f} (disk {:.4f} used now; a "
-                      "{} MiB file takes it past)",
-                      env.cluster->name(Role::kBookie, kDiskVictim), threshold, d.used,
-                      balloon >> 20));
+  env.say(
+      fmt::format("restarted {} with diskUsageThreshold={:.6f} (disk {:.4f} used now; a "
+                  "{} MiB file takes it past)",
+                  env.cluster->name(Role::kBookie, kDiskVictim), threshold, d.used, balloon >> 20));
   // Registered again (its previous session must expire first) before the load's ledgers are
   // placed, or they could not choose it.
   MAGNETAR_TRY(wait_for_owner_change(env, "/ledgers/available/" + id, before, 30s));
   MAGNETAR_TRY(wait_for_owner_change(env, "/ledgers/available/readonly/" + id, -1, 10s));
-  env.say(fmt::format("{} is registered as writable", env.cluster->name(Role::kBookie, kDiskVictim)));
+  env.say(
+      fmt::format("{} is registered as writable", env.cluster->name(Role::kBookie, kDiskVictim)));
   return Status::OK();
 }
 
@@ -273,8 +275,7 @@ Result<std::string> inject_disk_full(FaultEnv& env) {
   const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(balloon));
   ::close(fd);
   if (err != 0) {
-    return Status(Errc::kIoError,
-                  fmt::format("fallocate {}: {}", env.balloon, std::strerror(err)));
+    return Status(Errc::kIoError, fmt::format("fallocate {}: {}", env.balloon, std::strerror(err)));
   }
   // The bookie's own disk check (every 500 ms) must see it: else the fault did not happen.
   const auto filled = std::chrono::steady_clock::now();
@@ -286,7 +287,8 @@ Result<std::string> inject_disk_full(FaultEnv& env) {
     }
     std::this_thread::sleep_for(50ms);
   }
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - filled).count();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - filled).count();
   return fmt::format("filled {}'s disk with {} MiB; read-only {:.1f} s later (it was {})",
                      env.cluster->name(Role::kBookie, kDiskVictim), balloon >> 20, took, where);
 }
@@ -317,8 +319,8 @@ Result<int> owner_of(const FaultEnv& env, const std::string& topic) {
   const std::string url = j.is_object() ? j.value("brokerUrl", "") : "";
   const int index = env.cluster ? env.cluster->broker_of(url) : -1;
   if (index < 0) {
-    return Status(Errc::kNotFound, fmt::format("lookup of {} named {}: not a broker of ours",
-                                               topic, got.body));
+    return Status(Errc::kNotFound,
+                  fmt::format("lookup of {} named {}: not a broker of ours", topic, got.body));
   }
   return index;
 }
@@ -326,14 +328,13 @@ Result<int> owner_of(const FaultEnv& env, const std::string& topic) {
 Result<std::vector<int>> ensemble_of(const FaultEnv& env, const std::string& topic) {
   if (!env.cluster) return no_cluster();
   const std::string ml = managed_ledger_name(topic);
-  auto ids = run_sync<Result<std::vector<std::string>>>(
-      [&]() -> Task<Result<std::vector<std::string>>> {
+  auto ids =
+      run_sync<Result<std::vector<std::string>>>([&]() -> Task<Result<std::vector<std::string>>> {
         metadata::StoreOptions o;
         o.operation_timeout = 10s;
         auto store = co_await metadata::open_store(env.metadata_url, o);
         if (!store.ok()) co_return store.status();
-        Result<std::vector<std::string>> out = Status(Errc::kNotFound,
-                                                      "no open ledger of " + ml);
+        Result<std::vector<std::string>> out = Status(Errc::kNotFound, "no open ledger of " + ml);
         {
           ledger::BookKeeper bk(**store, co_await asio::this_coro::executor);
           auto ledgers = co_await bk.list_ledgers();
@@ -369,18 +370,16 @@ Result<std::vector<int>> ensemble_of(const FaultEnv& env, const std::string& top
 
 std::vector<Fault> all_faults() {
   std::vector<Fault> f;
-  f.push_back({"baseline", "no fault: the load and the checker alone", true, 1, false, 0,
-               nullptr, [](FaultEnv&) -> Result<std::string> { return std::string("nothing"); },
-               nullptr});
-  f.push_back({"broker-kill",
-               "SIGKILL the broker owning the first topic; restarted after the hold", true, 1,
-               true, 0, nullptr, inject_broker_kill, restart_victims});
+  f.push_back({"baseline", "no fault: the load and the checker alone", true, 1, false, 0, nullptr,
+               [](FaultEnv&) -> Result<std::string> { return std::string("nothing"); }, nullptr});
+  f.push_back({"broker-kill", "SIGKILL the broker owning the first topic; restarted after the hold",
+               true, 1, true, 0, nullptr, inject_broker_kill, restart_victims});
   f.push_back({"bookie-kill",
-               "SIGKILL a bookie of the first topic's open ledger; restarted after the hold",
-               true, 1, true, 0, nullptr, inject_bookie_kill, restart_victims});
+               "SIGKILL a bookie of the first topic's open ledger; restarted after the hold", true,
+               1, true, 0, nullptr, inject_bookie_kill, restart_victims});
   f.push_back({"zookeeper-kill",
-               "SIGKILL the ZooKeeper ensemble's leader; restarted after the hold", false, 3,
-               true, 0, nullptr, inject_zookeeper_kill, restart_victims});
+               "SIGKILL the ZooKeeper ensemble's leader; restarted after the hold", false, 3, true,
+               0, nullptr, inject_zookeeper_kill, restart_victims});
   f.push_back({"region-kill",
                "SIGKILL a region: the first topic's broker and its bookies (bookie j is in "
                "region j mod brokers); restarted after the hold",

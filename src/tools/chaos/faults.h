@@ -28,12 +28,12 @@ struct FaultEnv {
 
 struct Fault {
   std::string name;
-  std::string what;  // one line: what it does and how it ends
-  bool quick = false;          // part of --quick
-  int min_zookeepers = 1;      // needs an ensemble of this many
-  bool needs_cluster = true;   // false: runs against a named cluster too
-  int min_topics = 0;          // the load uses at least this many topics
-  std::function<Status(FaultEnv&)> prepare;             // optional, before the load
+  std::string what;                                      // one line: what it does and how it ends
+  bool quick = false;                                    // part of --quick
+  int min_zookeepers = 1;                                // needs an ensemble of this many
+  bool needs_cluster = true;                             // false: runs against a named cluster too
+  int min_topics = 0;                                    // the load uses at least this many topics
+  std::function<Status(FaultEnv&)> prepare;              // optional, before the load
   std::function<Result<std::string>(FaultEnv&)> inject;  // returns what it did
   std::function<Status(FaultEnv&)> heal;                 // optional
 };

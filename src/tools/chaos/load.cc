@@ -20,10 +20,10 @@ struct Load::Topic {
   int64_t sent = 0;
   int64_t acknowledged = 0;
   int64_t failed = 0;
-  std::vector<char> acked;                        // per sequence number
+  std::vector<char> acked;                            // per sequence number
   std::vector<std::optional<client::MessageId>> ids;  // the id each acknowledgement gave
-  std::vector<int> received;                      // times the consumer got it
-  std::vector<Clock::time_point> ack_times;       // in arrival order
+  std::vector<int> received;                          // times the consumer got it
+  std::vector<Clock::time_point> ack_times;           // in arrival order
 };
 
 namespace {
@@ -71,8 +71,8 @@ Result<std::unique_ptr<Load>> Load::start(const LoadOptions& options) {
     t->consumer = std::move(*consumer);
     client::ProducerOptions p;
     p.producer_name = fmt::format("{}-{}", options.topic_prefix, i);
-    p.send_timeout = 0ms;          // what is pending waits for the cluster
-    p.max_pending_messages = 0;    // and sending never blocks the load
+    p.send_timeout = 0ms;        // what is pending waits for the cluster
+    p.max_pending_messages = 0;  // and sending never blocks the load
     auto producer = load->client_->create_producer(t->name, p);
     if (!producer.ok()) {
       return Status(producer.status().code(),
@@ -114,19 +114,18 @@ void Load::send_loop() {
         t->received.push_back(0);
       }
       Topic* topic = t.get();
-      t->producer.send_async(
-          client::Message(fmt::format("{}:{}", options_.topic_prefix, seq)),
-          [topic, seq](Result<client::MessageId> r) {
-            std::lock_guard lock(topic->mu);
-            if (r.ok()) {
-              topic->acked[static_cast<size_t>(seq)] = 1;
-              topic->ids[static_cast<size_t>(seq)] = *r;
-              topic->ack_times.push_back(Clock::now());
-              ++topic->acknowledged;
-            } else {
-              ++topic->failed;
-            }
-          });
+      t->producer.send_async(client::Message(fmt::format("{}:{}", options_.topic_prefix, seq)),
+                             [topic, seq](Result<client::MessageId> r) {
+                               std::lock_guard lock(topic->mu);
+                               if (r.ok()) {
+                                 topic->acked[static_cast<size_t>(seq)] = 1;
+                                 topic->ids[static_cast<size_t>(seq)] = *r;
+                                 topic->ack_times.push_back(Clock::now());
+                                 ++topic->acknowledged;
+                               } else {
+                                 ++topic->failed;
+                               }
+                             });
     }
     next += interval;
     // Behind (the machine was busy): go on at the rate from now rather than in a burst.
@@ -149,7 +148,9 @@ void Load::consume_loop(Topic& t) {
   }
 }
 
-void Load::mark_fault() { fault_at_ns_ = ns_of(Clock::now()); }
+void Load::mark_fault() {
+  fault_at_ns_ = ns_of(Clock::now());
+}
 
 int64_t Load::acknowledged() const {
   int64_t n = 0;

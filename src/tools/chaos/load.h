@@ -34,7 +34,7 @@ using Clock = std::chrono::steady_clock;
 
 struct LoadOptions {
   std::string service_url;
-  std::string topic_prefix;  // <domain>://public/default/<prefix>-<i>
+  std::string topic_prefix;           // <domain>://public/default/<prefix>-<i>
   std::string domain = "persistent";  // or "non-persistent" (the checker's self-test)
   int topics = 2;
   int rate = 200;  // messages per second and topic
@@ -51,11 +51,11 @@ struct LoadReport {
   int64_t duplicated = 0;
   int64_t undelivered = 0;
   int64_t misplaced = 0;
-  double held_rate = 0;     // acknowledgements per second between the fault and the end
-  double recovery_s = 0;    // the longest wait for an acknowledgement after the fault began
-  bool drained = false;     // every send acknowledged or failed in time
-  bool verified = false;    // every topic read back to its end in time
-  std::string detail;       // what went wrong, for the log
+  double held_rate = 0;   // acknowledgements per second between the fault and the end
+  double recovery_s = 0;  // the longest wait for an acknowledgement after the fault began
+  bool drained = false;   // every send acknowledged or failed in time
+  bool verified = false;  // every topic read back to its end in time
+  std::string detail;     // what went wrong, for the log
 };
 
 class Load {
