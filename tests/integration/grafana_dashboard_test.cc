@@ -16,7 +16,7 @@
 #include <sstream>
 #include <thread>
 
-#include "http/http_client.h"
+#include "broker_fixture.h"
 #include "standalone_process.h"
 #include "testing/pulsar_test_client.h"
 
@@ -31,22 +31,7 @@ using namespace std::chrono_literals;
 using Json = nlohmann::json;
 using testing::PulsarTestClient;
 using testing::Standalone;
-
-// A request to 127.0.0.1:port; status and body (status 0 when it could not connect).
-std::pair<int, std::string> http(int port, const std::string& method, const std::string& target,
-                                 std::string body = {}) {
-  http::ClientOptions o;
-  o.timeout = 10s;
-  o.max_redirects = 0;
-  http::HttpClient client(o);
-  http::HttpRequest request;
-  request.method = method;
-  request.url = fmt::format("http://127.0.0.1:{}{}", port, target);
-  request.body = std::move(body);
-  auto got = client.send_blocking(std::move(request));
-  if (!got.ok()) return {0, got.status().to_string()};
-  return {got->status, got->body};
-}
+using testing::http;
 
 Json load_dashboard() {
   std::ifstream in(MAGNETAR_DASHBOARD);

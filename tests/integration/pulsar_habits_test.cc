@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "http/http_client.h"
+#include "broker_fixture.h"
 #include "standalone_process.h"
 #include "testing/child_process.h"
 #include "testing/pulsar_test_client.h"
@@ -33,6 +33,7 @@ using namespace std::chrono_literals;
 using Json = nlohmann::json;
 using testing::PulsarTestClient;
 using testing::Standalone;
+using testing::http;
 
 const std::string kConfDir = MAGNETAR_PULSAR_CONF_DIR;
 
@@ -42,20 +43,6 @@ std::filesystem::path fresh_dir(const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
-}
-
-// GET on 127.0.0.1:port; status and body (status 0 when it could not connect).
-std::pair<int, std::string> http_get(int port, const std::string& target) {
-  http::ClientOptions o;
-  o.timeout = 10s;
-  o.max_redirects = 0;
-  http::HttpClient client(o);
-  http::HttpRequest request;
-  request.method = "GET";
-  request.url = fmt::format("http://127.0.0.1:{}{}", port, target);
-  auto got = client.send_blocking(std::move(request));
-  if (!got.ok()) return {0, got.status().to_string()};
-  return {got->status, got->body};
 }
 
 // Produces one message to `topic` on 127.0.0.1:port; an error when it was not stored.
@@ -88,12 +75,12 @@ TEST(PulsarHabitsTest, StandaloneTakesPulsarsFlagsAndItsStandaloneConf) {
   EXPECT_EQ(occurrences(log, "accepted but not acted on by the standalone"), 1u) << log;
   EXPECT_NE(log.find("webSocketServiceEnabled"), std::string::npos);
   // The advertised host name is in the cluster's URLs and in lookups.
-  auto [status, body] = http_get(s.web_port(), "/admin/v2/clusters/standalone");
+  auto [status, body] = http(s.web_port(), "GET", "/admin/v2/clusters/standalone");
   ASSERT_EQ(status, 200) << body;
   const Json cluster = Json::parse(body, nullptr, false);
   EXPECT_EQ(cluster.value("serviceUrl", ""), fmt::format("http://localhost:{}", s.web_port()));
   EXPECT_EQ(cluster.value("brokerServiceUrl", ""), fmt::format("pulsar://localhost:{}", s.port()));
-  auto lookup = http_get(s.web_port(), "/lookup/v2/topic/persistent/public/default/t");
+  auto lookup = http(s.web_port(), "GET", "/lookup/v2/topic/persistent/public/default/t");
   ASSERT_EQ(lookup.first, 200) << lookup.second;
   EXPECT_EQ(Json::parse(lookup.second, nullptr, false).value("brokerUrl", ""),
             fmt::format("pulsar://localhost:{}", s.port()));
@@ -132,17 +119,17 @@ TEST(PulsarHabitsTest, AFailedFirstStartLeavesNothingInTheWayOfTheNext) {
   Standalone moved(dir);
   moved.set_bookie_port(s.bookie_port());
   ASSERT_TRUE(moved.start());
-  auto [status, body] = http_get(moved.web_port(), "/admin/v2/clusters/standalone");
+  auto [status, body] = http(moved.web_port(), "GET", "/admin/v2/clusters/standalone");
   ASSERT_EQ(status, 200) << body;
   EXPECT_EQ(Json::parse(body, nullptr, false).value("brokerServiceUrl", ""),
             fmt::format("pulsar://localhost:{}", moved.port()));
   const std::string stats = "/admin/v2/persistent/public/default/after-failure/stats";
-  EXPECT_EQ(http_get(moved.web_port(), stats).first, 200);
+  EXPECT_EQ(http(moved.web_port(), "GET", stats).first, 200);
   moved.kill();
   moved.set_args({"--wipe-data"});
   ASSERT_TRUE(moved.start());
-  EXPECT_EQ(http_get(moved.web_port(), stats).first, 404);
-  EXPECT_EQ(http_get(moved.web_port(), "/admin/v2/namespaces/public").first, 200);
+  EXPECT_EQ(http(moved.web_port(), "GET", stats).first, 404);
+  EXPECT_EQ(http(moved.web_port(), "GET", "/admin/v2/namespaces/public").first, 200);
   moved.kill();
   std::filesystem::remove_all(dir);
 }

@@ -124,6 +124,19 @@ bool has_empty_segment(const std::vector<std::string>& segments) {
                      [](const std::string& s) { return s.empty(); });
 }
 
+Prefix templates_prefix(std::string path, std::vector<std::string> methods) {
+  Prefix prefix;
+  prefix.path = std::move(path);
+  prefix.methods = std::move(methods);
+  prefix.malformed = not_found();
+  prefix.check = [](const Request&,
+                    const std::vector<std::string>& parts) -> std::optional<Response> {
+    if (parts.empty() || has_empty_segment(parts)) return not_found();
+    return std::nullopt;
+  };
+  return prefix;
+}
+
 namespace {
 
 // The prefix's answer to a path it refuses before the router, or nullopt.

@@ -93,5 +93,8 @@ void serve_exact(http::HttpServer& web, std::shared_ptr<const http::Router> rout
 
 // Whether any segment is empty ("a//b"): no route template matches it.
 bool has_empty_segment(const std::vector<std::string>& segments);
+// A prefix served by router templates only: a malformed escape, nothing below the prefix
+// (`path` itself, with its trailing '/') and an empty segment are 404.
+Prefix templates_prefix(std::string path, std::vector<std::string> methods);
 
 }  // namespace magnetar::broker::admin

@@ -208,16 +208,7 @@ void add_bookies(http::Router& router, std::shared_ptr<const BrokerContext> ctx)
 }
 
 Prefix bookies_prefix() {
-  Prefix prefix;
-  prefix.path = "/admin/v2/bookies/";
-  prefix.methods = {"GET", "POST", "DELETE"};
-  prefix.malformed = not_found();
-  prefix.check = [](const Request&,
-                    const std::vector<std::string>& parts) -> std::optional<Response> {
-    if (parts.empty() || has_empty_segment(parts)) return not_found();
-    return std::nullopt;
-  };
-  return prefix;
+  return templates_prefix("/admin/v2/bookies/", {"GET", "POST", "DELETE"});
 }
 
 }  // namespace magnetar::broker::admin

@@ -250,17 +250,8 @@ void add_brokers(http::Router& router, std::shared_ptr<const BrokerContext> ctx)
 }
 
 Prefix brokers_prefix() {
-  Prefix prefix;
-  prefix.path = "/admin/v2/brokers/";
-  prefix.methods = {"GET", "POST", "DELETE"};
-  prefix.malformed = not_found();
   // "/admin/v2/brokers/" itself is not the list (which is "/admin/v2/brokers").
-  prefix.check = [](const Request&,
-                    const std::vector<std::string>& parts) -> std::optional<Response> {
-    if (parts.empty() || has_empty_segment(parts)) return not_found();
-    return std::nullopt;
-  };
-  return prefix;
+  return templates_prefix("/admin/v2/brokers/", {"GET", "POST", "DELETE"});
 }
 
 }  // namespace magnetar::broker::admin
