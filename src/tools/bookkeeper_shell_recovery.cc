@@ -46,7 +46,7 @@ Task<Result<std::map<int64_t, bool>>> ledgers_naming(metadata::MetadataStore& st
   std::map<int64_t, bool> out;  // ledger -> closed
   for (const auto& [id, named] : *scanned) {
     bool hit = std::any_of(bookies.begin(), bookies.end(),
-                           [&](const std::string& b) { return named.count(b) != 0; });
+                           [&in = named](const std::string& b) { return in.count(b) != 0; });
     if (!hit) continue;
     auto md = co_await bk.read_metadata(LedgerId{id});
     if (!md.ok()) continue;  // deleted meanwhile
