@@ -47,7 +47,8 @@ Task<Result<std::map<int64_t, std::set<std::string>>>> scan_ledger_bookies(
         break;
       }
       auto& named = out[id];
-      for (const auto& segment : md->segments) named.insert(segment.ensemble.begin(), segment.ensemble.end());
+      for (const auto& segment : md->segments)
+        named.insert(segment.ensemble.begin(), segment.ensemble.end());
       break;
     }
   }
@@ -118,11 +119,11 @@ Auditor::Auditor(metadata::MetadataStore& store, Executor executor, std::string 
                                  "auditor's instance)")
                           .value()
                           ->get();
-  auditor_gauge_ = registry
-                       .gauge("magnetar_autorecovery_auditor",
-                              "1 while this instance is the elected auditor")
-                       .value()
-                       ->get();
+  auditor_gauge_ =
+      registry
+          .gauge("magnetar_autorecovery_auditor", "1 while this instance is the elected auditor")
+          .value()
+          ->get();
 }
 
 Auditor::~Auditor() {
@@ -139,7 +140,7 @@ Task<Status> Auditor::start() {
   auto on_change = [this, alive](const metadata::Notification& n) {
     if (alive.expired()) return;
     const std::string_view path = n.path;
-    if (path.starts_with(kAvailablePath) || path == kLostBookieRecoveryDelayPath) wake_.wake();
+    if (path.starts_with(kAvailablePath) || path == kLostBookieRecoveryDelayPath) wake_.notify();
   };
   listener_ = store_.add_listener(executor_, std::move(on_change));
   metadata::LeaderElection::Options election_options;
@@ -164,17 +165,18 @@ Task<void> Auditor::stop() {
   if (!election_) co_return;
   stopping_ = true;
   ++term_;
-  wake_.wake();
+  wake_.notify();
   Status left = co_await election_->stop();
   if (!left.ok()) log_.warn("leaving the auditor election: {}", left.to_string());
-  while (leads_ > 0) co_await done_.sleep_until(Waker::Clock::now() + std::chrono::milliseconds(50));
+  while (leads_ > 0)
+    co_await done_.wait_until(Wakeup::Clock::now() + std::chrono::milliseconds(50));
   election_.reset();
   auditor_gauge_->set(0);
 }
 
 void Auditor::on_leadership(bool leading) {
   ++term_;
-  wake_.wake();
+  wake_.notify();
   if (!leading || stopping_) {
     log_.info("no longer the auditor");
     return;
@@ -185,14 +187,15 @@ void Auditor::on_leadership(bool leading) {
   auto finished = [this](std::exception_ptr thrown) {
     if (thrown) log_.error("the auditor's loop threw");
     --leads_;
-    done_.wake();
+    done_.notify();
   };
   asio::co_spawn(executor_, lead(term), std::move(finished));
 }
 
 Task<void> Auditor::lead(uint64_t term) {
   // One loop per term; a previous term's loop may still be finishing.
-  while (term_running_) co_await done_.sleep_until(Waker::Clock::now() + std::chrono::milliseconds(20));
+  while (term_running_)
+    co_await done_.wait_until(Wakeup::Clock::now() + std::chrono::milliseconds(20));
   if (term != term_) co_return;
   term_running_ = true;
   auditor_gauge_->set(1);
@@ -203,7 +206,7 @@ Task<void> Auditor::lead(uint64_t term) {
       static_cast<int>(options_.lost_bookie_recovery_delay.count()));
   if (!init.ok()) log_.warn("cannot create {}: {}", kLostBookieRecoveryDelayPath, init.to_string());
 
-  using Clock = Waker::Clock;
+  using Clock = Wakeup::Clock;
   std::set<std::string> known;
   {
     auto registered = co_await ledger::registered_bookies(store_);
@@ -232,7 +235,7 @@ Task<void> Auditor::lead(uint64_t term) {
     // is re-read then; stores that notify only what they watched still get it quickly).
     auto until = std::min(next_periodic, Clock::now() + std::chrono::seconds(1));
     if (loss_seen) until = std::min(until, *loss_seen + delay);
-    co_await wake_.sleep_until(until);
+    co_await wake_.wait_until(until);
     if (term != term_ || stopping_) break;
     auto registered = co_await ledger::registered_bookies(store_);
     if (!registered.ok()) {

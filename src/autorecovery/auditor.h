@@ -33,10 +33,10 @@
 #include <vector>
 
 #include "autorecovery/underreplication.h"
-#include "autorecovery/waker.h"
 #include "common/asio.h"
 #include "common/logging.h"
 #include "common/metrics.h"
+#include "common/wakeup.h"
 #include "metadata/leader_election.h"
 #include "metadata/metadata_store.h"
 
@@ -90,8 +90,8 @@ class Auditor {
   log::Logger log_;
   UnderreplicationManager urm_;
   std::unique_ptr<metadata::LeaderElection> election_;
-  Waker wake_;
-  Waker done_;
+  Wakeup wake_;
+  Wakeup done_;
   metadata::ListenerId listener_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // weak in the listener
   uint64_t term_ = 0;          // moves on every win, loss and stop: stale lead() loops end

@@ -44,7 +44,7 @@ Task<Status> ReplicationWorker::start() {
     if (alive.expired()) return;
     const std::string_view path = n.path;
     if (path.starts_with(kMarkersRoot) || path.starts_with(kLocksRoot) || path == kDisablePath) {
-      wake_.wake();
+      wake_.notify();
     }
   };
   listener_ = bk_.store().add_listener(bk_.executor(), std::move(on_change));
@@ -53,7 +53,7 @@ Task<Status> ReplicationWorker::start() {
   auto finished = [this](std::exception_ptr thrown) {
     if (thrown) log_.error("the replication worker's loop threw");
     --tasks_;
-    done_.wake();
+    done_.notify();
   };
   asio::co_spawn(bk_.executor(), run(), std::move(finished));
   log_.info("replication worker started (entry batch {}, open ledger grace {} ms, back-off {} ms)",
@@ -65,17 +65,18 @@ Task<Status> ReplicationWorker::start() {
 Task<void> ReplicationWorker::stop() {
   if (!started_) co_return;
   stopping_ = true;
-  wake_.wake();
-  while (tasks_ > 0) co_await done_.sleep_until(Waker::Clock::now() + std::chrono::milliseconds(50));
+  wake_.notify();
+  while (tasks_ > 0)
+    co_await done_.wait_until(Wakeup::Clock::now() + std::chrono::milliseconds(50));
   started_ = false;
 }
 
 Task<void> ReplicationWorker::run() {
   while (!stopping_) {
-    const auto poll_deadline = Waker::Clock::now() + options_.poll;
+    const auto poll_deadline = Wakeup::Clock::now() + options_.poll;
     auto enabled = co_await urm_.replication_enabled();
     if (enabled.ok() && !*enabled) {
-      co_await wake_.sleep_until(poll_deadline);
+      co_await wake_.wait_until(poll_deadline);
       continue;
     }
     auto claimed = co_await urm_.claim();
@@ -88,11 +89,11 @@ Task<void> ReplicationWorker::run() {
     }
     if (!claimed.ok()) {
       log_.warn("cannot read the under-replicated ledgers: {}", claimed.status().to_string());
-      co_await wake_.sleep_until(Waker::Clock::now() + options_.backoff);
+      co_await wake_.wait_until(Wakeup::Clock::now() + options_.backoff);
       continue;
     }
     if (!claimed->has_value()) {
-      co_await wake_.sleep_until(poll_deadline);
+      co_await wake_.wait_until(poll_deadline);
       continue;
     }
     co_await handle(std::move(**claimed));
@@ -150,8 +151,9 @@ Task<void> ReplicationWorker::handle(Claim claim) {
     // default), and say so once per ledger rather than at every look.
     delay = options_.backoff * 6;
     if (deferred_.insert(ledger_id).second) {
-      log.info("the ledger is open and its writer no longer uses the lost bookie; its earlier "
-               "fragments are re-replicated once it is closed");
+      log.info(
+          "the ledger is open and its writer no longer uses the lost bookie; its earlier "
+          "fragments are re-replicated once it is closed");
     }
   } else if (outcome.status().is(Errc::kCancelled)) {
     delay = std::chrono::milliseconds(0);
@@ -171,7 +173,7 @@ Task<void> ReplicationWorker::handle(Claim claim) {
   ++tasks_;
   auto finished = [this](std::exception_ptr) {
     --tasks_;
-    done_.wake();
+    done_.notify();
   };
   asio::co_spawn(bk_.executor(), release_after(ledger_id, delay), std::move(finished));
 }
@@ -180,8 +182,8 @@ Task<void> ReplicationWorker::release_after(int64_t ledger_id, std::chrono::mill
   asio::steady_timer timer(bk_.executor());
   const auto until = std::chrono::steady_clock::now() + delay;
   while (!stopping_ && std::chrono::steady_clock::now() < until) {
-    timer.expires_at(std::min(until, std::chrono::steady_clock::now() +
-                                         std::chrono::milliseconds(100)));
+    timer.expires_at(
+        std::min(until, std::chrono::steady_clock::now() + std::chrono::milliseconds(100)));
     boost::system::error_code ignored;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
   }
@@ -189,7 +191,7 @@ Task<void> ReplicationWorker::release_after(int64_t ledger_id, std::chrono::mill
   if (!released.ok()) {
     log_.with("ledger_id", ledger_id).warn("cannot release the lock: {}", released.to_string());
   }
-  wake_.wake();
+  wake_.notify();
 }
 
 }  // namespace magnetar::autorecovery

@@ -30,10 +30,10 @@
 
 #include "autorecovery/ledger_replicator.h"
 #include "autorecovery/underreplication.h"
-#include "autorecovery/waker.h"
 #include "common/asio.h"
 #include "common/logging.h"
 #include "common/metrics.h"
+#include "common/wakeup.h"
 #include "ledger/bookkeeper.h"
 
 namespace magnetar::autorecovery {
@@ -72,13 +72,13 @@ class ReplicationWorker {
   LedgerReplicator replicator_;
   const WorkerOptions options_;
   log::Logger log_;
-  Waker wake_;
-  Waker done_;
+  Wakeup wake_;
+  Wakeup done_;
   metadata::ListenerId listener_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // weak in the listener
   bool started_ = false;
   bool stopping_ = false;
-  int tasks_ = 0;  // run() and release_after() still running
+  int tasks_ = 0;                           // run() and release_after() still running
   std::map<int64_t, int> failed_attempts_;  // by ledger: consecutive failures
   std::set<int64_t> deferred_;              // open ledgers left for after their close
   uint64_t completed_ = 0;

@@ -3,16 +3,16 @@
 // steady_timer. notify() wakes the wait in progress, or the next one if none is in progress
 // (a notification is never lost between a check and the wait that follows it).
 //
-// Threading: every method runs on the executor given to the constructor; notify() is meant
-// to be called from store listeners registered with that same executor. Only one coroutine
-// may wait at a time. Internal to the coordination helpers of this module.
+// Threading: every method runs on the executor given to the constructor (notify() typically
+// from metadata store listeners or other coroutines registered with that same executor). Only
+// one coroutine may wait at a time.
 
 #include <boost/asio/redirect_error.hpp>
 #include <chrono>
 
 #include "common/asio.h"
 
-namespace magnetar::metadata::internal {
+namespace magnetar {
 
 class Wakeup {
  public:
@@ -45,4 +45,4 @@ class Wakeup {
   bool pending_ = false;
 };
 
-}  // namespace magnetar::metadata::internal
+}  // namespace magnetar

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/wakeup.h"
 #include "metadata/errors.h"
 #include "metadata/sequential_nodes.h"
-#include "metadata/wakeup.h"
 
 namespace magnetar::metadata {
 namespace {
@@ -33,8 +33,8 @@ LeaderElection::LeaderElection(MetadataStore* store, Executor executor, std::str
       callback_(std::move(callback)),
       options_(options),
       log_(log::Logger("metadata.election").with("path", path_)),
-      wakeup_(std::make_unique<internal::Wakeup>(executor_)),
-      loop_done_(std::make_unique<internal::Wakeup>(executor_)) {
+      wakeup_(std::make_unique<Wakeup>(executor_)),
+      loop_done_(std::make_unique<Wakeup>(executor_)) {
   std::weak_ptr<bool> alive = alive_;
   listener_ = store_->add_listener(executor_, [this, alive](const Notification& n) {
     if (!alive.expired()) on_notification(n);

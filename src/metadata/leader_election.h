@@ -35,11 +35,11 @@
 #include "common/status.h"
 #include "metadata/metadata_store.h"
 
-namespace magnetar::metadata {
-
-namespace internal {
+namespace magnetar {
 class Wakeup;
-}  // namespace internal
+}  // namespace magnetar
+
+namespace magnetar::metadata {
 
 class LeaderElection {
  public:
@@ -114,8 +114,8 @@ class LeaderElection {
   bool leading_ = false;
   bool out_of_session_ = false;  // lost the session; waiting for a new one (or stop)
   uint64_t epoch_ = 0;           // moves on session loss and stop: evaluations in flight are stale
-  std::unique_ptr<internal::Wakeup> wakeup_;     // wakes run()
-  std::unique_ptr<internal::Wakeup> loop_done_;  // wakes stop() when run() has finished
+  std::unique_ptr<Wakeup> wakeup_;     // wakes run()
+  std::unique_ptr<Wakeup> loop_done_;  // wakes stop() when run() has finished
 };
 
 }  // namespace magnetar::metadata

@@ -6,9 +6,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/wakeup.h"
 #include "metadata/errors.h"
 #include "metadata/sequential_nodes.h"
-#include "metadata/wakeup.h"
 
 namespace magnetar::metadata {
 namespace internal {
