@@ -11,8 +11,8 @@
 
 #include <algorithm>
 #include <array>
-#include <csignal>
 #include <cctype>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -34,8 +34,8 @@ std::string entry_text(int64_t ledger, int64_t e) {
 
 // Runs `magnetar bookkeeper --set metadataStoreUrl=<url> <args>`; its stdout and exit code.
 std::pair<int, std::string> shell(const std::string& url, const std::string& args) {
-  const std::string command = fmt::format("{} bookkeeper --set metadataStoreUrl={} {} 2>&1",
-                                          MAGNETAR_BINARY, url, args);
+  const std::string command =
+      fmt::format("{} bookkeeper --set metadataStoreUrl={} {} 2>&1", MAGNETAR_BINARY, url, args);
   FILE* p = ::popen(command.c_str(), "r");
   if (!p) return {-1, ""};
   std::string out;
@@ -46,7 +46,31 @@ std::pair<int, std::string> shell(const std::string& url, const std::string& arg
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-class AutoRecoveryClusterTest : public testing::ClusterFixture {};
+class AutoRecoveryClusterTest : public testing::ClusterFixture {
+ protected:
+  // `count` closed ledgers (E=3 Qw=2 Qa=2) of `entries` entries each (entry_text); their ids,
+  // and in `member` the bookie at ensemble position `position` of the first one.
+  std::vector<int64_t> write_closed_ledgers(BookKeeper& bk, int count, int64_t entries,
+                                            size_t position, std::string& member) {
+    std::vector<int64_t> ids;
+    for (int n = 0; n < count; ++n) {
+      auto lh = await(bk.create(3, 2, 2, "pw"));
+      if (!lh.ok()) {
+        ADD_FAILURE() << lh.status().to_string();
+        return ids;
+      }
+      const int64_t id = (*lh)->id().value();
+      for (int64_t e = 0; e < entries; ++e) {
+        BufferChain p(Buffer::copy_of(entry_text(id, e)));
+        EXPECT_TRUE(await((*lh)->add(std::move(p))).ok());
+      }
+      EXPECT_TRUE(await((*lh)->close()).ok());
+      if (member.empty()) member = (*lh)->metadata().segments[0].ensemble[position];
+      ids.push_back(id);
+    }
+    return ids;
+  }
+};
 
 TEST_F(AutoRecoveryClusterTest, AKilledBookiesLedgersAreReReplicatedByTheBookiesThemselves) {
   const Settings recovery = {{"autoRecoveryDaemonEnabled", "true"},
@@ -142,20 +166,10 @@ TEST_F(AutoRecoveryClusterTest, AKilledBookiesLedgersAreReReplicatedByTheBookies
 TEST_F(AutoRecoveryClusterTest, TheShellsRecoverReReplicatesADeadBookiesLedgersNow) {
   ASSERT_NO_FATAL_FAILURE(start_bookies(4));
   BookKeeper bk(*store_, executor());
-  std::vector<std::pair<int64_t, int64_t>> ledgers;
   std::string victim_id;
-  for (int n = 0; n < 2; ++n) {
-    auto lh = await(bk.create(3, 2, 2, "pw"));
-    ASSERT_TRUE(lh.ok()) << lh.status().to_string();
-    const int64_t id = (*lh)->id().value();
-    for (int64_t e = 0; e < 120; ++e) {
-      BufferChain p(Buffer::copy_of(entry_text(id, e)));
-      ASSERT_TRUE(await((*lh)->add(std::move(p))).ok());
-    }
-    ASSERT_TRUE(await((*lh)->close()).ok());
-    if (victim_id.empty()) victim_id = (*lh)->metadata().segments[0].ensemble[1];
-    ledgers.emplace_back(id, 120);
-  }
+  std::vector<std::pair<int64_t, int64_t>> ledgers;
+  for (int64_t id : write_closed_ledgers(bk, 2, 120, 1, victim_id)) ledgers.emplace_back(id, 120);
+  ASSERT_FALSE(HasFailure());
   bookie(victim_id)->kill();
   ASSERT_TRUE(wait_for_registration(victim_id, false, 20s));
   auto [qrc, query] = shell(url_, "recover -query " + victim_id);
@@ -190,20 +204,9 @@ TEST_F(AutoRecoveryClusterTest, TheShellsRecoverReReplicatesADeadBookiesLedgersN
 TEST_F(AutoRecoveryClusterTest, DecommissionBookieWaitsUntilAutoRecoveryMovedEveryCopy) {
   ASSERT_NO_FATAL_FAILURE(start_bookies(4));
   BookKeeper bk(*store_, executor());
-  std::vector<int64_t> ids;
   std::string victim_id;
-  for (int n = 0; n < 2; ++n) {
-    auto lh = await(bk.create(3, 2, 2, "pw"));
-    ASSERT_TRUE(lh.ok()) << lh.status().to_string();
-    const int64_t id = (*lh)->id().value();
-    for (int64_t e = 0; e < 100; ++e) {
-      BufferChain p(Buffer::copy_of(entry_text(id, e)));
-      ASSERT_TRUE(await((*lh)->add(std::move(p))).ok());
-    }
-    ASSERT_TRUE(await((*lh)->close()).ok());
-    if (victim_id.empty()) victim_id = (*lh)->metadata().segments[0].ensemble[2];
-    ids.push_back(id);
-  }
+  const std::vector<int64_t> ids = write_closed_ledgers(bk, 2, 100, 2, victim_id);
+  ASSERT_FALSE(HasFailure());
   const std::string log = (root_ / "autorecovery.log").string();
   auto pid = testing::spawn_child(
       {MAGNETAR_BINARY, "autorecovery", "--set", "metadataStoreUrl=" + url_, "--set",
