@@ -166,14 +166,22 @@ class BrokerClusterFixture : public ClusterFixture {
     return nullptr;
   }
 
-  // Follows lookups from `start` as a Pulsar client does; returns the owner's URL.
+  // Follows lookups from `start` as a Pulsar client does; returns the owner's URL. As a client
+  // does, a lookup answered ServiceNotReady (the bundle is being unloaded or split) is asked
+  // again a little later, for up to 10 s.
   std::string resolve(const BrokerChild& start, const std::string& topic, int* redirects) {
     const BrokerChild* at = &start;
     bool authoritative = false;
+    int not_ready = 0;
     for (int hop = 0; hop < 8; ++hop) {
       auto c = connect(*at);
       if (!c) return {};
       auto r = c->lookup(topic, authoritative);
+      if (!r.ok() && server_error_of(r.status()) == wire::ServiceNotReady && ++not_ready < 50) {
+        run_for(std::chrono::milliseconds(200));
+        --hop;
+        continue;
+      }
       if (!r.ok()) {
         ADD_FAILURE() << "lookup " << topic << ": " << r.status().to_string();
         return {};
