@@ -212,13 +212,15 @@ Task<bool> BookieBench::write(std::shared_ptr<Writing> w) {
     if (halt || w->live == 0) break;
     while (!w->ledgers[next % w->ledgers.size()].failure.ok()) ++next;
     const size_t i = next++ % w->ledgers.size();
-    ++w->outstanding;
+    // Nothing was awaited since the last completion: the wait for the next starts now.
+    if (w->outstanding++ == 0) counters.gaps.resume(PerfClock::now());
     const auto sent_at = PerfClock::now();
     auto added = [this, w, i, sent_at, bytes](Result<EntryId> r) {
       if (r.ok()) {
-        const auto us =
-            std::chrono::duration_cast<std::chrono::microseconds>(PerfClock::now() - sent_at);
+        const auto now = PerfClock::now();
+        const auto us = std::chrono::duration_cast<std::chrono::microseconds>(now - sent_at);
         latency.record(us.count());
+        counters.gaps.note(now);
         counters.messages.fetch_add(1);
         counters.bytes.fetch_add(bytes);
       } else {
@@ -315,6 +317,7 @@ int run_perf_bookie(const CommonOptions& common, const BookiePerfOptions& o, std
   // first, then `io` with the coroutine frames that were still waiting.
   asio::io_context io;
   BookieBench bench(o, *url);
+  run.watch_gaps(bench.counters);
   auto work = asio::make_work_guard(io);
   std::promise<void> loop_ended;
   auto loop_done = loop_ended.get_future();

@@ -1,5 +1,6 @@
 // magnetar-perf produce: one thread sends to every producer in turn, paced by a token bucket
-// and bounded by --max-outstanding per producer; latency is send to receipt.
+// and bounded by --max-outstanding per producer; latency is send to receipt, and the gaps
+// between receipts are counted while any send is outstanding.
 
 #include <fmt/format.h>
 
@@ -27,6 +28,7 @@ struct ProduceShared {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<int> outstanding;  // guarded by mu, per producer
+  int all_outstanding = 0;       // guarded by mu, the sum of `outstanding`
 };
 
 }  // namespace
@@ -75,6 +77,7 @@ int run_perf_produce(const CommonOptions& common, const ProducePerfOptions& o, s
 
   auto shared = std::make_shared<ProduceShared>();
   shared->outstanding.assign(producers.size(), 0);
+  run.watch_gaps(shared->counters);
   std::atomic<bool> halt{false};
   std::atomic<bool> sender_done{false};
   const auto start = PerfClock::now();
@@ -96,15 +99,18 @@ int run_perf_produce(const CommonOptions& common, const ProducePerfOptions& o, s
         });
         if (halt) break;
         ++shared->outstanding[i];
+        // Nothing was awaited since the last receipt: the wait for the next starts now.
+        if (shared->all_outstanding++ == 0) shared->counters.gaps.resume(PerfClock::now());
       }
       const auto sent_at = PerfClock::now();
       const auto bytes = static_cast<int64_t>(payload.size());
       producers[i].send_async(
           client::Message(payload), [shared, i, sent_at, bytes](Result<client::MessageId> id) {
             if (id.ok()) {
-              const auto us =
-                  std::chrono::duration_cast<std::chrono::microseconds>(PerfClock::now() - sent_at);
+              const auto now = PerfClock::now();
+              const auto us = std::chrono::duration_cast<std::chrono::microseconds>(now - sent_at);
               shared->latency.record(us.count());
+              shared->counters.gaps.note(now);
               shared->counters.messages.fetch_add(1);
               shared->counters.bytes.fetch_add(bytes);
             } else {
@@ -112,6 +118,7 @@ int run_perf_produce(const CommonOptions& common, const ProducePerfOptions& o, s
             }
             std::lock_guard lock(shared->mu);
             --shared->outstanding[i];
+            --shared->all_outstanding;
             shared->cv.notify_all();
           });
       ++queued;

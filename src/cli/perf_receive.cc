@@ -1,5 +1,6 @@
 // magnetar-perf consume and read: one thread per consumer or reader; latency is receive time
-// minus the message's publish time.
+// minus the message's publish time; the gaps are those between messages received (a pause of
+// the producers is one too).
 
 #include <fmt/format.h>
 
@@ -30,6 +31,7 @@ struct ReceiveShared {
       return false;
     }
     if (limit <= 0) counters.messages.fetch_add(1);
+    counters.gaps.note(PerfClock::now());
     counters.bytes.fetch_add(static_cast<int64_t>(m.payload().size()));
     if (m.publish_time() > 0) {
       const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -67,6 +69,7 @@ int receive_all(PerfRun& run, std::vector<Receiver>& receivers, int64_t limit, d
                 After after) {
   ReceiveShared shared;
   shared.limit = limit;
+  run.watch_gaps(shared.counters);
   TokenBucket limiter(rate, std::max(1.0, rate / 100));
   std::vector<std::thread> workers;
   const auto start = PerfClock::now();

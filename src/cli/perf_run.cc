@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <ostream>
 #include <random>
@@ -44,7 +45,15 @@ bool PerfRun::check_options() {
     err_ << "--stats-interval-seconds must be positive\n";
     return false;
   }
+  if (!(o_.stall_threshold_ms >= 0)) {
+    err_ << "--stall-threshold-ms must not be negative\n";
+    return false;
+  }
   return true;
+}
+
+void PerfRun::watch_gaps(PerfCounters& c) const {
+  c.gaps.set_threshold(std::chrono::microseconds(std::llround(o_.stall_threshold_ms * 1000)));
 }
 
 bool PerfRun::connect() {
@@ -117,11 +126,15 @@ int PerfRun::finish(std::string_view command, std::string_view verb, double seco
   print(fmt::format("Aggregated throughput stats --- {} records {} --- {}", messages, verb,
                     throughput_text(messages, bytes, seconds, units)));
   print("Aggregated latency stats --- " + latency_text(total, true));
+  const GapTracker::Gaps gaps = c.gaps.total();
+  print("Aggregated stall stats --- " + gaps_text(gaps, c.gaps.threshold()));
   if (!o_.json.empty()) {
     std::ofstream file(o_.json, std::ios::trunc);
     const nlohmann::ordered_json about =
         subject.is_null() ? nlohmann::ordered_json{{"topics", topics()}} : subject;
-    file << summary_json(command, about, seconds, messages, c.failures.load(), bytes, total).dump(2)
+    file << summary_json(command, about, seconds, messages, c.failures.load(), bytes, total, gaps,
+                         c.gaps.threshold())
+                .dump(2)
          << "\n";
     if (!file) {
       err_ << "Cannot write the JSON summary to " << o_.json << "\n";

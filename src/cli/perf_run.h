@@ -25,7 +25,7 @@ using PerfClock = std::chrono::steady_clock;
 inline constexpr std::chrono::milliseconds kPerfPoll{20};
 
 // The options of every command; the bookie command uses only the last four (duration, stats
-// interval, JSON).
+// interval, JSON, stall threshold).
 struct CommonOptions {
   std::vector<std::string> topics;
   std::string service_url;
@@ -42,6 +42,8 @@ struct CommonOptions {
   double duration_s = 0;
   int stats_interval_s = 10;
   std::string json;
+  // --stall-threshold-ms: a gap between receipts longer than this counts as a stall.
+  double stall_threshold_ms = 20;
 };
 
 struct ProducePerfOptions {
@@ -108,6 +110,8 @@ class PerfRun {
   std::vector<std::string> topics() const;
   // Validates the common options; prints why not and returns false.
   bool check_options();
+  // Sets the stall threshold of `c.gaps` from the options; before the run's first receipt.
+  void watch_gaps(PerfCounters& c) const;
   // check_options(), then creates the client; prints why not and returns false.
   bool connect();
   // Precondition: connect() succeeded.
@@ -121,7 +125,8 @@ class PerfRun {
   void report_until_done(PerfClock::time_point start, const std::function<bool()>& finished,
                          const std::function<std::string(double)>& line);
 
-  // The aggregated lines and the JSON file (summary_json with `subject`, by default
+  // The aggregated lines (throughput, latency, stalls) and the JSON file (summary_json with
+  // `subject`, by default
   // {"topics": topics()}); returns the exit code.
   int finish(std::string_view command, std::string_view verb, double seconds, const PerfCounters& c,
              IntervalRecorder& latency, const PerfUnits& units = kMessageUnits,

@@ -44,7 +44,44 @@ std::string throughput_text(int64_t ops, int64_t bytes, double seconds, const Pe
                      megabits(bytes) / seconds);
 }
 
-std::string IntervalLine::next(const PerfCounters& c, IntervalRecorder& latency, double seconds) {
+void GapTracker::note(Clock::time_point at) {
+  std::lock_guard lock(mu_);
+  if (last_ == Clock::time_point{}) {
+    last_ = at;
+    return;
+  }
+  if (at <= last_) return;
+  const int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(at - last_).count();
+  last_ = at;
+  interval_.longest_us = std::max(interval_.longest_us, us);
+  if (us > threshold_.count()) ++interval_.over;
+}
+
+void GapTracker::resume(Clock::time_point at) {
+  std::lock_guard lock(mu_);
+  if (last_ != Clock::time_point{}) last_ = std::max(last_, at);
+}
+
+GapTracker::Gaps GapTracker::take_interval() {
+  std::lock_guard lock(mu_);
+  const Gaps g = interval_;
+  total_.longest_us = std::max(total_.longest_us, g.longest_us);
+  total_.over += g.over;
+  interval_ = Gaps{};
+  return g;
+}
+
+GapTracker::Gaps GapTracker::total() const {
+  std::lock_guard lock(mu_);
+  return Gaps{std::max(total_.longest_us, interval_.longest_us), total_.over + interval_.over};
+}
+
+std::string gaps_text(const GapTracker::Gaps& g, std::chrono::microseconds threshold) {
+  return fmt::format("Gaps: longest: {:.3f} ms - over {:g} ms: {}", ms(g.longest_us),
+                     ms(threshold.count()), g.over);
+}
+
+std::string IntervalLine::next(PerfCounters& c, IntervalRecorder& latency, double seconds) {
   const int64_t ops = c.messages.load();
   const int64_t bytes = c.bytes.load();
   const int64_t failures = c.failures.load();
@@ -58,6 +95,7 @@ std::string IntervalLine::next(const PerfCounters& c, IntervalRecorder& latency,
                         units_.per_second);
   }
   line += " --- " + latency_text(h, false);
+  line += " --- " + gaps_text(c.gaps.take_interval(), c.gaps.threshold());
   last_ops_ = ops;
   last_bytes_ = bytes;
   last_failures_ = failures;
@@ -66,7 +104,9 @@ std::string IntervalLine::next(const PerfCounters& c, IntervalRecorder& latency,
 
 nlohmann::ordered_json summary_json(std::string_view command, const nlohmann::ordered_json& subject,
                                     double seconds, int64_t messages, int64_t failures,
-                                    int64_t bytes, const Histogram& h) {
+                                    int64_t bytes, const Histogram& h,
+                                    const GapTracker::Gaps& gaps,
+                                    std::chrono::microseconds gap_threshold) {
   const double s = seconds > 0 ? seconds : 1e-9;
   nlohmann::ordered_json j;
   j["command"] = command;
@@ -84,6 +124,9 @@ nlohmann::ordered_json summary_json(std::string_view command, const nlohmann::or
                      {"p95", ms(h.percentile(95))},         {"p99", ms(h.percentile(99))},
                      {"p99_9", ms(h.percentile(99.9))},     {"p99_99", ms(h.percentile(99.99))},
                      {"p99_999", ms(h.percentile(99.999))}, {"max", ms(h.max())}};
+  j["gaps"] = {{"threshold_ms", ms(gap_threshold.count())},
+               {"longest_ms", ms(gaps.longest_us)},
+               {"over_threshold", gaps.over}};
   return j;
 }
 

@@ -4,6 +4,7 @@
 // lines, and the JSON summary.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -46,12 +47,59 @@ class IntervalRecorder {
   Histogram total_;     // guarded by mu_
 };
 
+// The stall detector: the gaps between consecutive receipts (publish acknowledgements,
+// received messages, completed adds), the longest of them and how many were longer than a
+// threshold, over the run and per stats interval (a gap belongs to the interval it ends in).
+// A server that stops answering for 200 ms once a minute hides in the percentiles of a busy
+// run; here it is one gap of 200 ms. The first receipt opens the first gap. Thread-safe:
+// receipts are noted from client IO threads and consumer threads, read by the reporter.
+class GapTracker {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Gaps {
+    int64_t longest_us = 0;    // 0 when fewer than two receipts
+    int64_t over = 0;          // gaps longer than the threshold
+  };
+
+  // Set before the first receipt; 20 ms by default (--stall-threshold-ms).
+  void set_threshold(std::chrono::microseconds threshold) {
+    std::lock_guard lock(mu_);
+    threshold_ = threshold;
+  }
+  std::chrono::microseconds threshold() const {
+    std::lock_guard lock(mu_);
+    return threshold_;
+  }
+  // A receipt at `at`. Receipts noted from several threads may come slightly out of order:
+  // one earlier than the latest noted is no gap and moves nothing back.
+  void note(Clock::time_point at);
+  // Nothing was awaited until `at` (a producer with nothing in flight sends again): the next
+  // receipt's gap is counted from `at`, so a sender's own idle time is never a stall.
+  void resume(Clock::time_point at);
+  // What ended since the last call (the run's total keeps it).
+  Gaps take_interval();
+  // The whole run so far, the current interval included.
+  Gaps total() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::chrono::microseconds threshold_{20000};  // guarded by mu_
+  Clock::time_point last_{};                    // guarded by mu_; epoch: no receipt yet
+  Gaps interval_;                               // guarded by mu_
+  Gaps total_;                                  // guarded by mu_, without interval_
+};
+
 // Monotonic totals, updated from any thread.
 struct PerfCounters {
   std::atomic<int64_t> messages{0};
   std::atomic<int64_t> bytes{0};
   std::atomic<int64_t> failures{0};
+  GapTracker gaps;  // noted with every counted receipt
 };
+
+// "Gaps: longest: 1.204 ms - over 20 ms: 0" (the threshold in ms as given).
+std::string gaps_text(const GapTracker::Gaps& g, std::chrono::microseconds threshold);
 
 // "Latency: mean: 3.575 ms - med: 3.460 - 95pct: 4.790 - 99pct: 5.308 - 99.9pct: 5.834 -
 // 99.99pct: 6.609 - Max: 6.609" from microseconds; `with_99_999` adds "99.999pct" before Max.
@@ -73,15 +121,16 @@ std::string throughput_text(int64_t ops, int64_t bytes, double seconds,
                             const PerfUnits& units = kMessageUnits);
 
 // The periodic stats line of a run, for what was counted since the previous line:
-// "Throughput <label>: X msg/s --- Y Mbit/s[ --- failure Z msg/s] --- Latency: ...".
+// "Throughput <label>: X msg/s --- Y Mbit/s[ --- failure Z msg/s] --- Latency: ... ---
+// Gaps: ...".
 // Used by the reporting thread only.
 class IntervalLine {
  public:
   IntervalLine(std::string label, bool with_failures, PerfUnits units = kMessageUnits)
       : label_(std::move(label)), with_failures_(with_failures), units_(units) {}
 
-  // Takes the latency interval out of `latency`.
-  std::string next(const PerfCounters& c, IntervalRecorder& latency, double seconds);
+  // Takes the latency interval out of `latency` and the gaps' interval out of `c.gaps`.
+  std::string next(PerfCounters& c, IntervalRecorder& latency, double seconds);
 
  private:
   const std::string label_;
@@ -95,10 +144,13 @@ class IntervalLine {
 // The final summary: {"command", <the members of `subject`, e.g. "topics">,
 // "duration_seconds", "messages", "failures", "bytes", "throughput_msg_per_sec",
 // "throughput_mbit_per_sec", "throughput_mb_per_sec", "latency_ms": {"mean", "p50", "p95",
-// "p99", "p99_9", "p99_99", "p99_999", "max"}}. "messages" counts the command's operations
-// (messages sent or received, entries added).
+// "p99", "p99_9", "p99_99", "p99_999", "max"}, "gaps": {"threshold_ms", "longest_ms",
+// "over_threshold"}}. "messages" counts the command's operations (messages sent or received,
+// entries added); "gaps" are those between receipts (GapTracker).
 nlohmann::ordered_json summary_json(std::string_view command, const nlohmann::ordered_json& subject,
                                     double seconds, int64_t messages, int64_t failures,
-                                    int64_t bytes, const Histogram& latency_micros);
+                                    int64_t bytes, const Histogram& latency_micros,
+                                    const GapTracker::Gaps& gaps,
+                                    std::chrono::microseconds gap_threshold);
 
 }  // namespace magnetar::cli

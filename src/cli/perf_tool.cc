@@ -20,6 +20,9 @@ void add_run_options(CLI::App* cmd, CommonOptions& o) {
   cmd->add_option("--stats-interval-seconds", o.stats_interval_s,
                   "Seconds between stats lines (10)");
   cmd->add_option("--json", o.json, "Write the final summary to this file as JSON");
+  cmd->add_option("--stall-threshold-ms", o.stall_threshold_ms,
+                  "Count the gaps between receipts (acknowledgements, received messages, "
+                  "completed adds) longer than this, in ms: the stalls (20)");
 }
 
 // Options every client command (produce, consume, read) takes.

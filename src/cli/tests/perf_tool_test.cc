@@ -81,7 +81,8 @@ TEST(PerfOptionsTest, PulsarOptionsWeDoNotHaveAndUnknownOnesAreRefusedByName) {
 
 TEST_F(PerfToolTest, ProduceHoldsTheRateForTheDurationAndWritesTheSummary) {
   auto r = run({"produce", topic(), "-u", url(), "-r", "200", "-s", "100", "-time", "2",
-                "--stats-interval-seconds", "1", "--json", json_path_.string()});
+                "--stats-interval-seconds", "1", "--json", json_path_.string(),
+                "--stall-threshold-ms", "2500"});
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("Created 1 producers\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Throughput produced: "), std::string::npos) << r.out;
@@ -90,6 +91,9 @@ TEST_F(PerfToolTest, ProduceHoldsTheRateForTheDurationAndWritesTheSummary) {
   EXPECT_NE(r.out.find(" records sent --- "), std::string::npos);
   EXPECT_NE(r.out.find("Aggregated latency stats --- Latency: mean: "), std::string::npos);
   EXPECT_NE(r.out.find(" - 99.999pct: "), std::string::npos);
+  EXPECT_NE(r.out.find(" --- Gaps: longest: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Aggregated stall stats --- Gaps: longest: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" - over 2500 ms: 0\n"), std::string::npos) << r.out;
 
   const nlohmann::json j = summary();
   ASSERT_TRUE(j.is_object()) << r.out;
@@ -109,6 +113,10 @@ TEST_F(PerfToolTest, ProduceHoldsTheRateForTheDurationAndWritesTheSummary) {
   EXPECT_GT(latency["p50"].get<double>(), 0.0);
   EXPECT_LE(latency["p50"].get<double>(), latency["p99"].get<double>());
   EXPECT_LE(latency["p99"].get<double>(), latency["max"].get<double>());
+  // At 200 msg/s receipts come every ~5 ms; the run has no 2.5 s stall.
+  EXPECT_DOUBLE_EQ(j["gaps"]["threshold_ms"].get<double>(), 2500.0);
+  EXPECT_GT(j["gaps"]["longest_ms"].get<double>(), 0.0);
+  EXPECT_EQ(j["gaps"]["over_threshold"], 0);
 }
 
 TEST_F(PerfToolTest, ConsumeAndReadCountWhatWasProduced) {
