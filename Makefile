@@ -11,7 +11,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/ccache
 # cache filled by another.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: all deps configure build build-asan test test-release test-asan fuzz run bench bench-proxy chaos clean format
+.PHONY: all deps configure build build-asan test test-release test-asan fuzz run bench bench-proxy bench-peers chaos clean format
 
 all: build
 
@@ -64,6 +64,14 @@ bench: build
 # Throughput and latency through `magnetar proxy` beside direct (docs/performance.md).
 bench-proxy: build
 	@bash scripts/proxy-bench.sh $(BUILD_DIR) 15
+
+# This build beside NATS JetStream, Redis Streams and RabbitMQ: ../shared/peers/run-all.sh
+# (its README), driven by the official Pulsar C++ client in PULSAR_CPP_HOME (built outside the
+# repository; the script says how when it is missing). PEERS_ARGS go to run-all.sh, e.g.
+# PEERS_ARGS='--no-install --peers "redis pulsar"'. docs/performance.md keeps the tables.
+PEERS_ARGS ?=
+bench-peers: build
+	@bash scripts/bench-peers.sh $(BUILD_DIR) $(PEERS_ARGS)
 
 # The whole chaos suite (docs/operations.md, "Chaos suite"): a local cluster of real processes
 # under load, every fault in turn, a table of what was acknowledged, lost and duplicated.
