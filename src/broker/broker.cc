@@ -38,20 +38,25 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   // loop's policy.
   auto placement = placement_settings(config);
   if (!placement.ok()) return placement.status();
+  auto dial_overrides = bookie_address_overrides(config.bookie_address_overrides);
+  if (!dial_overrides.ok()) return dial_overrides.status();
   std::unique_ptr<Broker> b(new Broker(std::move(config), std::move(stores)));
   auto topology = run_sync<Result<ledger::BookieTopology>>(
       [store = b->stores_.cluster.get()]() { return ledger::load_topology(*store); });
   if (!topology.ok()) {
     b->log_.warn("ledger placement starts without bookie racks: {} (read again on change)",
                  topology.status().to_string());
+  } else {
+    MAGNETAR_TRY(check_regions_known(b->config_, *topology));
   }
   b->log_.info("ledger placement: {}{}", ledger::to_string(placement->kind),
                placement->kind == ledger::PlacementSettings::Kind::kRegionAware
                    ? fmt::format(" (reppMinimumRegionsForDurability={}, reppRegionsToWrite='{}', "
-                                 "reppEnableValidation={})",
+                                 "reppEnableValidation={}, "
+                                 "bookkeeper_enforceMinNumFaultDomainsForWrite={})",
                                  placement->region.min_regions_for_durability,
                                  b->config_.repp_regions_to_write,
-                                 placement->region.enforce)
+                                 placement->region.enforce, placement->region.acks_span_regions)
                    : "");
   std::random_device seeds;
   int loops = b->config_.num_io_threads;
@@ -67,6 +72,7 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
         *placement, topology.ok() ? *topology : ledger::BookieTopology{}, seeds());
     ledger::BookKeeperOptions bk_options;
     bk_options.placement = loop->placement;
+    bk_options.bookie_client.dial_overrides = *dial_overrides;
     loop->bk = std::make_unique<ledger::BookKeeper>(*b->stores_.cluster, loop->io.get_executor(),
                                                     std::move(bk_options));
     loop->factory = std::make_unique<mledger::ManagedLedgerFactory>(

@@ -59,6 +59,10 @@ Result<tcp::endpoint> parse_bookie_id(const std::string& bookie) {
 
 }  // namespace
 
+bool is_bookie_address(std::string_view id) {
+  return parse_bookie_id(std::string(id)).ok();
+}
+
 struct BookieClient::OpMetrics {
   std::shared_ptr<metrics::Counter> requests;
   std::shared_ptr<metrics::Counter> failures;
@@ -400,6 +404,9 @@ Result<std::shared_ptr<BookieClient::Connection>> BookieClient::connection_for(
                               bookie, kReconnectQuarantine.count()));
   }
   MAGNETAR_ASSIGN_OR_RETURN(tcp::endpoint endpoint, parse_bookie_id(bookie));
+  if (auto dial = options_.dial_overrides.find(bookie); dial != options_.dial_overrides.end()) {
+    MAGNETAR_ASSIGN_OR_RETURN(endpoint, parse_bookie_id(dial->second));
+  }
   auto conn = std::make_shared<Connection>(executor_, bookie, endpoint, options_,
                                            log_.with("bookie", bookie), metrics_);
   conn->start();

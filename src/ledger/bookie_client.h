@@ -29,8 +29,10 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 #include <unordered_map>
 
@@ -52,7 +54,14 @@ struct BookieClientOptions {
   std::chrono::milliseconds request_timeout{10000};
   // Largest response frame accepted; a larger one is treated as garbage.
   uint32_t max_frame_size = protocol::kDefaultMaxBookieFrameSize;
+  // Bookie id -> "a.b.c.d:port" to connect to instead of the id's own address (a relay, a
+  // NAT): the bookie keeps its id everywhere else (ledger metadata, placement, logs). The
+  // stretched local cluster routes traffic between regions through delaying relays this way.
+  std::map<std::string, std::string> dial_overrides;
 };
+
+// Whether `id` is a bookie id the client can dial: "<IPv4 address>:<port>" (port 1-65535).
+bool is_bookie_address(std::string_view id);
 
 struct AddResult {
   bookie_wire::BookieStatus status = bookie_wire::OK;

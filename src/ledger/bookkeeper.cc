@@ -114,6 +114,15 @@ BookKeeper::BookKeeper(metadata::MetadataStore& store, Executor executor, BookKe
                        .value();
   new_ensemble_failures_ = failures->get("new_ensemble");
   replace_failures_ = failures->get("replace_bookie");
+  adds_waiting_for_placement_ =
+      metrics::default_registry()
+          .counter("magnetar_ledger_adds_waiting_for_placement_total",
+                   "Adds acknowledged by an ack quorum whose bookies did not yet span the regions "
+                   "the placement policy asks for (bookkeeper_enforceMinNumFaultDomainsForWrite); "
+                   "they complete once a bookie of another region stores them",
+                   {})
+          .value()
+          ->get();
 }
 
 void BookKeeper::count_placement_failure(bool replacement) {
@@ -276,6 +285,7 @@ struct LedgerHandle::PendingAdd {
   std::vector<int> acked;  // ensemble indexes that stored it
   bool sent = false;       // held back while the ensemble changes
   bool done = false;
+  bool waited_for_placement = false;  // had Qa acks that did not satisfy the policy
   AddCallback callback;
 };
 
@@ -378,14 +388,37 @@ void LedgerHandle::on_add_answer(PendingAdd& p, int index, const std::string& bo
 bool LedgerHandle::ack_quorum_survives() const {
   const auto& ensemble = metadata_.ensemble_for(lac_ + 1);
   const int E = metadata_.ensemble_size;
+  PlacementPolicy& policy = bk_.placement();
   for (int start = 0; start < E; ++start) {
-    int healthy = 0;
+    std::vector<std::string> write_set, healthy;
     for (int k = 0; k < metadata_.write_quorum; ++k) {
-      healthy += failed_bookies_.count(ensemble[static_cast<size_t>((start + k) % E)]) ? 0 : 1;
+      const std::string& b = ensemble[static_cast<size_t>((start + k) % E)];
+      write_set.push_back(b);
+      if (!failed_bookies_.count(b)) healthy.push_back(b);
     }
-    if (healthy < metadata_.ack_quorum) return false;
+    if (static_cast<int>(healthy.size()) < metadata_.ack_quorum) return false;
+    if (policy.checks_acks() && !policy.acks_adhere(write_set, healthy)) return false;
   }
   return true;
+}
+
+bool LedgerHandle::add_is_complete(PendingAdd& p) {
+  if (static_cast<int>(p.acked.size()) < metadata_.ack_quorum) return false;
+  PlacementPolicy& policy = bk_.placement();
+  if (!policy.checks_acks()) return true;
+  const auto& ensemble = metadata_.ensemble_for(p.entry_id);
+  std::vector<std::string> write_set, acked;
+  for (int index : metadata_.write_set(p.entry_id)) {
+    write_set.push_back(ensemble[static_cast<size_t>(index)]);
+  }
+  for (int index : p.acked) acked.push_back(ensemble[static_cast<size_t>(index)]);
+  if (policy.acks_adhere(write_set, acked)) return true;
+  if (!p.waited_for_placement) {
+    // BookKeeper's "write delayed, not acknowledged by bookies in enough fault domains".
+    p.waited_for_placement = true;
+    bk_.count_add_waiting_for_placement();
+  }
+  return false;
 }
 
 Task<void> LedgerHandle::retry_change_later() {
@@ -401,8 +434,7 @@ Task<void> LedgerHandle::retry_change_later() {
 }
 
 void LedgerHandle::try_complete() {
-  while (!pending_.empty() &&
-         static_cast<int>(pending_.front()->acked.size()) >= metadata_.ack_quorum) {
+  while (!pending_.empty() && add_is_complete(*pending_.front())) {
     auto p = pending_.front();
     pending_.pop_front();
     lac_ = p->entry_id;

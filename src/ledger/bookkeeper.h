@@ -95,6 +95,10 @@ class BookKeeper {
   // Counts a placement the policy could not make (magnetar_ledger_placement_failures_total,
   // op="new_ensemble" for a ledger's creation, "replace_bookie" for an ensemble change).
   void count_placement_failure(bool replacement);
+  // Counts an add that had Qa acknowledgements the policy did not accept yet
+  // (magnetar_ledger_adds_waiting_for_placement_total; BookKeeper's
+  // WRITE_DELAYED_DUE_TO_NOT_ENOUGH_FAULT_DOMAINS).
+  void count_add_waiting_for_placement() { adds_waiting_for_placement_->inc(); }
   const BookKeeperOptions& options() const { return options_; }
   const Executor& executor() const { return executor_; }
 
@@ -107,6 +111,7 @@ class BookKeeper {
   log::Logger log_;
   std::shared_ptr<metrics::Counter> new_ensemble_failures_;
   std::shared_ptr<metrics::Counter> replace_failures_;
+  std::shared_ptr<metrics::Counter> adds_waiting_for_placement_;
 
   struct StoredMetadata {
     std::string path;
@@ -182,11 +187,15 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   void send(const std::shared_ptr<PendingAdd>& p, int index);
   void on_add_answer(PendingAdd& p, int index, const std::string& bookie, Result<AddResult> r);
   void try_complete();
+  // Qa acknowledgements, and with a policy that checks them (region-aware with
+  // acks_span_regions), bookies that satisfy it.
+  bool add_is_complete(PendingAdd& p);
   void fail(Status status);
   // Completes close()'s waits once nothing is pending.
   void wake_drain_waiters();
   Task<void> change_ensemble();
-  // True when every write set still has Qa bookies outside failed_bookies_.
+  // True when every write set still has Qa bookies outside failed_bookies_ (that satisfy
+  // a policy that checks acknowledgements).
   bool ack_quorum_survives() const;
   Task<void> retry_change_later();
   Task<Status> write_metadata(LedgerMetadata updated);

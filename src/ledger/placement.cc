@@ -381,6 +381,7 @@ class RegionAwarePlacement final : public PlacementPolicy {
         min_regions_(std::max(1, options.min_regions_for_durability)),
         enforce_(options.enforce),
         enforce_in_replace_(options.enforce_in_replace),
+        acks_span_regions_(options.acks_span_regions && options.min_regions_for_durability > 1),
         regions_to_write_(std::move(options.regions_to_write)),
         rng_(seed) {}
 
@@ -402,7 +403,18 @@ class RegionAwarePlacement final : public PlacementPolicy {
     Groups regions = group_by(pool, region_of(), rng_);
     const int region_count = static_cast<int>(regions.labels.size());
 
-    if (enforce_) {
+    if (enforce_ && acks_span_regions_) {
+      // The acknowledgements carry the goal: every write set must span R regions.
+      if (region_count < min_regions_ || write_quorum < min_regions_ ||
+          ack_quorum < min_regions_) {
+        return Status(Errc::kUnavailable,
+                      fmt::format("not enough bookies: region-aware placement needs write sets "
+                                  "and ack quorums of at least {} bookies over at least {} "
+                                  "regions, have Qw={} Qa={} and bookies in {} regions ({})",
+                                  min_regions_, min_regions_, write_quorum, ack_quorum,
+                                  region_count, regions.describe()));
+      }
+    } else if (enforce_) {
       // Best case for a write set: spread evenly over min(regions, Qw) regions.
       if (ack_quorum < min_ack_quorum_for_regions(write_quorum, region_count, min_regions_)) {
         return Status(Errc::kUnavailable,
@@ -432,22 +444,37 @@ class RegionAwarePlacement final : public PlacementPolicy {
     }
 
     // The copies the R-1 fullest regions of a write set may hold: Qa - 1 for durability;
-    // without enforce relaxed step by step up to Qw (no constraint).
+    // without enforce relaxed step by step up to Qw (no constraint). With acks_span_regions
+    // the acknowledgements keep durability past the strict goal, as long as every write set
+    // spans R regions (required with enforce); without enforce, then anything.
     const int strictest = ack_quorum - 1;
-    const int loosest = enforce_ ? strictest : write_quorum;
+    const int loosest = enforce_ || acks_span_regions_ ? strictest : write_quorum;
+    std::vector<WindowCheck> checks;
     for (int limit = strictest; limit <= loosest; ++limit) {
-      WindowCheck check = [limit, r = min_regions_](const std::vector<int>& counts, int) {
+      checks.push_back([limit, r = min_regions_](const std::vector<int>& counts, int) {
         return top_sum(counts, r - 1) <= limit;  // only grows as the window fills
-      };
+      });
+    }
+    if (acks_span_regions_) {
+      checks.push_back([r = min_regions_](const std::vector<int>& counts, int unassigned) {
+        const auto spanned =
+            std::count_if(counts.begin(), counts.end(), [](int c) { return c > 0; });
+        return spanned + unassigned >= r;
+      });
+      if (!enforce_) checks.push_back([](const std::vector<int>&, int) { return true; });
+    }
+    for (auto& check : checks) {
       RingArranger arranger(ensemble_size, write_quorum, quota, std::move(check), rng_);
       if (auto labels = arranger.arrange()) return fill(*labels, spread_racks(regions));
     }
     return Status(Errc::kUnavailable,
                   fmt::format("not enough bookies: region-aware placement found no ensemble of {} "
-                              "where every {} acks of a write set of {} span {} regions "
+                              "where every {} of a write set of {} span {} regions "
                               "(bookies per region: {})",
-                              ensemble_size, ack_quorum, write_quorum, min_regions_,
-                              regions.describe()));
+                              ensemble_size,
+                              acks_span_regions_ ? std::string("copies")
+                                                 : fmt::format("{} acks", ack_quorum),
+                              write_quorum, min_regions_, regions.describe()));
   }
 
   Result<std::string> replace_bookie(const std::vector<std::string>& ensemble, int index,
@@ -462,13 +489,15 @@ class RegionAwarePlacement final : public PlacementPolicy {
     const int e = static_cast<int>(ensemble.size());
     const auto starts = windows_through(e, write_quorum, index);
     const std::string failed_region = topology_.region_of(ensemble[index]);
-    // Score, lower is better: (worst excess of the R-1 fullest regions over Qa - 1 in the
-    // write sets through index, leaves the failed bookie's region, racks repeated in those
-    // write sets); ties go to the earlier candidate in random order.
-    std::optional<std::tuple<int, int, int>> best_score;
+    // Score, lower is better: (what enforcement requires: the worst shortfall of regions
+    // spanned in the write sets through index with acks_span_regions, else the worst excess
+    // of the R-1 fullest regions over Qa - 1; then that excess; leaves the failed bookie's
+    // region; racks repeated in those write sets); ties go to the earlier candidate in random
+    // order.
+    std::optional<std::tuple<int, int, int, int>> best_score;
     const std::string* best = nullptr;
     for (const std::string& candidate : pool) {
-      int excess = 0, repeats = 0;
+      int excess = 0, shortfall = 0, repeats = 0;
       for (int start : starts) {
         std::map<std::string, int> per_region;
         std::set<std::string> racks;
@@ -481,9 +510,12 @@ class RegionAwarePlacement final : public PlacementPolicy {
         std::vector<int> counts;
         for (const auto& [region, n] : per_region) counts.push_back(n);
         excess = std::max(excess, top_sum(counts, min_regions_ - 1) - (ack_quorum - 1));
+        shortfall = std::max(shortfall, min_regions_ - static_cast<int>(per_region.size()));
       }
-      const std::tuple<int, int, int> score{
-          std::max(0, excess), topology_.region_of(candidate) == failed_region ? 0 : 1, repeats};
+      excess = std::max(0, excess);
+      const std::tuple<int, int, int, int> score{
+          acks_span_regions_ ? shortfall : excess, excess,
+          topology_.region_of(candidate) == failed_region ? 0 : 1, repeats};
       if (!best_score || score < *best_score) {
         best_score = score;
         best = &candidate;
@@ -491,14 +523,29 @@ class RegionAwarePlacement final : public PlacementPolicy {
     }
     if (enforce_in_replace_ && std::get<0>(*best_score) > 0) {
       return Status(Errc::kUnavailable,
-                    fmt::format("not enough bookies: no replacement for {} keeps every {} acks of "
-                                "the write sets through index {} in {} regions",
-                                ensemble[index], ack_quorum, index, min_regions_));
+                    acks_span_regions_
+                        ? fmt::format("not enough bookies: no replacement for {} keeps the write "
+                                      "sets through index {} in {} regions",
+                                      ensemble[index], index, min_regions_)
+                        : fmt::format("not enough bookies: no replacement for {} keeps every {} "
+                                      "acks of the write sets through index {} in {} regions",
+                                      ensemble[index], ack_quorum, index, min_regions_));
     }
     return *best;
   }
 
   void update_topology(BookieTopology topology) override { topology_ = std::move(topology); }
+
+  bool checks_acks() const override { return acks_span_regions_; }
+
+  bool acks_adhere(const std::vector<std::string>& write_set,
+                   const std::vector<std::string>& acked) const override {
+    std::set<std::string> spanned, reachable;
+    for (const auto& b : acked) spanned.insert(topology_.region_of(b));
+    if (static_cast<int>(spanned.size()) >= min_regions_) return true;
+    for (const auto& b : write_set) reachable.insert(topology_.region_of(b));
+    return spanned.size() >= std::min<size_t>(reachable.size(), static_cast<size_t>(min_regions_));
+  }
 
  private:
   // With `enforce`, bookies whose region is unknown are not candidates: counting them as a
@@ -542,6 +589,7 @@ class RegionAwarePlacement final : public PlacementPolicy {
   const int min_regions_;
   const bool enforce_;
   const bool enforce_in_replace_;
+  const bool acks_span_regions_;
   const std::set<std::string> regions_to_write_;
   Rng rng_;
 };

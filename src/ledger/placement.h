@@ -77,6 +77,19 @@ class PlacementPolicy {
   // Replaces the bookie locations later choices follow (the default policy has none and
   // ignores it). On the policy's event loop, like every other call.
   virtual void update_topology(BookieTopology topology) = 0;
+
+  // Whether an add acknowledged by Qa or more bookies may complete only once those bookies
+  // also satisfy the policy (BookKeeper's enforceMinNumFaultDomainsForWrite); false: Qa
+  // acknowledgements complete it. A ledger handle asks acks_adhere() only when this is true.
+  virtual bool checks_acks() const { return false; }
+  // With checks_acks(): whether the bookies in `acked` (members of `write_set` that stored
+  // an entry, at least Qa of them) are enough for the add to complete.
+  virtual bool acks_adhere(const std::vector<std::string>& write_set,
+                           const std::vector<std::string>& acked) const {
+    (void)write_set;
+    (void)acked;
+    return true;
+  }
 };
 
 // Uniformly random distinct bookies; the seed makes choices reproducible in tests.
@@ -117,6 +130,16 @@ std::unique_ptr<PlacementPolicy> make_rack_aware_placement(BookieTopology topolo
 // even spread is still made but the goal is best effort. replace_bookie keeps the goal for
 // the write sets through `index` (required with enforce), preferring the failed bookie's
 // region, then a rack not already in those write sets.
+//
+// With acks_span_regions (BookKeeper's enforceMinNumFaultDomainsForWrite) the goal moves from
+// the placement to the acknowledgement: an add completes only once the bookies that stored it
+// span R regions (acks_adhere), so the placement need only make every write set *span* R
+// regions, and Qa >= R. The strict placement above is still preferred whenever the regions at
+// hand allow it (then no add ever waits longer for it); once a region is gone (3 regions, E=3
+// Qw=3 Qa=2, one lost) new ensembles and replacements go 2+1 over the two left and every
+// acknowledged entry is still in two regions, where the strict goal would refuse them and stop
+// every new ledger. A write set that spans fewer than R regions (placement not enforced) asks
+// its acknowledgements to span only the regions it has, so that no add waits forever.
 std::unique_ptr<PlacementPolicy> make_region_aware_placement(BookieTopology topology,
                                                              int min_regions_for_durability = 2,
                                                              bool enforce = true,
@@ -127,6 +150,9 @@ struct RegionAwareOptions {
   int min_regions_for_durability = 2;  // reppMinimumRegionsForDurability (< 2: no constraint)
   bool enforce = true;                 // reppEnableValidation: new ensembles
   bool enforce_in_replace = true;      // reppEnableDurabilityEnforcementInReplace
+  // BookKeeper's enforceMinNumFaultDomainsForWrite: acknowledgements must span R regions
+  // (above). Off here as in BookKeeper's client; brokers turn it on by default.
+  bool acks_span_regions = false;
   // reppRegionsToWrite: when not empty, only bookies of these regions are candidates.
   std::set<std::string> regions_to_write;
 };

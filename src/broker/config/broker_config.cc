@@ -298,6 +298,15 @@ void bind_broker_config(ConfigSchema& s, BrokerConfig* c) {
          &c->repp_enable_durability_enforcement_in_replace,
          "Region-aware policy: a failed bookie is only replaced by one that keeps "
          "reppMinimumRegionsForDurability");
+  s.bind("bookkeeper_enforceMinNumFaultDomainsForWrite",
+         &c->enforce_min_num_fault_domains_for_write,
+         "Region-aware policy: an add completes only once the bookies that stored it span "
+         "reppMinimumRegionsForDurability regions, so ensembles may put two copies in one "
+         "region when a region is lost (BookKeeper's default: false)");
+  s.bind("bookkeeperClientBookieAddressOverrides", &c->bookie_address_overrides,
+         "Bookies to reach at another address than their id, as id=address:port pairs "
+         "separated by ',' (a relay or a NAT; the stretched local cluster's links between "
+         "regions)");
   metadata::bind_metadata_config(s, &c->metadata);
   mledger::bind_managed_ledger_config(s, &c->managed_ledger, &c->managed_ledger_factory);
   // Pulsar's broker.conf and standalone.conf as they ship: every key accepted (those not

@@ -160,6 +160,15 @@ struct BrokerConfig {
   int32_t repp_minimum_regions_for_durability = 2;       // reppMinimumRegionsForDurability
   bool repp_enable_validation = true;                    // reppEnableValidation
   bool repp_enable_durability_enforcement_in_replace = true;  // ...EnforcementInReplace
+  // bookkeeper_enforceMinNumFaultDomainsForWrite (BookKeeper's client key, forwarded with
+  // Pulsar's bookkeeper_ prefix): an add completes only once the bookies that stored it span
+  // reppMinimumRegionsForDurability regions. BookKeeper's default is false; ours is true, so
+  // that E=3 Qw=3 Qa=2 over three regions keeps writing, still into two regions, after one
+  // region is lost (docs/geo-replication.md). Region-aware placement only.
+  bool enforce_min_num_fault_domains_for_write = true;
+  // bookkeeperClientBookieAddressOverrides: "id=a.b.c.d:port,..." bookies reached at another
+  // address than their id (a relay, a NAT); ids stay as they are everywhere else.
+  std::string bookie_address_overrides;
 
   metadata::MetadataConfig metadata;
   mledger::ManagedLedgerConfig managed_ledger;

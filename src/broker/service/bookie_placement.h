@@ -8,6 +8,7 @@
 // bookkeeperClientRegionawarePolicyEnabled (the repp* keys apply), else rack-aware when
 // bookkeeperClientRackawarePolicyEnabled (min racks, enforce), else random placement.
 
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -43,5 +44,16 @@ Result<ledger::PlacementSettings> placement_settings(const BrokerConfig& config)
 // and trailing '/' do not count. (Pulsar skips the check when the rack-aware key is off even
 // if the region-aware one is on; we check the region-aware shape then too.)
 bool rack_shape_fits(const BrokerConfig& config, std::string_view rack);
+
+// bookkeeperClientBookieAddressOverrides ("id=a.b.c.d:port,...", blanks around items
+// trimmed, empty items skipped) as the ledger client's dial overrides. Errors:
+// Errc::kInvalidArgument naming the key for an item without '=', an id or address that is not
+// <IPv4 address>:<port>, or a bookie named twice.
+Result<std::map<std::string, std::string>> bookie_address_overrides(std::string_view value);
+
+// Region-aware with reppRegionsToWrite: every region it names must be one a bookie of
+// /bookies (`topology`) is in; Errc::kInvalidArgument naming the key and the regions there
+// otherwise. OK for other policies and for an empty topology (nothing to check against yet).
+Status check_regions_known(const BrokerConfig& config, const ledger::BookieTopology& topology);
 
 }  // namespace magnetar::broker

@@ -69,17 +69,28 @@ TEST(BookiePlacementTest, RegionAwareSettingsFollowTheReppKeys) {
 }
 
 TEST(BookiePlacementTest, RefusesWhatCannotBeSatisfiedNamingTheKeys) {
-  // 3/3/2 needs three regions for two per ack quorum: fine without a list (up to Qw), fine
-  // over three listed regions, not over two.
+  // Without bookkeeper_enforceMinNumFaultDomainsForWrite, 3/3/2 needs three regions for two
+  // per ack quorum: fine without a list (up to Qw), fine over three listed regions, not over
+  // two. With it (the default) the acknowledgements span the regions, over two as well.
   EXPECT_EQ(refusal(region_aware(3, 3, 2, 2)), "");
   EXPECT_EQ(refusal(region_aware(3, 3, 2, 2, "a;b;c")), "");
-  std::string two = refusal(region_aware(3, 3, 2, 2, "a;b"));
+  EXPECT_EQ(refusal(region_aware(3, 3, 2, 2, "a;b")), "");
+  BrokerConfig strict = region_aware(3, 3, 2, 2, "a;b");
+  strict.enforce_min_num_fault_domains_for_write = false;
+  std::string two = refusal(strict);
   EXPECT_NE(two.find("managedLedgerDefaultAckQuorum=2"), std::string::npos) << two;
   EXPECT_NE(two.find("reppMinimumRegionsForDurability=2"), std::string::npos) << two;
   EXPECT_NE(two.find("at least 3"), std::string::npos) << two;
   EXPECT_EQ(refusal(region_aware(3, 3, 3, 2, "a;b")), "");
 
   std::string qa1 = refusal(region_aware(3, 3, 1, 2));
+  EXPECT_NE(qa1.find("managedLedgerDefaultAckQuorum=1 is below "
+                     "reppMinimumRegionsForDurability=2"),
+            std::string::npos)
+      << qa1;
+  strict = region_aware(3, 3, 1, 2);
+  strict.enforce_min_num_fault_domains_for_write = false;
+  qa1 = refusal(strict);
   EXPECT_NE(qa1.find("managedLedgerDefaultAckQuorum=1"), std::string::npos) << qa1;
 
   std::string qw1 = refusal(region_aware(1, 1, 1, 2));
@@ -114,6 +125,41 @@ TEST(BookiePlacementTest, ParsesReppRegionsToWrite) {
   EXPECT_NE(refusal(c).find("reppRegionsToWrite"), std::string::npos);
 }
 
+TEST(BookiePlacementTest, ReppRegionsToWriteMustNameRegionsOfBookies) {
+  ledger::BookieTopology topology;
+  topology.location = {{"127.0.0.1:3181", "/east/r1"}, {"127.0.0.1:3182", "/west/r1"}};
+  EXPECT_TRUE(check_regions_known(region_aware(2, 2, 2, 2, "east;west"), topology).ok());
+  EXPECT_TRUE(check_regions_known(region_aware(2, 2, 2, 2), topology).ok());
+  // Nothing to check against yet, or a policy without regions.
+  EXPECT_TRUE(check_regions_known(region_aware(2, 2, 2, 2, "east;north"), {}).ok());
+  BrokerConfig rack;
+  rack.repp_regions_to_write = "north";
+  EXPECT_TRUE(check_regions_known(rack, topology).ok());
+  Status unknown = check_regions_known(region_aware(2, 2, 2, 2, "east;nort"), topology);
+  EXPECT_TRUE(unknown.is(Errc::kInvalidArgument));
+  EXPECT_NE(unknown.message().find("reppRegionsToWrite names region 'nort', which no bookie of "
+                                   "/bookies is in (regions there: east, west)"),
+            std::string::npos)
+      << unknown.to_string();
+}
+
+TEST(BookiePlacementTest, ParsesBookieAddressOverrides) {
+  EXPECT_TRUE(bookie_address_overrides("")->empty());
+  auto two = bookie_address_overrides(" 127.0.0.1:3181=127.0.0.1:4001 ,127.0.0.2:3181=10.0.0.9:99,");
+  ASSERT_TRUE(two.ok()) << two.status().to_string();
+  EXPECT_EQ(*two, (std::map<std::string, std::string>{{"127.0.0.1:3181", "127.0.0.1:4001"},
+                                                      {"127.0.0.2:3181", "10.0.0.9:99"}}));
+  for (std::string_view bad :
+       {"127.0.0.1:3181", "127.0.0.1:3181=", "=127.0.0.1:1", "host:3181=127.0.0.1:1",
+        "127.0.0.1:3181=127.0.0.1:0", "127.0.0.1:1=127.0.0.1:2,127.0.0.1:1=127.0.0.1:3"}) {
+    auto r = bookie_address_overrides(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("bookkeeperClientBookieAddressOverrides"),
+              std::string::npos)
+        << r.status().message();
+  }
+}
+
 TEST(BookiePlacementTest, RackShapesAsPulsarChecksThem) {
   BrokerConfig rack;  // rack-aware (Pulsar's default)
   for (std::string_view ok : {"/rack1", "rack1", "/rack1/", ""}) {
@@ -141,7 +187,9 @@ TEST(BookiePlacementTest, BrokerConfKeysAreBoundNotIgnored) {
                           "reppRegionsToWrite=a;b;c\n"
                           "reppMinimumRegionsForDurability=3\n"
                           "reppEnableValidation=false\n"
-                          "reppEnableDurabilityEnforcementInReplace=false\n",
+                          "reppEnableDurabilityEnforcementInReplace=false\n"
+                          "bookkeeper_enforceMinNumFaultDomainsForWrite=false\n"
+                          "bookkeeperClientBookieAddressOverrides=127.0.0.1:1=127.0.0.1:2\n",
                           "broker.conf")
                   .ok());
   EXPECT_TRUE(c.bookkeeper_client_regionaware_policy_enabled);
@@ -152,6 +200,8 @@ TEST(BookiePlacementTest, BrokerConfKeysAreBoundNotIgnored) {
   EXPECT_EQ(c.repp_minimum_regions_for_durability, 3);
   EXPECT_FALSE(c.repp_enable_validation);
   EXPECT_FALSE(c.repp_enable_durability_enforcement_in_replace);
+  EXPECT_FALSE(c.enforce_min_num_fault_domains_for_write);
+  EXPECT_EQ(c.bookie_address_overrides, "127.0.0.1:1=127.0.0.1:2");
   EXPECT_TRUE(s.ignored().empty()) << s.ignored_warning();
   Status zero = s.load_text("bookkeeperClientMinNumRacksPerWriteQuorum=0\n", "broker.conf");
   EXPECT_NE(zero.message().find("bookkeeperClientMinNumRacksPerWriteQuorum"), std::string::npos)

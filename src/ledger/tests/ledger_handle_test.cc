@@ -2,6 +2,7 @@
 // bookie, recovery fencing the old writer, a corrupt replica, parallel reads, pipelined
 // recovery of a long tail and the length a recovery records.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@ using magnetar::testing::E;
 using magnetar::testing::L;
 
 using test::Cluster;
+using test::TestBookie;
 
 BufferChain payload(int i) {
   return BufferChain(Buffer::copy_of("entry-" + std::to_string(i)));
@@ -207,6 +209,85 @@ TEST(LedgerHandleTest, WithoutASpareBookieWritesGoOnAtTheAckQuorum) {
   ASSERT_EQ((*lh)->metadata().segments.size(), 2u);
   const auto& now = (*lh)->metadata().segments.back().ensemble;
   EXPECT_EQ(std::count(now.begin(), now.end(), victim), 0);
+  ASSERT_TRUE(c.await((*lh)->close()).ok());
+}
+
+TestBookie& bookie_at(Cluster& c, int i) {
+  return *c.bookies().at(static_cast<size_t>(i));
+}
+
+// Region-aware placement whose acknowledgements must span two regions
+// (bookkeeper_enforceMinNumFaultDomainsForWrite): bookies 0 and 1 in region "a", the rest in
+// region "b".
+BookieTopology two_regions(Cluster& c, int bookies) {
+  BookieTopology topology;
+  for (int i = 0; i < bookies; ++i) {
+    topology.location[bookie_at(c, i).id()] = i < 2 ? "/a/r1" : fmt::format("/b/r{}", i);
+  }
+  return topology;
+}
+
+std::shared_ptr<PlacementPolicy> two_region_policy(Cluster& c, int bookies, bool acks_span) {
+  BookieTopology topology = two_regions(c, bookies);
+  RegionAwareOptions options;
+  options.acks_span_regions = acks_span;
+  options.enforce = false;  // so that one region's two bookies may be used without the rule
+  return make_region_aware_placement(std::move(topology), options, 1);
+}
+
+// E=3 Qw=3 Qa=2 over regions a (two bookies) and b (one): once b's bookie dies and no bookie
+// of b can replace it, the two acknowledgements of region a alone are enough without the rule
+// and never enough with it, where the add fails instead of being acknowledged in one region.
+TEST(LedgerHandleTest, AcknowledgementsThatMustSpanRegionsAreNotTakenFromOneRegion) {
+  for (bool acks_span : {false, true}) {
+    SCOPED_TRACE(acks_span ? "acks must span two regions" : "any two acks");
+    Cluster c(test_name() + (acks_span ? "-span" : "-any"));
+    for (int i = 0; i < 3; ++i) c.add_bookie();
+    BookKeeperOptions options;
+    options.placement = two_region_policy(c, 3, acks_span);
+    BookKeeper bk(c.store(), c.executor(), options);
+    auto lh = c.await(bk.create(3, 3, 2, "p"));
+    ASSERT_TRUE(lh.ok()) << lh.status().to_string();
+    for (int i = 0; i < 20; ++i) ASSERT_TRUE(c.await((*lh)->add(payload(i))).ok());
+    const std::string b_region = bookie_at(c, 2).id();
+    bookie_at(c, 2).stop();
+    c.unregister(b_region);
+    auto id = c.await((*lh)->add(payload(20)));
+    if (acks_span) {
+      EXPECT_TRUE(id.status().is(Errc::kUnavailable)) << id.status().to_string();
+      EXPECT_EQ((*lh)->last_add_confirmed().value(), 19);
+    } else {
+      ASSERT_TRUE(id.ok()) << id.status().to_string();
+      EXPECT_EQ(id->value(), 20);
+    }
+  }
+}
+
+// The same with a spare bookie in region b: the add waits for the replacement's copy, and the
+// ledger's new segment spans both regions again.
+TEST(LedgerHandleTest, AcknowledgementsThatMustSpanRegionsWaitForTheReplacementInTheOtherRegion) {
+  Cluster c(test_name());
+  for (int i = 0; i < 3; ++i) c.add_bookie();
+  BookKeeperOptions options;
+  options.placement = two_region_policy(c, 3, true);
+  BookKeeper bk(c.store(), c.executor(), options);
+  auto lh = c.await(bk.create(3, 3, 2, "p"));
+  ASSERT_TRUE(lh.ok()) << lh.status().to_string();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(c.await((*lh)->add(payload(i))).ok());
+  TestBookie& spare = c.add_bookie();
+  bk.placement().update_topology(two_regions(c, 4));
+  const std::string b_region = bookie_at(c, 2).id();
+  bookie_at(c, 2).stop();
+  c.unregister(b_region);
+  for (int i = 20; i < 40; ++i) {
+    auto id = c.await((*lh)->add(payload(i)));
+    ASSERT_TRUE(id.ok()) << "entry " << i << ": " << id.status().to_string();
+  }
+  ASSERT_EQ((*lh)->metadata().segments.size(), 2u);
+  const auto& now = (*lh)->metadata().segments.back().ensemble;
+  EXPECT_EQ(std::count(now.begin(), now.end(), spare.id()), 1);
+  auto entries = c.await((*lh)->read(E(0), E(39)));
+  expect_entries(entries, numbered(0, 40));
   ASSERT_TRUE(c.await((*lh)->close()).ok());
 }
 

@@ -651,5 +651,84 @@ TEST(PlacementTest, FourFourThreeSurvivesARegionLossWhereThreeThreeTwoDoesNot) {
   }
 }
 
+TEST(PlacementTest, ThreeThreeTwoSurvivesARegionLossWhenTheAcksSpanRegions) {
+  // bookkeeper_enforceMinNumFaultDomainsForWrite: the placement keeps one copy per region while
+  // three regions have bookies, goes 2+1 over the two left after a loss (where the strict goal
+  // refuses), and the acknowledgements then carry the two-region goal.
+  Topology c = regions(3, 2);
+  std::vector<std::string> left;
+  for (const auto& b : c.bookies) {
+    if (c.topology.region_of(b) != "region2") left.push_back(b);
+  }
+  RegionAwareOptions options;
+  options.acks_span_regions = true;
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    auto policy = make_region_aware_placement(c.topology, options, seed);
+    ASSERT_TRUE(policy->checks_acks());
+    auto all = policy->new_ensemble(3, 3, 2, c.bookies, {});
+    ASSERT_TRUE(all.ok()) << all.status().to_string();
+    EXPECT_EQ(distinct_regions(c.topology, *all), 3u);
+    auto degraded = policy->new_ensemble(3, 3, 2, left, {});
+    ASSERT_TRUE(degraded.ok()) << degraded.status().to_string();
+    EXPECT_EQ(distinct_regions(c.topology, *degraded), 2u);
+    // A lost region's bookie is replaced from the two left, keeping two regions per write set.
+    const int index = static_cast<int>(seed % 3);
+    std::set<std::string> lost;
+    for (const auto& b : c.bookies) {
+      if (c.topology.region_of(b) == c.topology.region_of((*all)[index])) lost.insert(b);
+    }
+    std::vector<std::string> survivors;
+    for (const auto& b : c.bookies) {
+      if (!lost.count(b)) survivors.push_back(b);
+    }
+    auto r = policy->replace_bookie(*all, index, 3, 2, survivors, lost);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    auto changed = *all;
+    changed[index] = *r;
+    EXPECT_EQ(distinct_regions(c.topology, changed), 2u);
+    // With the lost region back, the replacement goes there again.
+    auto back = policy->replace_bookie(*all, index, 3, 2, c.bookies, {});
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(c.topology.region_of(*back), c.topology.region_of((*all)[index]));
+    // One region only cannot hold a write set that must span two.
+    std::vector<std::string> one(left.begin(), left.begin() + 2);
+    one.push_back("g0-9:3181");
+    c.topology.location["g0-9:3181"] = "/region0/rack9";
+    EXPECT_TRUE(make_region_aware_placement(c.topology, options, seed)
+                    ->new_ensemble(3, 3, 2, one, {})
+                    .status()
+                    .is(Errc::kUnavailable));
+    c.topology.location.erase("g0-9:3181");
+  }
+  // The strict goal (the option off) refuses the degraded ensemble, as BookKeeper does.
+  EXPECT_TRUE(make_region_aware_placement(c.topology, RegionAwareOptions{}, 1)
+                  ->new_ensemble(3, 3, 2, left, {})
+                  .status()
+                  .is(Errc::kUnavailable));
+  // Qa below R cannot make its acknowledgements span R regions.
+  auto qa1 = make_region_aware_placement(c.topology, options, 1)->new_ensemble(3, 3, 1, c.bookies, {});
+  EXPECT_TRUE(qa1.status().is(Errc::kUnavailable)) << qa1.status().to_string();
+}
+
+TEST(PlacementTest, AcknowledgementsAdhereWhenTheySpanTheRegionsTheWriteSetCan) {
+  Topology c = regions(3, 2);  // g<region>-<i>:3181 at /region<region>/rack<i>
+  RegionAwareOptions options;
+  options.acks_span_regions = true;
+  auto policy = make_region_aware_placement(c.topology, options, 1);
+  const std::vector<std::string> spread = {"g0-0:3181", "g1-0:3181", "g2-0:3181"};
+  EXPECT_TRUE(policy->acks_adhere(spread, {"g0-0:3181", "g2-0:3181"}));
+  const std::vector<std::string> two_one = {"g0-0:3181", "g0-1:3181", "g1-0:3181"};
+  EXPECT_FALSE(policy->acks_adhere(two_one, {"g0-0:3181", "g0-1:3181"}));
+  EXPECT_TRUE(policy->acks_adhere(two_one, {"g0-0:3181", "g0-1:3181", "g1-0:3181"}));
+  EXPECT_TRUE(policy->acks_adhere(two_one, {"g0-1:3181", "g1-0:3181"}));
+  // A write set in one region (placement not enforced) asks for that one region only.
+  EXPECT_TRUE(policy->acks_adhere({"g0-0:3181", "g0-1:3181"}, {"g0-0:3181", "g0-1:3181"}));
+  // Without the option (or with a minimum of one region) nothing is checked.
+  EXPECT_FALSE(make_region_aware_placement(c.topology, RegionAwareOptions{}, 1)->checks_acks());
+  options.min_regions_for_durability = 1;
+  EXPECT_FALSE(make_region_aware_placement(c.topology, options, 1)->checks_acks());
+  EXPECT_FALSE(make_rack_aware_placement(c.topology)->checks_acks());
+}
+
 }  // namespace
 }  // namespace magnetar::ledger
