@@ -62,8 +62,8 @@ void bind_bookie_storage_config(ConfigSchema& s, BookieConfig* c) {
          "Journal files grow by this much at a time")
       .range(1, 1024);
   s.bind("journalMaxGroupWaitMSec", &c->journal_max_group_wait_msec,
-         "Longest time an add waits for its group to be written and synced (fractions of a "
-         "millisecond allowed)")
+         "Longest time an add waits for its group while a sync is in flight; an idle journal "
+         "writes and syncs at once (fractions of a millisecond allowed)")
       .range(0, 1000);
   s.bind("journalBufferedWritesThreshold", &c->journal_buffered_writes_threshold,
          "Write and sync the group once this many bytes wait")

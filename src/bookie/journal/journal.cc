@@ -204,6 +204,7 @@ struct Families {
   metrics::Family<metrics::Histogram>* add_latency;
   metrics::Family<metrics::Histogram>* group_size;
   metrics::Family<metrics::Gauge>* in_flight;
+  metrics::Family<metrics::Counter>* groups;  // labels: journal, reason (GroupReason)
 };
 
 template <typename T>
@@ -239,10 +240,20 @@ const Families& families() {
                            "Records written by one journal write()", {"journal"}, kGroupBuckets)),
         must(reg.gauge("magnetar_bookie_journal_queue_size",
                        "Journal records accepted and not yet completed", {"journal"})),
+        must(reg.counter("magnetar_bookie_journal_groups_total",
+                         "Groups the journal writer wrote, by why it wrote them then: idle (no "
+                         "sync in flight), size (journalBufferedWritesThreshold), timer "
+                         "(journalMaxGroupWaitMSec while a sync was in flight), empty_queue "
+                         "(journalFlushWhenQueueEmpty), close",
+                         {"journal", "reason"})),
     };
   }();
   return f;
 }
+
+// Why the writer wrote a group when it did (magnetar_bookie_journal_groups_total{reason}).
+enum class GroupReason { kIdle, kSize, kTimer, kEmptyQueue, kClose };
+constexpr const char* kGroupReasonNames[] = {"idle", "size", "timer", "empty_queue", "close"};
 
 // A record's callback with its outcome, run on the callback thread.
 struct Completion {
@@ -376,6 +387,9 @@ struct Journal::Impl {
     add_latency = f.add_latency->get(options.dir);
     group_size = f.group_size->get(options.dir);
     in_flight_gauge = f.in_flight->get(options.dir);
+    for (size_t i = 0; i < std::size(kGroupReasonNames); ++i) {
+      groups_by_reason[i] = f.groups->get(options.dir, std::string(kGroupReasonNames[i]));
+    }
   }
 
   ~Impl() {
@@ -389,6 +403,7 @@ struct Journal::Impl {
     f.add_latency->remove(options.dir);
     f.group_size->remove(options.dir);
     f.in_flight->remove(options.dir);
+    for (const char* reason : kGroupReasonNames) f.groups->remove(options.dir, std::string(reason));
   }
 
   const JournalOptions options;
@@ -398,6 +413,7 @@ struct Journal::Impl {
   std::shared_ptr<metrics::Counter> adds, rejected, queue_full_waits, bytes, syncs;
   std::shared_ptr<metrics::Histogram> sync_latency, add_latency, group_size;
   std::shared_ptr<metrics::Gauge> in_flight_gauge;
+  std::shared_ptr<metrics::Counter> groups_by_reason[std::size(kGroupReasonNames)];
 
   // --- Shared state, guarded by mu_. ---
   mutable std::mutex mu_;
@@ -418,6 +434,10 @@ struct Journal::Impl {
   // fill its open group.
   bool writer_wake_on_any_ = true;
   size_t writer_wake_bytes_ = SIZE_MAX;
+  // Sync requests the writer handed over that the sync thread has not finished (synced and
+  // completed). While there are none, the writer writes a group at once: an idle journal
+  // syncs a lone record without waiting; records only group while a sync is in flight.
+  size_t syncs_pending_ = 0;
 
   // --- Writer thread state: touched by the writer only (and by open() before it starts). ---
   std::unique_ptr<WritableFile> file_;
@@ -645,13 +665,14 @@ struct Journal::Impl {
           writer_wake_bytes_ = SIZE_MAX;
           writer_cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
         } else {
-          // Sleep until the group is due, enough bytes wait to fill it, or (when flushing on
-          // an empty queue) anything arrives; a failure elsewhere ends the group at once.
+          // A sync is in flight (else the group would have been written): sleep until it is
+          // done, the group is due, enough bytes wait to fill it, or (when flushing on an
+          // empty queue) anything arrives; a failure elsewhere ends the group at once.
           writer_wake_on_any_ = options.flush_when_queue_empty;
           size_t threshold = std::max<size_t>(options.buffered_writes_threshold, 1);
           writer_wake_bytes_ = threshold > buf_.size() ? threshold - buf_.size() : 0;
           writer_cv_.wait_until(lock, group_start_ + options.max_group_wait, [&] {
-            return (writer_wake_on_any_ && !queue_.empty()) ||
+            return syncs_pending_ == 0 || (writer_wake_on_any_ && !queue_.empty()) ||
                    queued_bytes_ >= writer_wake_bytes_ || stopping_ || !failure_.ok();
           });
         }
@@ -665,14 +686,10 @@ struct Journal::Impl {
       if (!failed.ok()) writer_failed_ = true;
       for (auto& p : batch) add_record(std::move(p));
       if (!group_.empty() && !writer_failed_) {
-        bool flush = stopping || buf_.size() >= options.buffered_writes_threshold ||
-                     options.max_group_wait.count() <= 0 ||
-                     Clock::now() >= group_start_ + options.max_group_wait;
-        if (!flush && options.flush_when_queue_empty) {
-          std::lock_guard lock(mu_);
-          flush = queue_.empty();
+        if (auto reason = group_due(stopping)) {
+          count_group(*reason);
+          flush_group(false);
         }
-        if (flush) flush_group(false);
       }
       if (writer_failed_ && !group_.empty()) fail_group();
       if (stopping) {
@@ -686,6 +703,30 @@ struct Journal::Impl {
     }
     Status st = file_->close();
     if (!st.ok()) log.warn("closing journal file {}: {}", file_path_, st.to_string());
+  }
+
+  // Whether the open group is to be written now, and why; nullopt: it waits for more.
+  // Nothing waits while no sync is in flight: grouping only fills the time of a sync.
+  std::optional<GroupReason> group_due(bool stopping) {
+    if (stopping) return GroupReason::kClose;
+    if (buf_.size() >= options.buffered_writes_threshold) return GroupReason::kSize;
+    bool idle, queue_empty;
+    {
+      std::lock_guard lock(mu_);
+      idle = syncs_pending_ == 0;
+      queue_empty = queue_.empty();
+    }
+    if (idle) return GroupReason::kIdle;
+    if (options.max_group_wait.count() <= 0 ||
+        Clock::now() >= group_start_ + options.max_group_wait) {
+      return GroupReason::kTimer;
+    }
+    if (options.flush_when_queue_empty && queue_empty) return GroupReason::kEmptyQueue;
+    return std::nullopt;
+  }
+
+  void count_group(GroupReason reason) {
+    groups_by_reason[static_cast<size_t>(reason)]->inc();
   }
 
   void add_record(Pending p) {
@@ -709,7 +750,10 @@ struct Journal::Impl {
     group_.push_back(Completion{std::move(p.done), Status(),
                                 JournalPosition{file_id_, file_->size() + buf_.size()}, true,
                                 p.enqueued});
-    if (buf_.size() >= options.buffered_writes_threshold) flush_group(false);
+    if (buf_.size() >= options.buffered_writes_threshold) {
+      count_group(GroupReason::kSize);
+      flush_group(false);
+    }
   }
 
   // Writes the open group with one write() and passes it to the sync thread. `roll`: the
@@ -792,6 +836,10 @@ struct Journal::Impl {
 
   void push_sync(SyncRequest req) {
     {
+      std::lock_guard lock(mu_);
+      ++syncs_pending_;
+    }
+    {
       std::lock_guard lock(sync_mu_);
       sync_queue_.push_back(std::move(req));
     }
@@ -862,6 +910,15 @@ struct Journal::Impl {
         if (req.last) stop = true;
       }
       settle();
+      // Done with these: if nothing else was handed over meanwhile, the journal is idle and
+      // the writer writes whatever it holds at once.
+      bool idle;
+      {
+        std::lock_guard lock(mu_);
+        syncs_pending_ -= reqs.size();
+        idle = syncs_pending_ == 0;
+      }
+      if (idle) writer_cv_.notify_one();
     }
     if (sync_file_) (void)sync_file_->close();
   }

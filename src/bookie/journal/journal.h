@@ -6,7 +6,11 @@
 // whole group with one write(); a sync thread fdatasyncs it (one fsync per group, or fewer:
 // it coalesces every group written while it was busy) and hands the group's callbacks, in
 // order, to a callback thread. Because the writer and the sync thread are separate, the next
-// group's write() overlaps the previous group's fsync.
+// group's write() overlaps the previous group's fsync. Groups form only while a sync is in
+// flight: when none is, the writer writes what it holds at once, so a lone record on an idle
+// journal is synced without waiting; while one is, the group grows until that sync is done,
+// journalBufferedWritesThreshold bytes wait, or its oldest record has waited
+// journalMaxGroupWaitMSec.
 //
 // Failure is sticky: after a write or fsync error nothing more is written, the failing group
 // and every later append complete with that error, and the bookie is told (on_failure) so it
@@ -34,7 +38,9 @@ struct JournalOptions {
   std::string dir;                                 // journalDirectories (one dir)
   uint64_t max_file_size = 2048ull << 20;          // journalMaxSizeMB: roll past this
   uint64_t prealloc_size = 16ull << 20;            // journalPreAllocSizeMB: growth chunk
-  std::chrono::microseconds max_group_wait{2000};  // journalMaxGroupWaitMSec (<= 0: no wait)
+  // journalMaxGroupWaitMSec: the longest a record waits for its group while a sync is in
+  // flight (<= 0: no wait). An idle journal never waits.
+  std::chrono::microseconds max_group_wait{2000};
   size_t buffered_writes_threshold = 512 << 10;    // journalBufferedWritesThreshold (bytes)
   bool flush_when_queue_empty = false;             // journalFlushWhenQueueEmpty
   // journalSyncData. false: ack right after write(), fdatasync at least every second, at

@@ -63,10 +63,29 @@ struct Replayed {
 };
 
 // Wraps an Env and remembers, per file, how many bytes a successful sync covered (the file's
-// size when the sync began), so tests can check that acked records were synced first.
+// size when the sync began), so tests can check that acked records were synced first. Syncs
+// can be held: a test then knows a sync is in flight for as long as it wants.
 class SyncTrackingEnv final : public Env {
  public:
   explicit SyncTrackingEnv(Env& base) : base_(base) {}
+
+  // From now on every file sync() waits, before it starts, until release_syncs().
+  void hold_syncs() {
+    std::lock_guard lock(mu_);
+    held_ = true;
+  }
+  void release_syncs() {
+    {
+      std::lock_guard lock(mu_);
+      held_ = false;
+    }
+    cv_.notify_all();
+  }
+  // Waits (bounded) until a sync() is waiting on the hold; false if none came.
+  bool wait_for_held_sync() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, 20s, [&] { return waiting_ > 0; });
+  }
 
   uint64_t synced_size(const std::string& path) {
     std::lock_guard lock(mu_);
@@ -104,6 +123,13 @@ class SyncTrackingEnv final : public Env {
         : base_(std::move(base)), env_(env), path_(std::move(path)) {}
     Status append(const void* data, size_t n) override { return base_->append(data, n); }
     Status sync() override {
+      {
+        std::unique_lock lock(env_.mu_);
+        ++env_.waiting_;
+        env_.cv_.notify_all();
+        env_.cv_.wait(lock, [&] { return !env_.held_; });
+        --env_.waiting_;
+      }
       uint64_t covered = fs::file_size(path_);
       MAGNETAR_TRY(base_->sync());
       std::lock_guard lock(env_.mu_);
@@ -124,8 +150,22 @@ class SyncTrackingEnv final : public Env {
 
   Env& base_;
   std::mutex mu_;
+  std::condition_variable cv_;
+  bool held_ = false;  // guarded by mu_
+  int waiting_ = 0;    // guarded by mu_: syncs waiting on the hold
   std::map<std::string, uint64_t> synced_;
 };
+
+// magnetar_bookie_journal_groups_total{journal=`dir`,reason=`reason`}: the groups the writer
+// wrote for that reason (-1 when the series is missing).
+int64_t groups_written(const std::string& dir, const std::string& reason) {
+  const std::string text = metrics::default_registry().expose();
+  const std::string series =
+      "magnetar_bookie_journal_groups_total{journal=\"" + dir + "\",reason=\"" + reason + "\"} ";
+  const size_t at = text.find(series);
+  if (at == std::string::npos) return -1;
+  return std::stoll(text.substr(at + series.size()));
+}
 
 class JournalTest : public ::testing::Test {
  protected:
@@ -285,6 +325,58 @@ TEST_F(JournalTest, GroupCommitNeedsFarFewerSyncsThanRecords) {
   EXPECT_EQ(failed, 0);
   EXPECT_GE(syncs, 1u);
   EXPECT_LT(syncs, 100u) << "1000 records took " << syncs << " syncs";
+}
+
+TEST_F(JournalTest, AnIdleJournalWritesALoneRecordWithoutWaitingForTheGroupTimer) {
+  options_.max_group_wait = 10s;  // were the timer in the way, the record would wait for it
+  FaultInjectionEnv env(posix_env());
+  auto j = open(env);
+  ASSERT_TRUE(j);
+  const uint64_t syncs_at_open = env.syncs;
+  for (int i = 0; i < 3; ++i) {
+    auto r = append_and_wait(*j, 1, i, 1);
+    ASSERT_TRUE(r[0].first.ok()) << r[0].first.to_string();
+    // The callback ran after the record's own sync, the one this group took.
+    EXPECT_EQ(env.syncs, syncs_at_open + static_cast<uint64_t>(i) + 1);
+  }
+  EXPECT_EQ(groups_written(dir_, "idle"), 3) << "each lone record was written at once";
+  EXPECT_EQ(groups_written(dir_, "timer"), 0);
+  EXPECT_EQ(groups_written(dir_, "size"), 0);
+}
+
+TEST_F(JournalTest, RecordsGroupWhileASyncIsInFlightAndAreAckedOnlyAfterTheirOwnSync) {
+  options_.max_group_wait = 10s;
+  FaultInjectionEnv faults(posix_env());
+  SyncTrackingEnv env(faults);
+  auto j = open(env);
+  ASSERT_TRUE(j);
+  const uint64_t syncs_at_open = faults.syncs;
+  env.hold_syncs();
+  std::atomic<int> acked{0}, uncovered{0};
+  Latch done(4);
+  auto cb = [&](Status st, JournalPosition pos) {
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    if (env.synced_size(journal_file_path(dir_, pos.file_id)) < pos.offset) uncovered++;
+    acked++;
+    done.count_down();
+  };
+  j->append(record(1, 0, 100), cb);
+  // The idle journal wrote the first record at once; its sync is now in flight, held.
+  ASSERT_TRUE(env.wait_for_held_sync());
+  for (int i = 1; i < 4; ++i) j->append(record(1, i, 100), cb);
+  EXPECT_EQ(acked, 0) << "nothing is acknowledged before the sync that covers it";
+  env.release_syncs();
+  ASSERT_TRUE(done.wait());
+  EXPECT_EQ(uncovered, 0) << "a record was acked before a sync covered it";
+  // The three that came during the first sync went out as one group, at the moment the
+  // journal went idle again, with one more sync; the group timer never fired.
+  EXPECT_EQ(groups_written(dir_, "idle"), 2);
+  EXPECT_EQ(groups_written(dir_, "timer"), 0);
+  EXPECT_EQ(faults.syncs, syncs_at_open + 2);
+  j.reset();
+  auto records = replay();
+  ASSERT_EQ(records.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(records[i].record.entry_id.value(), int64_t(i));
 }
 
 TEST_F(JournalTest, RollsAtMaxFileSizeAndReplayCrossesFiles) {
@@ -752,6 +844,7 @@ TEST_F(JournalTest, ExportsMetrics) {
             std::string::npos);
   EXPECT_NE(text.find("magnetar_bookie_journal_group_size_bucket"), std::string::npos);
   EXPECT_NE(text.find("magnetar_bookie_journal_queue_size" + label), std::string::npos);
+  EXPECT_GE(groups_written(dir_, "idle"), 1);
 }
 
 }  // namespace
