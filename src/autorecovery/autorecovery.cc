@@ -55,7 +55,13 @@ namespace {
 
 std::shared_ptr<ledger::PlacementPolicy> placement_for(const std::string& policy) {
   if (policy.find("RegionAware") != std::string::npos) {
-    return ledger::make_region_aware_placement(ledger::BookieTopology{});
+    // A replacement keeps each write set's regions as the lost bookie had them: a segment
+    // with one copy per region waits for a bookie of the lost region (the write sets need
+    // only span two regions, as the brokers' acknowledgements do).
+    ledger::RegionAwareOptions options;
+    options.acks_span_regions = true;
+    options.replace_keeps_spread = true;
+    return ledger::make_region_aware_placement(ledger::BookieTopology{}, options);
   }
   if (policy.find("Default") != std::string::npos) return ledger::make_default_placement(0);
   return ledger::make_rack_aware_placement(ledger::BookieTopology{});

@@ -139,11 +139,12 @@ Task<Result<ReplicationOutcome>> LedgerReplicator::replicate(int64_t ledger_id,
   if (!stored.ok()) co_return stored.status();
   if (!segments_name_any(stored->md, lost)) co_return outcome;
 
-  if (stored->md.state != ledger::LedgerState::kClosed) {
-    if (!names_any(stored->md.segments.back().ensemble, lost)) {
-      outcome.deferred = true;
-      co_return outcome;
-    }
+  // An open ledger whose writer already replaced the lost bookie in its current ensemble: the
+  // earlier fragments are immutable (every entry below an ensemble change was confirmed) and
+  // are copied under the live writer, which takes the metadata change into its own next
+  // update (LedgerHandle::write_metadata rebases on it).
+  if (stored->md.state != ledger::LedgerState::kClosed &&
+      names_any(stored->md.segments.back().ensemble, lost)) {
     // Give the writer the grace period to replace the bookie itself.
     log.info("ledger is open and its last ensemble names a lost bookie: waiting {} ms before "
              "recovering it",
@@ -160,11 +161,8 @@ Task<Result<ReplicationOutcome>> LedgerReplicator::replicate(int64_t ledger_id,
     stored = co_await read_stored(ledger_id);
     if (!stored.ok() && stored.status().is(Errc::kNotFound)) co_return outcome;
     if (!stored.ok()) co_return stored.status();
-    if (stored->md.state != ledger::LedgerState::kClosed) {
-      if (!names_any(stored->md.segments.back().ensemble, lost)) {
-        outcome.deferred = segments_name_any(stored->md, lost);
-        co_return outcome;  // the writer changed its ensemble
-      }
+    if (stored->md.state != ledger::LedgerState::kClosed &&
+        names_any(stored->md.segments.back().ensemble, lost)) {
       std::string password = stored->md.password;
       auto recovered = co_await bk_.open(LedgerId{ledger_id}, std::move(password), true);
       if (!recovered.ok()) {

@@ -7,9 +7,10 @@
 //  2. A ledger not CLOSED whose last segment names a lost bookie: wait the grace period
 //     (the writer may change its ensemble itself), read again, and if it still does, open
 //     it with recovery (fences the writer, recovers the tail, closes it). A ledger not
-//     CLOSED whose lost bookies are only in earlier segments is deferred (Errc::kUnavailable
-//     with deferred set): its writer is alive and writes metadata of its own, which a
-//     replacement would make fail; it is done once the ledger is closed.
+//     CLOSED whose lost bookies are only in earlier segments is done at once, under its live
+//     writer, as BookKeeper does: those segments are immutable (every entry below an
+//     ensemble change was confirmed), and the writer's next metadata update takes the
+//     replacement in (LedgerHandle::write_metadata rebases on a change to earlier segments).
 //  3. For each segment and each position holding a lost bookie: a replacement chosen by the
 //     placement policy (replace_bookie: never in the ensemble, never lost), then every entry
 //     of the segment whose write set includes that position is read from a surviving replica
@@ -46,7 +47,6 @@ struct ReplicationOutcome {
   int fragments = 0;     // (segment, position) pairs moved to a replacement
   int64_t entries = 0;   // entries copied
   bool recovered = false;  // the ledger was open and was recovered (fenced and closed)
-  bool deferred = false;   // an open ledger: left for after its close (status kUnavailable)
 };
 
 class LedgerReplicator {

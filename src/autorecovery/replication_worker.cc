@@ -132,11 +132,10 @@ Task<void> ReplicationWorker::handle(Claim claim) {
       }
     }
   }
-  if (outcome.ok() && !outcome->deferred) {
+  if (outcome.ok()) {
     Status done = co_await urm_.complete(ledger_id);
     if (!done.ok()) log.warn("cannot complete the marker: {}", done.to_string());
     failed_attempts_.erase(ledger_id);
-    deferred_.erase(ledger_id);
     ++completed_;
     completed_total_->inc();
     const double seconds =
@@ -146,16 +145,7 @@ Task<void> ReplicationWorker::handle(Claim claim) {
     co_return;
   }
   std::chrono::milliseconds delay = options_.backoff;
-  if (outcome.ok()) {
-    // Deferred (an open ledger, its writer alive): look again after six back-offs (30 s by
-    // default), and say so once per ledger rather than at every look.
-    delay = options_.backoff * 6;
-    if (deferred_.insert(ledger_id).second) {
-      log.info(
-          "the ledger is open and its writer no longer uses the lost bookie; its earlier "
-          "fragments are re-replicated once it is closed");
-    }
-  } else if (outcome.status().is(Errc::kCancelled)) {
+  if (outcome.status().is(Errc::kCancelled)) {
     delay = std::chrono::milliseconds(0);
   } else {
     const int n = ++failed_attempts_[ledger_id];

@@ -80,7 +80,6 @@ class ReplicationWorker {
   bool stopping_ = false;
   int tasks_ = 0;                           // run() and release_after() still running
   std::map<int64_t, int> failed_attempts_;  // by ledger: consecutive failures
-  std::set<int64_t> deferred_;              // open ledgers left for after their close
   uint64_t completed_ = 0;
   uint64_t failures_ = 0;
   std::shared_ptr<metrics::Counter> completed_total_;

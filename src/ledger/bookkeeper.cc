@@ -546,24 +546,63 @@ Task<void> LedgerHandle::change_ensemble() {
   }
 }
 
+namespace {
+
+// Whether `stored` differs from `base` (what this writer last wrote or read) only in the
+// bookies of segments before the last one: auto-recovery replaced a lost bookie in a fragment
+// the writer no longer writes. Anything else (a recovery's IN_RECOVERY or CLOSED, a segment
+// added or moved, the last segment changed) is someone else taking the ledger.
+bool only_earlier_segments_changed(const LedgerMetadata& base, const LedgerMetadata& stored) {
+  if (stored.state != LedgerState::kOpen || base.state != LedgerState::kOpen ||
+      stored.segments.size() != base.segments.size() || stored.segments.empty() ||
+      stored.ensemble_size != base.ensemble_size) {
+    return false;
+  }
+  for (size_t i = 0; i < base.segments.size(); ++i) {
+    if (stored.segments[i].first_entry_id != base.segments[i].first_entry_id ||
+        stored.segments[i].ensemble.size() != base.segments[i].ensemble.size()) {
+      return false;
+    }
+  }
+  return stored.segments.back().ensemble == base.segments.back().ensemble;
+}
+
+}  // namespace
+
 Task<Status> LedgerHandle::write_metadata(LedgerMetadata updated) {
   std::string path = metadata_path_;
-  std::string json = updated.to_json();
-  metadata::PutOptions cas;
-  cas.expected_version = metadata_version_;
-  auto put = co_await bk_.store().put(path, std::move(json), cas);
-  if (!put.ok()) {
-    if (put.status().is(Errc::kBadVersion)) {
-      // Someone else changed the metadata: a recovering reader (fencing us) or a close.
-      co_return ledger_error(Errc::kFenced, metadata_.ledger_id,
-                             "ledger metadata changed underneath this writer (recovered by "
-                             "another client)");
+  for (int attempt = 0;; ++attempt) {
+    metadata::PutOptions cas;
+    cas.expected_version = metadata_version_;
+    auto put = co_await bk_.store().put(path, updated.to_json(), cas);
+    if (put.ok()) {
+      metadata_ = std::move(updated);
+      metadata_version_ = put->stat.version;
+      co_return Status::OK();
     }
-    co_return put.status();
+    if (!put.status().is(Errc::kBadVersion)) co_return put.status();
+    // Someone else changed the metadata. Auto-recovery replacing a lost bookie in an earlier
+    // segment: take its change and write ours on top. A recovering reader (fencing us) or a
+    // close: this writer is done.
+    auto got = co_await bk_.store().get(path);
+    if (got.ok() && got->has_value() && attempt < 10) {
+      auto stored = LedgerMetadata::from_json((*got)->value);
+      if (stored.ok() && only_earlier_segments_changed(metadata_, *stored)) {
+        for (size_t i = 0; i + 1 < stored->segments.size(); ++i) {
+          updated.segments[i].ensemble = stored->segments[i].ensemble;
+        }
+        log_.info("ledger metadata changed underneath this writer in earlier segments only "
+                  "(a bookie replaced by auto-recovery): writing on top of version {}",
+                  (*got)->stat.version);
+        metadata_.segments = stored->segments;
+        metadata_version_ = (*got)->stat.version;
+        continue;
+      }
+    }
+    co_return ledger_error(Errc::kFenced, metadata_.ledger_id,
+                           "ledger metadata changed underneath this writer (recovered by "
+                           "another client)");
   }
-  metadata_ = std::move(updated);
-  metadata_version_ = put->stat.version;
-  co_return Status::OK();
 }
 
 Task<Status> LedgerHandle::close() {

@@ -382,6 +382,7 @@ class RegionAwarePlacement final : public PlacementPolicy {
         enforce_(options.enforce),
         enforce_in_replace_(options.enforce_in_replace),
         acks_span_regions_(options.acks_span_regions && options.min_regions_for_durability > 1),
+        replace_keeps_spread_(options.replace_keeps_spread),
         regions_to_write_(std::move(options.regions_to_write)),
         rng_(seed) {}
 
@@ -491,35 +492,60 @@ class RegionAwarePlacement final : public PlacementPolicy {
     const std::string failed_region = topology_.region_of(ensemble[index]);
     // Score, lower is better: (what enforcement requires: the worst shortfall of regions
     // spanned in the write sets through index with acks_span_regions, else the worst excess
-    // of the R-1 fullest regions over Qa - 1; then that excess; leaves the failed bookie's
-    // region; racks repeated in those write sets); ties go to the earlier candidate in random
-    // order.
-    std::optional<std::tuple<int, int, int, int>> best_score;
-    const std::string* best = nullptr;
-    for (const std::string& candidate : pool) {
+    // of the R-1 fullest regions over Qa - 1, else with replace_keeps_spread how far those
+    // fall behind the failed bookie's; then that excess; leaves the failed bookie's region;
+    // racks repeated in those write sets); ties go to the earlier candidate in random order.
+    //
+    // The write sets through index with `b` at index: the worst excess of the R-1 fullest
+    // regions over Qa - 1, the worst shortfall of regions spanned below R, racks repeated.
+    struct Spread {
       int excess = 0, shortfall = 0, repeats = 0;
+    };
+    auto spread_with = [&](const std::string& b) {
+      Spread out;
       for (int start : starts) {
         std::map<std::string, int> per_region;
         std::set<std::string> racks;
         for (int i = 0; i < write_quorum; ++i) {
           const int pos = (start + i) % e;
-          const std::string& b = pos == index ? candidate : ensemble[pos];
-          ++per_region[topology_.region_of(b)];
-          if (!racks.insert(topology_.location_of(b)).second) ++repeats;
+          const std::string& member = pos == index ? b : ensemble[pos];
+          ++per_region[topology_.region_of(member)];
+          if (!racks.insert(topology_.location_of(member)).second) ++out.repeats;
         }
         std::vector<int> counts;
         for (const auto& [region, n] : per_region) counts.push_back(n);
-        excess = std::max(excess, top_sum(counts, min_regions_ - 1) - (ack_quorum - 1));
-        shortfall = std::max(shortfall, min_regions_ - static_cast<int>(per_region.size()));
+        out.excess = std::max(out.excess, top_sum(counts, min_regions_ - 1) - (ack_quorum - 1));
+        out.shortfall =
+            std::max(out.shortfall, min_regions_ - static_cast<int>(per_region.size()));
       }
-      excess = std::max(0, excess);
+      out.excess = std::max(0, out.excess);
+      return out;
+    };
+    // With replace_keeps_spread, what the failed bookie gave is the bar (required with
+    // enforce_in_replace): the first element of the score is how far a candidate falls short.
+    const Spread failed = spread_with(ensemble[index]);
+    std::optional<std::tuple<int, int, int, int>> best_score;
+    const std::string* best = nullptr;
+    for (const std::string& candidate : pool) {
+      const Spread c = spread_with(candidate);
+      const int required = replace_keeps_spread_
+                               ? std::max(c.excess - failed.excess, 0) +
+                                     std::max(c.shortfall - failed.shortfall, 0)
+                           : acks_span_regions_ ? c.shortfall
+                                                : c.excess;
       const std::tuple<int, int, int, int> score{
-          acks_span_regions_ ? shortfall : excess, excess,
-          topology_.region_of(candidate) == failed_region ? 0 : 1, repeats};
+          required, c.excess, topology_.region_of(candidate) == failed_region ? 0 : 1, c.repeats};
       if (!best_score || score < *best_score) {
         best_score = score;
         best = &candidate;
       }
+    }
+    if (enforce_in_replace_ && std::get<0>(*best_score) > 0 && replace_keeps_spread_) {
+      return Status(Errc::kUnavailable,
+                    fmt::format("not enough bookies: every replacement for {} would leave the "
+                                "write sets through index {} in fewer regions than it did (a "
+                                "bookie of region {} is needed)",
+                                ensemble[index], index, failed_region));
     }
     if (enforce_in_replace_ && std::get<0>(*best_score) > 0) {
       return Status(Errc::kUnavailable,
@@ -590,6 +616,7 @@ class RegionAwarePlacement final : public PlacementPolicy {
   const bool enforce_;
   const bool enforce_in_replace_;
   const bool acks_span_regions_;
+  const bool replace_keeps_spread_;
   const std::set<std::string> regions_to_write_;
   Rng rng_;
 };

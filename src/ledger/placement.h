@@ -153,6 +153,13 @@ struct RegionAwareOptions {
   // BookKeeper's enforceMinNumFaultDomainsForWrite: acknowledgements must span R regions
   // (above). Off here as in BookKeeper's client; brokers turn it on by default.
   bool acks_span_regions = false;
+  // Auto-recovery's replacements (with enforce_in_replace): a replacement may leave the write
+  // sets through its position no worse than the failed bookie did (no more copies in their
+  // fullest regions, no fewer regions): a segment that had one copy per region waits for a
+  // bookie of the failed bookie's region instead of doubling up in another, while a segment
+  // already placed 2+1 (written while a region was down) gets its lost copy back wherever the
+  // write sets keep their regions.
+  bool replace_keeps_spread = false;
   // reppRegionsToWrite: when not empty, only bookies of these regions are candidates.
   std::set<std::string> regions_to_write;
 };

@@ -730,5 +730,46 @@ TEST(PlacementTest, AcknowledgementsAdhereWhenTheySpanTheRegionsTheWriteSetCan) 
   EXPECT_FALSE(make_rack_aware_placement(c.topology)->checks_acks());
 }
 
+TEST(PlacementTest, AutoRecoveryReplacementsKeepTheRegionsTheLostBookieGave) {
+  // Auto-recovery's options: a segment with one copy per region waits for a bookie of the lost
+  // bookie's region; a segment already 2+1 takes any bookie that keeps two regions.
+  Topology c = regions(3, 2);
+  RegionAwareOptions options;
+  options.acks_span_regions = true;
+  options.replace_keeps_spread = true;
+  const std::vector<std::string> spread = {"g0-0:3181", "g1-0:3181", "g2-0:3181"};
+  const std::vector<std::string> two_one = {"g0-0:3181", "g0-1:3181", "g1-0:3181"};
+  const std::set<std::string> region2_lost = {"g2-0:3181", "g2-1:3181"};
+  std::vector<std::string> without_region2;
+  for (const auto& b : c.bookies) {
+    if (!region2_lost.count(b)) without_region2.push_back(b);
+  }
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    auto policy = make_region_aware_placement(c.topology, options, seed);
+    // Region 2 gone: no replacement for the spread segment's copy there...
+    auto waits = policy->replace_bookie(spread, 2, 3, 2, without_region2, region2_lost);
+    EXPECT_TRUE(waits.status().is(Errc::kUnavailable)) << waits.status().to_string();
+    EXPECT_NE(waits.status().message().find("region2"), std::string::npos);
+    // ...until a bookie of region 2 joins.
+    std::vector<std::string> joined = without_region2;
+    joined.push_back("g2-9:3181");
+    c.topology.location["g2-9:3181"] = "/region2/rack9";
+    policy->update_topology(c.topology);
+    auto back = policy->replace_bookie(spread, 2, 3, 2, joined, region2_lost);
+    ASSERT_TRUE(back.ok()) << back.status().to_string();
+    EXPECT_EQ(*back, "g2-9:3181");
+    // The 2+1 segment loses its region-1 copy: region 2's bookie (or region 1's) keeps two
+    // regions, and the failed bookie's region is preferred.
+    auto two = policy->replace_bookie(two_one, 2, 3, 2, c.bookies, {"g1-0:3181"});
+    ASSERT_TRUE(two.ok()) << two.status().to_string();
+    EXPECT_EQ(c.topology.region_of(*two), "region1");
+    auto other = policy->replace_bookie(two_one, 2, 3, 2, {"g0-0:3181", "g0-1:3181", "g2-1:3181"},
+                                        {"g1-0:3181"});
+    ASSERT_TRUE(other.ok()) << other.status().to_string();
+    EXPECT_EQ(*other, "g2-1:3181");
+    c.topology.location.erase("g2-9:3181");
+  }
+}
+
 }  // namespace
 }  // namespace magnetar::ledger
