@@ -40,14 +40,13 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
   if (!placement.ok()) return placement.status();
   auto dial_overrides = bookie_address_overrides(config.bookie_address_overrides);
   if (!dial_overrides.ok()) return dial_overrides.status();
-  std::unique_ptr<Broker> b(new Broker(std::move(config), std::move(stores)));
   auto topology = run_sync<Result<ledger::BookieTopology>>(
-      [store = b->stores_.cluster.get()]() { return ledger::load_topology(*store); });
+      [store = stores.cluster.get()]() { return ledger::load_topology(*store); });
+  if (topology.ok()) MAGNETAR_TRY(check_regions_known(config, *topology));
+  std::unique_ptr<Broker> b(new Broker(std::move(config), std::move(stores)));
   if (!topology.ok()) {
     b->log_.warn("ledger placement starts without bookie racks: {} (read again on change)",
                  topology.status().to_string());
-  } else {
-    MAGNETAR_TRY(check_regions_known(b->config_, *topology));
   }
   b->log_.info("ledger placement: {}{}", ledger::to_string(placement->kind),
                placement->kind == ledger::PlacementSettings::Kind::kRegionAware

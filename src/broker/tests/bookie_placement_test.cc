@@ -221,6 +221,18 @@ TEST(BookiePlacementTest, ABrokerDoesNotStartOnAnUnsatisfiableConfiguration) {
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.status().message().find("managedLedgerDefaultAckQuorum=1"), std::string::npos)
       << b.status().to_string();
+  // A region to write that no bookie of /bookies is in (a typo): refused as well.
+  ASSERT_TRUE(run_sync<Status>([&] {
+                return ledger::set_bookie_location(*shared, "127.0.0.1:3181", "/east/rack1");
+              }).ok());
+  c = region_aware(2, 2, 2, 2, "east;esat");
+  c.broker_service_port = 0;
+  c.bind_address = "127.0.0.1";
+  c.num_io_threads = 1;
+  b = Broker::start(c, metadata::MetadataStores{shared, shared});
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("reppRegionsToWrite names region 'esat'"), std::string::npos)
+      << b.status().to_string();
   (void)run_sync<Status>([&] { return shared->close(); });
 }
 
