@@ -88,6 +88,12 @@ struct ChaosArgs {
   // --non-persistent: the load on non-persistent topics, which keep nothing: every
   // acknowledged message must be reported lost (the checker's own test).
   bool non_persistent = false;
+  // --stretched: a cluster stretched over three regions and its faults (stretched_faults.cc);
+  // --region-rtt: the round trip between regions its region-rtt fault adds.
+  bool stretched = false;
+  int region_rtt_ms = 20;
+  // --broker-set KEY=VALUE (repeatable): broker settings after the mode's own, so they win.
+  std::vector<std::string> broker_settings;
 };
 // `magnetar chaos`: a local cluster under load, one fault at a time; prints what was
 // acknowledged, lost and duplicated per fault. Exit code 1 when anything was lost.

@@ -243,6 +243,17 @@ int main(int argc, char** argv) {
   ch->add_flag("--non-persistent", chaos.non_persistent,
                "Checker self-test: load non-persistent topics, which keep nothing, so every "
                "acknowledged message must be reported lost (exit code 1)");
+  ch->add_flag("--stretched", chaos.stretched,
+               "One cluster stretched over three regions (two bookies and a broker each, E=3 "
+               "Qw=3 Qa=2 region-aware, relays between regions) and its faults: placement, "
+               "round trip between regions, region loss with auto-recovery, region partition");
+  ch->add_option("--region-rtt", chaos.region_rtt_ms,
+                 "With --stretched: the round trip (ms) the region-rtt fault adds between "
+                 "regions")
+      ->check(CLI::Range(1, 10000));
+  ch->add_option("--broker-set", chaos.broker_settings,
+                 "KEY=VALUE: a broker setting after the mode's own (repeatable), e.g. "
+                 "managedLedgerMaxEntriesPerLedger=50000");
 
   magnetar::tools::TokensArgs tokens;
   auto* tk = app.add_subcommand("tokens", "Make keys and tokens for token authentication");

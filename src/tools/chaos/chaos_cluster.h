@@ -16,11 +16,30 @@
 //   DIR/bookie-N/      journal/, ledgers/, bookie.log
 //   DIR/broker-N/      broker.log
 //
+// A stretched cluster (ClusterOptions::regions, `magnetar chaos --stretched`): one cluster over
+// several regions, each with its own bookies and brokers, the bookies' racks /region/rack-N in
+// /bookies, and every path between regions through a relay that can delay it (the round trip
+// between regions) or cut it:
+//
+//   broker in region a ──► relay ──► bookie in region b     (dialled there through the
+//                                                            broker's
+//                                                            bookkeeperClientBookieAddressOverrides)
+//   broker or bookie in region a ──► relay ──► ZooKeeper    (ZooKeeper sits apart, a witness
+//                                                            site every region reaches alike)
+//
+// Within a region nothing is relayed (a broker reaches its own region's bookies directly).
+// cut_region() cuts every relay into and out of the region, the brokers' client ports
+// included: its processes run on, its bookies lose their registrations, its brokers their
+// sessions. Each region has room for one bookie added later (add_bookie): its port is
+// relayed from the start; a second one added to a region is reached directly.
+//
 // Children die with the thread that started them (PR_SET_PDEATHSIG): start the cluster and
 // restart its processes from the main thread. Not thread-safe: one thread drives it.
 
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +62,9 @@ struct ClusterOptions {
   int session_timeout_ms = 6000;  // brokers' and bookies' metadata sessions
   std::vector<std::string> broker_settings;
   std::vector<std::string> bookie_settings;
+  // Non-empty: a stretched cluster over these regions, with `bookies` bookies and `brokers`
+  // brokers in each (above).
+  std::vector<std::string> regions;
 };
 
 class Cluster {
@@ -75,6 +97,20 @@ class Cluster {
   void cut_broker(int i);
   void heal_broker(int i);
 
+  // Stretched clusters: the region a bookie or broker is in (-1 for ZooKeeper, or without
+  // regions), the regions' names, a bookie's id.
+  int region_of(Role role, int i) const;
+  const std::vector<std::string>& regions() const { return options_.regions; }
+  std::string bookie_id(int i) const;
+  // Every relay between regions (ZooKeeper's included) delays each direction by rtt / 2.
+  void set_region_rtt(std::chrono::milliseconds rtt);
+  // Every relay into or out of `region` cut (blackhole) or healed.
+  void cut_region(int region);
+  void heal_region(int region);
+  // A new bookie in `region` (its rack in /bookies first), started; its index. The first in
+  // a region takes the port reserved for it, relayed like the others.
+  Result<int> add_bookie(int region);
+
   // pulsar://127.0.0.1:S1,127.0.0.1:S2,... (through the relays).
   std::string service_url() const;
   std::string web_url(int broker) const;
@@ -93,11 +129,22 @@ class Cluster {
     int port = 0;  // bookie, broker service, ZooKeeper client port
     int web_port = 0;
     bool paused = false;
+    int region = -1;
   };
   explicit Cluster(ClusterOptions options);
 
  private:
   Status start_node(Role role, int i, const std::vector<std::string>& extra);
+  // A relay to 127.0.0.1:`target_port` on a path from region `from` to region `to` (-1:
+  // ZooKeeper's site); kept, delayed and cut with the regions. Its port.
+  Result<int> region_link(int from, int to, int target_port);
+  // Writes bookie i's rack (/<region>/rack-<i>) to /bookies.
+  Status set_rack(int i);
+  // Bookie i on `port`: its command line (its metadata store through its region's relays,
+  // if any).
+  Result<Node> bookie_node(int i, int region, int port);
+  // A free port not handed out before by this cluster.
+  int fresh_port();
   Node& node(Role role, int i);
   const Node& node(Role role, int i) const;
 
@@ -105,6 +152,15 @@ class Cluster {
   std::vector<Node> zookeepers_, bookies_, brokers_;
   // Per broker: service relay, web relay, then one relay per ZooKeeper server.
   std::vector<std::vector<std::unique_ptr<net::FaultRelay>>> relays_;
+  struct Link {
+    int from = -1, to = -1;  // regions; -1: ZooKeeper's site
+    std::unique_ptr<net::FaultRelay> relay;
+  };
+  std::vector<Link> links_;  // stretched clusters: the relays between regions
+  std::vector<int> zookeeper_ports_;
+  std::vector<int> spare_ports_;  // per region: the replacement bookie's port (0: used)
+  std::set<int> taken_ports_;
+  std::string binary_;
 };
 
 }  // namespace magnetar::tools::chaos

@@ -5,7 +5,8 @@
 //   fault  load held (msg/s)  acknowledged  lost  duplicated  undelivered  recovery (s)  result
 //
 // Exit code: 0 when every fault ran and nothing acknowledged was lost, doubled or left
-// undelivered; 1 when something was (or a load never drained or could not be read back);
+// undelivered; 1 when something was (or a load never drained or could not be read back, or a
+// fault's own check failed: the stretched cluster's);
 // 2 when the cluster could not be started or a fault could not be injected.
 //
 // Bounded: every wait has a deadline, and faults not begun before --time-limit are skipped.
@@ -49,9 +50,27 @@ struct Plan {
   std::chrono::seconds warmup, hold, after, drain, time_limit;
 };
 
+// The regions of --stretched, and what its brokers and bookies run with: E=3 Qw=3 Qa=2
+// region-aware (acknowledgements span two regions), ledgers rolled every 500 entries and cursor
+// ledgers every 10 so that auto-recovery gets to the ledgers open at a region's loss soon (it
+// leaves a ledger whose writer lives until it closes), auto-recovery in every bookie with
+// replacements placed region-aware.
+const std::vector<std::string> kStretchedRegions = {"region-a", "region-b", "region-c"};
+const std::vector<std::string> kStretchedBrokerSettings = {
+    "managedLedgerDefaultAckQuorum=2", "reppMinimumRegionsForDurability=2",
+    "managedLedgerMaxEntriesPerLedger=500", "managedLedgerMinLedgerRolloverTimeMinutes=0",
+    "managedLedgerCursorMaxEntriesPerLedger=10"};
+const std::vector<std::string> kStretchedBookieSettings = {
+    "autoRecoveryDaemonEnabled=true", "lostBookieRecoveryDelay=0",
+    "auditorPeriodicBookieCheckInterval=5", "rwRereplicateBackoffMs=1000",
+    "openLedgerRereplicationGracePeriod=5000",
+    "ensemblePlacementPolicy=org.apache.bookkeeper.client.RegionAwareEnsemblePlacementPolicy"};
+
 Plan plan_for(const ChaosArgs& args) {
-  Plan p = args.quick ? Plan{1, 3, 2, 2, 100, 2s, 12s, 3s, 45s, 420s}
-                      : Plan{3, 3, 3, 2, 200, 3s, 12s, 5s, 90s, 1500s};
+  Plan p = args.stretched ? (args.quick ? Plan{1, 2, 1, 2, 100, 4s, 12s, 3s, 60s, 600s}
+                                        : Plan{1, 2, 1, 2, 200, 5s, 15s, 5s, 90s, 1500s})
+           : args.quick   ? Plan{1, 3, 2, 2, 100, 2s, 12s, 3s, 45s, 420s}
+                          : Plan{3, 3, 3, 2, 200, 3s, 12s, 5s, 90s, 1500s};
   if (args.topics > 0) p.topics = args.topics;
   if (args.rate > 0) p.rate = args.rate;
   if (args.hold_s > 0) p.hold = std::chrono::seconds(args.hold_s);
@@ -111,6 +130,7 @@ class Run {
     env.web_url = cluster ? cluster->web_url(0) : args_.web_url;
     env.metadata_url = metadata_url_;
     env.say = [this](const std::string& s) { say("  " + s); };
+    env.region_rtt = std::chrono::milliseconds(args_.region_rtt_ms);
     if (fault.prepare) {
       if (Status st = fault.prepare(env); !st.ok()) {
         row.result = "error: " + st.to_string();
@@ -123,6 +143,7 @@ class Run {
     lo.topics = std::max(plan_.topics, fault.min_topics);
     lo.rate = plan_.rate;
     if (args_.non_persistent) lo.domain = "non-persistent";
+    lo.batching = !args_.stretched;  // publish latencies of single messages (region-rtt)
     lo.acknowledge = cluster != nullptr;  // a named cluster's retention may drop consumed data
     auto load = chaos::Load::start(lo);
     if (!load.ok()) {
@@ -131,9 +152,12 @@ class Run {
     }
     say(fmt::format("  load: {} topic(s) x {} msg/s", lo.topics, lo.rate));
     row.offered = lo.topics * lo.rate;
+    env.load = load->get();
+    env.load_at = Clock::now();
     hold(plan_.warmup, load->get(), "warm-up");
     env.topics = (*load)->topics();
     (*load)->mark_fault();
+    env.fault_at = Clock::now();
     auto injected = fault.inject(env);
     if (!injected.ok()) {
       row.result = "error: inject: " + injected.status().to_string();
@@ -144,6 +168,7 @@ class Run {
     row.injected = *injected;
     say("  " + *injected);
     hold(plan_.hold, load->get(), "fault");
+    env.healed_at = Clock::now();
     if (fault.heal) {
       if (Status st = fault.heal(env); !st.ok()) {
         row.result = "error: heal: " + st.to_string();
@@ -152,7 +177,6 @@ class Run {
     hold(plan_.after, load->get(), "after");
     say("  draining and reading everything back");
     chaos::LoadReport r = (*load)->finish(plan_.drain);
-    load->reset();
     say(
         fmt::format("  sent {}, acknowledged {}, send errors {}, lost {}, duplicated {}, "
                     "undelivered {}, misplaced {}, recovery {:.2f} s{}{}",
@@ -161,6 +185,18 @@ class Run {
     const bool bad =
         r.lost > 0 || r.duplicated > 0 || r.undelivered > 0 || !r.verified || !r.drained;
     if (row.result.empty()) row.result = bad ? "FAILED" : "ok";
+    if (!env.failure.empty()) {
+      say("  check failed: " + env.failure);
+      row.result = "FAILED";
+    }
+    if (fault.verify && !row.result.starts_with("error")) {
+      if (Status st = fault.verify(env); !st.ok()) {
+        say("  check failed: " + st.to_string());
+        row.result = "FAILED";
+      }
+    }
+    env.load = nullptr;
+    load->reset();
     row.report = r;
     if (cluster) {
       if (Status st = cluster->check_running(); !st.ok()) {
@@ -217,7 +253,7 @@ void print_table(const std::vector<Row>& rows, const Plan& plan) {
 
 int run_chaos(const ChaosArgs& args) {
   std::vector<chaos::Fault> faults;
-  for (auto& f : chaos::all_faults()) {
+  for (auto& f : args.stretched ? chaos::stretched_faults() : chaos::all_faults()) {
     const bool named =
         std::find(args.faults.begin(), args.faults.end(), f.name) != args.faults.end();
     if (args.list || named || (args.faults.empty() && (!args.quick || f.quick))) {
@@ -262,9 +298,25 @@ int run_chaos(const ChaosArgs& args) {
     co.zookeepers = plan.zookeepers;
     co.bookies = plan.bookies;
     co.brokers = plan.brokers;
-    run.say(fmt::format("{}: starting {} ZooKeeper server(s), {} bookies, {} brokers under {}",
-                        args.quick ? "chaos --quick" : "chaos", plan.zookeepers, plan.bookies,
-                        plan.brokers, co.dir));
+    if (args.stretched) {
+      co.regions = kStretchedRegions;
+      co.ensemble = 3;
+      co.broker_settings = kStretchedBrokerSettings;
+      co.bookie_settings = kStretchedBookieSettings;
+    }
+    co.broker_settings.insert(co.broker_settings.end(), args.broker_settings.begin(),
+                              args.broker_settings.end());
+    if (args.stretched) {
+      run.say(fmt::format("{}: starting {} ZooKeeper server(s) and, in each of {} regions, {} "
+                          "bookies and {} broker(s) under {}",
+                          args.quick ? "chaos --stretched --quick" : "chaos --stretched",
+                          plan.zookeepers, co.regions.size(), plan.bookies, plan.brokers,
+                          co.dir));
+    } else {
+      run.say(fmt::format("{}: starting {} ZooKeeper server(s), {} bookies, {} brokers under {}",
+                          args.quick ? "chaos --quick" : "chaos", plan.zookeepers, plan.bookies,
+                          plan.brokers, co.dir));
+    }
     auto started = chaos::Cluster::start(co, [&run](const std::string& s) { run.say("  " + s); });
     if (!started.ok()) {
       std::fprintf(stderr, "error: the cluster did not start: %s\n",
@@ -311,7 +363,7 @@ int run_chaos(const ChaosArgs& args) {
   }
   if (g_stop) error = true;
   std::printf("chaos: %s\n", failed  ? "FAILED: acknowledged messages were lost, doubled or "
-                                       "not delivered (see above)"
+                                       "not delivered, or a fault's check failed (see above)"
                              : error ? "incomplete: a fault could not run (see above)"
                                      : "every acknowledged message was read back exactly once");
   return failed ? 1 : error ? 2 : 0;

@@ -28,12 +28,6 @@ using namespace std::chrono_literals;
 std::string rest_path(const std::string& topic) {
   return topic.substr(std::string("persistent://").size());
 }
-std::string managed_ledger_name(const std::string& topic) {
-  const std::string path = rest_path(topic);
-  const size_t slash = path.rfind('/');
-  return path.substr(0, slash) + "/persistent" + path.substr(slash);
-}
-
 Status no_cluster() {
   return Status(Errc::kInvalidArgument, "needs a cluster chaos started");
 }
@@ -45,32 +39,6 @@ std::vector<int> region_bookies(const Cluster& c, int region) {
     if (j % c.count(Role::kBroker) == region) out.push_back(j);
   }
   return out;
-}
-
-// Restarts every victim that is not running (killed) or paused; in reverse order of the kill
-// (bookies before brokers when both are victims: a broker wants its ensemble).
-Status restart_victims(FaultEnv& env) {
-  std::vector<std::pair<Role, int>> order = env.victims;
-  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-    auto rank = [](Role r) { return r == Role::kZooKeeper ? 0 : r == Role::kBookie ? 1 : 2; };
-    return rank(a.first) < rank(b.first);
-  });
-  for (const auto& [role, i] : order) {
-    MAGNETAR_TRY(env.cluster->restart(role, i));
-    env.say(fmt::format("restarted {}", env.cluster->name(role, i)));
-  }
-  return Status::OK();
-}
-
-Result<std::string> kill_victims(FaultEnv& env) {
-  std::string what;
-  for (const auto& [role, i] : env.victims) {
-    const pid_t pid = env.cluster->pid(role, i);
-    env.cluster->kill(role, i);
-    what += fmt::format("{}SIGKILL {} (pid {})", what.empty() ? "" : ", ",
-                        env.cluster->name(role, i), pid);
-  }
-  return what;
 }
 
 // A bookie writing the first topic's open ledger.
@@ -305,6 +273,36 @@ Status heal_disk_full(FaultEnv& env) {
 
 }  // namespace
 
+std::string managed_ledger_name(const std::string& topic) {
+  const std::string path = rest_path(topic);
+  const size_t slash = path.rfind('/');
+  return path.substr(0, slash) + "/persistent" + path.substr(slash);
+}
+
+Status restart_victims(FaultEnv& env) {
+  std::vector<std::pair<Role, int>> order = env.victims;
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    auto rank = [](Role r) { return r == Role::kZooKeeper ? 0 : r == Role::kBookie ? 1 : 2; };
+    return rank(a.first) < rank(b.first);
+  });
+  for (const auto& [role, i] : order) {
+    MAGNETAR_TRY(env.cluster->restart(role, i));
+    env.say(fmt::format("restarted {}", env.cluster->name(role, i)));
+  }
+  return Status::OK();
+}
+
+Result<std::string> kill_victims(FaultEnv& env) {
+  std::string what;
+  for (const auto& [role, i] : env.victims) {
+    const pid_t pid = env.cluster->pid(role, i);
+    env.cluster->kill(role, i);
+    what += fmt::format("{}SIGKILL {} (pid {})", what.empty() ? "" : ", ",
+                        env.cluster->name(role, i), pid);
+  }
+  return what;
+}
+
 Result<int> owner_of(const FaultEnv& env, const std::string& topic) {
   http::HttpClient http;
   http::HttpRequest request;
@@ -325,44 +323,54 @@ Result<int> owner_of(const FaultEnv& env, const std::string& topic) {
   return index;
 }
 
+Result<std::vector<ledger::LedgerMetadata>> ledgers_of(const FaultEnv& env, int64_t above) {
+  using Out = Result<std::vector<ledger::LedgerMetadata>>;
+  return run_sync<Out>([&]() -> Task<Out> {
+    metadata::StoreOptions o;
+    o.operation_timeout = 10s;
+    auto store = co_await metadata::open_store(env.metadata_url, o);
+    if (!store.ok()) co_return store.status();
+    Out out = std::vector<ledger::LedgerMetadata>{};
+    {
+      ledger::BookKeeper bk(**store, co_await asio::this_coro::executor);
+      auto ids = co_await bk.list_ledgers();
+      if (!ids.ok()) out = ids.status();
+      for (size_t k = 0; ids.ok() && out.ok() && k < ids->size(); ++k) {
+        if ((*ids)[k].value() <= above) continue;
+        auto md = co_await bk.read_metadata((*ids)[k]);
+        if (md.ok()) {
+          out->push_back(std::move(md).value());
+        } else if (!md.status().is(Errc::kNotFound)) {  // deleted since the listing: skipped
+          out = md.status();
+        }
+      }
+    }
+    (void)co_await (*store)->close();
+    co_return out;
+  });
+}
+
+Result<ledger::LedgerMetadata> open_ledger_of(const FaultEnv& env, const std::string& topic) {
+  const std::string ml = managed_ledger_name(topic);
+  MAGNETAR_ASSIGN_OR_RETURN(auto ledgers, ledgers_of(env));
+  for (auto it = ledgers.rbegin(); it != ledgers.rend(); ++it) {
+    if (it->state != ledger::LedgerState::kOpen || it->segments.empty()) continue;
+    auto name = it->custom.find("pulsar/managed-ledger");
+    if (name == it->custom.end() || name->second != ml || it->custom.count("pulsar/cursor") > 0) {
+      continue;  // another topic's, or a cursor's
+    }
+    return *it;
+  }
+  return Status(Errc::kNotFound, "no open ledger of " + ml);
+}
+
 Result<std::vector<int>> ensemble_of(const FaultEnv& env, const std::string& topic) {
   if (!env.cluster) return no_cluster();
-  const std::string ml = managed_ledger_name(topic);
-  auto ids =
-      run_sync<Result<std::vector<std::string>>>([&]() -> Task<Result<std::vector<std::string>>> {
-        metadata::StoreOptions o;
-        o.operation_timeout = 10s;
-        auto store = co_await metadata::open_store(env.metadata_url, o);
-        if (!store.ok()) co_return store.status();
-        Result<std::vector<std::string>> out = Status(Errc::kNotFound, "no open ledger of " + ml);
-        {
-          ledger::BookKeeper bk(**store, co_await asio::this_coro::executor);
-          auto ledgers = co_await bk.list_ledgers();
-          if (!ledgers.ok()) {
-            out = ledgers.status();
-          } else {
-            // The newest open ledger of the topic.
-            for (auto it = ledgers->rbegin(); it != ledgers->rend(); ++it) {
-              auto md = co_await bk.read_metadata(*it);
-              if (!md.ok() || md->state != ledger::LedgerState::kOpen) continue;
-              auto name = md->custom.find("pulsar/managed-ledger");
-              if (name == md->custom.end() || name->second != ml || md->segments.empty() ||
-                  md->custom.count("pulsar/cursor") > 0) {
-                continue;  // another topic's, or a cursor's
-              }
-              out = md->segments.back().ensemble;
-              break;
-            }
-          }
-        }
-        (void)co_await (*store)->close();
-        co_return out;
-      });
-  if (!ids.ok()) return ids.status();
+  MAGNETAR_ASSIGN_OR_RETURN(ledger::LedgerMetadata md, open_ledger_of(env, topic));
   std::vector<int> out;
-  for (const auto& id : *ids) {
+  for (const auto& id : md.segments.back().ensemble) {
     for (int j = 0; j < env.cluster->count(Role::kBookie); ++j) {
-      if (id == fmt::format("127.0.0.1:{}", env.cluster->port(Role::kBookie, j))) out.push_back(j);
+      if (id == env.cluster->bookie_id(j)) out.push_back(j);
     }
   }
   return out;

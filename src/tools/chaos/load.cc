@@ -24,6 +24,7 @@ struct Load::Topic {
   std::vector<std::optional<client::MessageId>> ids;  // the id each acknowledgement gave
   std::vector<int> received;                          // times the consumer got it
   std::vector<Clock::time_point> ack_times;           // in arrival order
+  std::vector<Clock::time_point> sent_at, acked_at;   // per sequence number
 };
 
 namespace {
@@ -73,6 +74,7 @@ Result<std::unique_ptr<Load>> Load::start(const LoadOptions& options) {
     p.producer_name = fmt::format("{}-{}", options.topic_prefix, i);
     p.send_timeout = 0ms;        // what is pending waits for the cluster
     p.max_pending_messages = 0;  // and sending never blocks the load
+    p.batching_enabled = options.batching;
     auto producer = load->client_->create_producer(t->name, p);
     if (!producer.ok()) {
       return Status(producer.status().code(),
@@ -112,6 +114,8 @@ void Load::send_loop() {
         t->acked.push_back(0);
         t->ids.emplace_back();
         t->received.push_back(0);
+        t->sent_at.push_back(Clock::now());
+        t->acked_at.emplace_back();
       }
       Topic* topic = t.get();
       t->producer.send_async(client::Message(fmt::format("{}:{}", options_.topic_prefix, seq)),
@@ -121,6 +125,7 @@ void Load::send_loop() {
                                  topic->acked[static_cast<size_t>(seq)] = 1;
                                  topic->ids[static_cast<size_t>(seq)] = *r;
                                  topic->ack_times.push_back(Clock::now());
+                                 topic->acked_at[static_cast<size_t>(seq)] = Clock::now();
                                  ++topic->acknowledged;
                                } else {
                                  ++topic->failed;
@@ -146,6 +151,28 @@ void Load::consume_loop(Topic& t) {
     }
     if (options_.acknowledge) (void)t.consumer.acknowledge(*m);
   }
+}
+
+LatencySummary Load::latency(Clock::time_point from, Clock::time_point to) const {
+  std::vector<double> ms;
+  for (const auto& t : state_) {
+    std::lock_guard lock(t->mu);
+    for (size_t s = 0; s < t->sent_at.size(); ++s) {
+      if (!t->acked[s] || t->sent_at[s] < from || t->sent_at[s] >= to) continue;
+      ms.push_back(std::chrono::duration<double, std::milli>(t->acked_at[s] - t->sent_at[s]).count());
+    }
+  }
+  LatencySummary out;
+  out.count = static_cast<int64_t>(ms.size());
+  if (ms.empty()) return out;
+  std::sort(ms.begin(), ms.end());
+  auto at = [&ms](double q) {
+    return ms[std::min(ms.size() - 1, static_cast<size_t>(q * static_cast<double>(ms.size())))];
+  };
+  out.p50_ms = at(0.50);
+  out.p99_ms = at(0.99);
+  out.max_ms = ms.back();
+  return out;
 }
 
 void Load::mark_fault() {

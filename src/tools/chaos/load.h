@@ -41,6 +41,9 @@ struct LoadOptions {
   // The consumers acknowledge what they receive. Off against a cluster whose retention we do
   // not set: consumed ledgers may be deleted there, and the read-back would count them lost.
   bool acknowledge = true;
+  // The producers batch (the client's default, 10 ms at most); off, each message is its own
+  // entry and its latency is the cluster's alone.
+  bool batching = true;
 };
 
 struct LoadReport {
@@ -58,6 +61,14 @@ struct LoadReport {
   std::string detail;     // what went wrong, for the log
 };
 
+// Publish latency (send to acknowledgement) over a window of sends.
+struct LatencySummary {
+  int64_t count = 0;  // acknowledged sends in the window
+  double p50_ms = 0;
+  double p99_ms = 0;
+  double max_ms = 0;
+};
+
 class Load {
  public:
   // Creates the client, the consumers (subscribed before anything is sent) and the producers,
@@ -70,6 +81,8 @@ class Load {
   void mark_fault();
   // Acknowledged so far (all topics).
   int64_t acknowledged() const;
+  // The latency of the acknowledged sends made in [from, to), all topics.
+  LatencySummary latency(Clock::time_point from, Clock::time_point to) const;
   // Stops sending, waits (at most `timeout`) until every send is acknowledged or failed and
   // the consumers received every acknowledged message, then reads every topic back.
   LoadReport finish(std::chrono::seconds timeout);
