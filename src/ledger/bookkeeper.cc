@@ -84,6 +84,40 @@ struct RecoveryAdds : Joiner {
   Status error;  // set by the first entry that reached fewer than Qa bookies
 };
 
+// The fence requests of one recovery, answered in any order (shared with their handlers,
+// which may outlive the recovery: it goes on once enough have answered).
+struct FenceRound : Joiner {
+  enum Answer { kWaiting, kFenced, kRefused, kUnreachable };
+  std::vector<Answer> answers;  // per ensemble position
+  int64_t max_lac = -1;
+};
+
+struct FenceReply {
+  FenceRound::Answer answer = FenceRound::kUnreachable;
+  int64_t lac = -1;  // the highest LAC the bookie knows (its answer's, or its last entry's)
+};
+
+// One fencing read. `client` is used only before the first suspension (the request is sent,
+// or queued, by then), so a reply may land after the recovery moved on.
+Task<FenceReply> fence_one(BookieClient& client, std::string bookie,
+                           bookie_wire::ReadRequest request) {
+  auto r = co_await client.read(std::move(bookie), std::move(request));
+  FenceReply out;
+  if (!r.ok()) co_return out;
+  if (r->status != bookie_wire::OK && r->status != bookie_wire::NO_ENTRY &&
+      r->status != bookie_wire::NO_LEDGER) {
+    out.answer = FenceRound::kRefused;
+    co_return out;
+  }
+  out.answer = FenceRound::kFenced;
+  out.lac = r->lac;
+  if (r->status == bookie_wire::OK) {
+    auto h = protocol::peek_entry_header(r->entry);
+    if (h.ok()) out.lac = std::max(out.lac, h->lac);
+  }
+  co_return out;
+}
+
 // One recovery add of a packaged entry to one bookie; true when the bookie stored it.
 // `client` outlives the call (the BookKeeper outlives its handles, which wait for these).
 Task<bool> recovery_add(BookieClient& client, std::string bookie, bookie_wire::AddRequest request,
@@ -937,43 +971,72 @@ Task<Status> LedgerHandle::recover() {
     Status st = co_await write_metadata(std::move(updated));
     if (!st.ok()) co_return st;
   }
-  // 2. Fence every bookie of the last ensemble; collect what LAC each knows.
+  // 2. Fence every bookie of the last ensemble at once; collect what LAC each knows. No write
+  //    set may keep Qa unfenced bookies, or the old writer could still complete adds: once
+  //    every write set has Qw - Qa + 1 fenced, recovery goes on (as BookKeeper's does) without
+  //    waiting for the rest, so that a bookie that does not answer (cut off, paused) costs
+  //    nothing rather than the request timeout. Its answer, if any, lands in the shared round.
   const std::vector<std::string> ensemble = metadata_.segments.back().ensemble;
-  std::vector<bool> fenced(ensemble.size(), false);
-  std::vector<size_t> unreachable;  // positions whose bookie did not answer at all
-  int64_t max_lac = metadata_.segments.back().first_entry_id - 1;
+  auto fences = std::make_shared<FenceRound>();
+  fences->answers.assign(ensemble.size(), FenceRound::kWaiting);
+  fences->max_lac = metadata_.segments.back().first_entry_id - 1;
   for (size_t i = 0; i < ensemble.size(); ++i) {
     bookie_wire::ReadRequest fence;
     fence.set_ledger_id(metadata_.ledger_id);
     fence.set_entry_id(-1);
     fence.set_fence(true);
     fence.set_master_key(master_key_);
-    auto r = co_await bk_.client().read(ensemble[i], std::move(fence));
-    if (!r.ok()) {
-      unreachable.push_back(i);
-      continue;
+    ++fences->running;
+    auto share = std::make_shared<JoinerShare>(fences);
+    auto on_answer = [fences, share, i](std::exception_ptr thrown, FenceReply reply) {
+      fences->answers[i] = thrown ? FenceRound::kUnreachable : reply.answer;
+      if (!thrown && reply.answer == FenceRound::kFenced) {
+        fences->max_lac = std::max(fences->max_lac, reply.lac);
+      }
+      share->finish();
+    };
+    asio::co_spawn(bk_.executor(), fence_one(bk_.client(), ensemble[i], std::move(fence)),
+                   std::move(on_answer));
+  }
+  // The write set short of Qw - Qa + 1 fenced, or -1 when none is.
+  auto uncovered = [&]() {
+    for (int start = 0; start < E; ++start) {
+      int covered = 0;
+      for (int k = 0; k < Qw; ++k) {
+        covered += fences->answers[static_cast<size_t>((start + k) % E)] == FenceRound::kFenced;
+      }
+      if (covered < Qw - Qa + 1) return start;
     }
-    if (r->status == bookie_wire::OK || r->status == bookie_wire::NO_ENTRY ||
-        r->status == bookie_wire::NO_LEDGER) {
-      fenced[i] = true;
-      max_lac = std::max(max_lac, r->lac);
-      if (r->status == bookie_wire::OK) {
-        auto h = protocol::peek_entry_header(r->entry);
-        if (h.ok()) max_lac = std::max(max_lac, h->lac);
+    return -1;
+  };
+  while (fences->running > 0 && uncovered() >= 0) co_await next_completion(fences);
+  if (const int start = uncovered(); start >= 0) {
+    int covered = 0;
+    for (int k = 0; k < Qw; ++k) {
+      covered += fences->answers[static_cast<size_t>((start + k) % E)] == FenceRound::kFenced;
+    }
+    co_return ledger_error(Errc::kUnavailable, metadata_.ledger_id,
+                           fmt::format("recovery could fence only {} of the bookies of write "
+                                       "set {}; need {}",
+                                       covered, start, Qw - Qa + 1));
+  }
+  // Positions whose bookie did not answer at all (or not yet): reads try them last, and the
+  // tail's recovery adds go to a replacement in their place.
+  std::vector<size_t> unreachable;
+  for (size_t i = 0; i < ensemble.size(); ++i) {
+    const FenceRound::Answer answer = fences->answers[i];
+    if (answer == FenceRound::kUnreachable || answer == FenceRound::kWaiting) {
+      unreachable.push_back(i);
+      if (answer == FenceRound::kWaiting) {
+        suspects_.insert(ensemble[i]);
+        log_.with("bookie", ensemble[i])
+            .info("recovery goes on without the fence of a bookie that has not answered (every "
+                  "write set has {} fenced)",
+                  Qw - Qa + 1);
       }
     }
   }
-  // No write set may keep Qa unfenced bookies, or the old writer could still complete adds.
-  for (int start = 0; start < E; ++start) {
-    int covered = 0;
-    for (int k = 0; k < Qw; ++k) covered += fenced[static_cast<size_t>((start + k) % E)] ? 1 : 0;
-    if (covered < Qw - Qa + 1) {
-      co_return ledger_error(Errc::kUnavailable, metadata_.ledger_id,
-                             fmt::format("recovery could fence only {} of the bookies of write "
-                                         "set {}; need {}",
-                                         covered, start, Qw - Qa + 1));
-    }
-  }
+  const int64_t max_lac = fences->max_lac;
   lac_ = max_lac;
   // Recovery adds of the tail go to a replacement in place of a bookie that is down (the
   // ensemble change BookKeeper's recovery makes through its write path): otherwise an entry
