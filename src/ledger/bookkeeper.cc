@@ -80,7 +80,12 @@ Task<bool> next_completion(const std::shared_ptr<J>& joiner) {
 // The recovery adds in flight (one count per entry, each entry sent to its Qw bookies at
 // once), shared with their completion handlers.
 struct RecoveryAdds : Joiner {
-  std::map<int64_t, std::pair<int, int>> entries;  // entry id -> (acks, adds still running)
+  struct Entry {
+    int acks = 0;        // bookies that stored it
+    int left = 0;        // adds still running
+    bool done = false;   // counted finished: at Qa acks, or when all answered short of it
+  };
+  std::map<int64_t, Entry> entries;
   Status error;  // set by the first entry that reached fewer than Qa bookies
 };
 
@@ -1102,8 +1107,9 @@ Task<Status> LedgerHandle::recover() {
     const std::vector<int> write_set = metadata_.write_set(e);
     const std::vector<std::string>& writers = tail_ensemble;  // e is past the LAC: last segment
     ++adds->running;
-    adds->entries[e] = {0, static_cast<int>(write_set.size())};
-    // One share for the entry: the last of its Qw adds to answer finishes it.
+    adds->entries[e] = RecoveryAdds::Entry{0, static_cast<int>(write_set.size()), false};
+    // One share for the entry: its Qa-th stored copy finishes it (as an add completes at Qa;
+    // a bookie that does not answer holds nothing up), or the last answer short of Qa.
     auto share = std::make_shared<JoinerShare>(adds);
     for (int index : write_set) {
       bookie_wire::AddRequest add;
@@ -1114,17 +1120,20 @@ Task<Status> LedgerHandle::recover() {
       std::string bookie = writers[static_cast<size_t>(index)];
       BufferChain copy = packaged;
       auto on_done = [adds, share, self, e, Qa](std::exception_ptr thrown, bool stored) {
-        auto& [acks, left] = adds->entries[e];
-        if (!thrown && stored) ++acks;
-        if (--left > 0) return;
-        if (acks < Qa && adds->error.ok()) {
-          adds->error = ledger_error(Errc::kUnavailable, self->id().value(),
-                                     fmt::format("recovery could re-replicate entry {} to only "
-                                                 "{} bookies; need {}",
-                                                 e, acks, Qa));
+        RecoveryAdds::Entry& entry = adds->entries[e];
+        if (!thrown && stored) ++entry.acks;
+        --entry.left;
+        if (!entry.done && (entry.acks >= Qa || entry.left == 0)) {
+          entry.done = true;
+          if (entry.acks < Qa && adds->error.ok()) {
+            adds->error = ledger_error(Errc::kUnavailable, self->id().value(),
+                                       fmt::format("recovery could re-replicate entry {} to "
+                                                   "only {} bookies; need {}",
+                                                   e, entry.acks, Qa));
+          }
+          share->finish();
         }
-        adds->entries.erase(e);
-        share->finish();
+        if (entry.left == 0) adds->entries.erase(e);
       };
       asio::co_spawn(bk_.executor(),
                      recovery_add(bk_.client(), std::move(bookie), std::move(add), std::move(copy)),
