@@ -699,6 +699,11 @@ Task<LedgerHandle::EntryRead> LedgerHandle::read_entry(int64_t entry_id) {
     suspects_.erase(bookie);
     if (r->status == bookie_wire::NO_ENTRY || r->status == bookie_wire::NO_LEDGER) {
       ++out.negatives;
+      // Recovery: Qw - Qa + 1 bookies without it settle that it was never acknowledged, so
+      // the rest (one that does not answer, perhaps) are not waited for.
+      if (recovering_ && out.negatives >= metadata_.write_quorum - metadata_.ack_quorum + 1) {
+        break;
+      }
       continue;
     }
     if (r->status != bookie_wire::OK) {
@@ -1043,6 +1048,7 @@ Task<Status> LedgerHandle::recover() {
   }
   const int64_t max_lac = fences->max_lac;
   lac_ = max_lac;
+  recovering_ = true;
   // Recovery adds of the tail go to a replacement in place of a bookie that is down (the
   // ensemble change BookKeeper's recovery makes through its write path): otherwise an entry
   // whose write set holds the dead bookie could reach only Qa - 1 copies and recovery could
@@ -1070,8 +1076,10 @@ Task<Status> LedgerHandle::recover() {
   }
   // 3. Read forward from the highest LAC (its header carries the ledger's running length),
   //    then the tail past it, each entry re-replicated with recovery adds as soon as it was
-  //    read, up to the first entry that is missing. Every read and add started is waited for
-  //    before returning.
+  //    read, up to the first entry that is missing (Qw - Qa + 1 bookies without it are
+  //    enough). Every read started is waited for before returning, and every entry until Qa
+  //    bookies stored it: copies still on their way to a bookie that does not answer land, or
+  //    fail, after the recovery (their handlers hold only the shared state and the handle).
   const int window = bk_.options().max_parallel_reads;
   const int64_t start = std::max<int64_t>(0, max_lac);
   ReadAhead reads(*this, start, std::numeric_limits<int64_t>::max());
@@ -1143,6 +1151,7 @@ Task<Status> LedgerHandle::recover() {
     if (!adds->error.ok()) break;
   }
   co_await reads.drain();
+  recovering_ = false;
   while (adds->running > 0) co_await next_completion(adds);
   if (!error.ok()) co_return error;
   if (!adds->error.ok()) co_return adds->error;

@@ -222,6 +222,7 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   std::set<std::string> suspects_;        // failed a read: tried last until they answer again
   std::set<std::string> no_range_reads_;  // answered read_range as unsupported (older bookies)
   bool change_retry_scheduled_ = false;   // degraded: no replacement yet, retry on a timer
+  bool recovering_ = false;  // recover() reads the tail: Qw - Qa + 1 negatives are enough
 };
 
 }  // namespace magnetar::ledger
