@@ -236,7 +236,40 @@ TEST_F(RegionAwareBrokerTest, EveryLedgerSpansThreeRegionsOnceTheRacksAreSet) {
   }
 }
 
-TEST_F(RegionAwareBrokerTest, TwoRegionsCannotHoldThreeTwoTwoAndTheErrorSaysSo) {
+// With acknowledgements that must span two regions (bookkeeper_enforceMinNumFaultDomainsForWrite,
+// the default) two regions hold 3/3/2: 2+1, every write set in both.
+TEST_F(RegionAwareBrokerTest, TwoRegionsHoldThreeTwoTwoWhenTheAcknowledgementsSpanThem) {
+  place([](int i) { return i < 3 ? std::string("east") : std::string("west"); });
+  std::string failure;
+  bool produced = false;
+  for (int attempt = 0; attempt < 100 && !produced; ++attempt) {
+    produced = produce_on("two-regions-" + std::to_string(attempt), 3, &failure);
+    if (!produced) std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(produced) << failure;
+  const ledger::BookieTopology t = topology();
+  const auto all = ledgers();
+  ASSERT_FALSE(all.empty());
+  for (const ledger::LedgerMetadata& md : all) {
+    for (const ledger::Segment& segment : md.segments) {
+      std::set<std::string> regions;
+      for (const std::string& b : segment.ensemble) regions.insert(t.region_of(b));
+      EXPECT_EQ(regions, (std::set<std::string>{"east", "west"})) << "ledger " << md.ledger_id;
+    }
+  }
+}
+
+// BookKeeper's default (acknowledgements not checked): every two acknowledgements of a write set
+// must span two regions by placement alone, which two regions cannot do for 3/3/2.
+class StrictRegionAwareBrokerTest : public RegionAwareBrokerTest {
+ protected:
+  void configure(BrokerConfig& c) override {
+    RegionAwareBrokerTest::configure(c);
+    c.enforce_min_num_fault_domains_for_write = false;
+  }
+};
+
+TEST_F(StrictRegionAwareBrokerTest, TwoRegionsCannotHoldThreeTwoTwoAndTheErrorSaysSo) {
   place([](int i) { return i < 3 ? std::string("east") : std::string("west"); });
   // Let the broker see these racks: a third region for bookie 5 comes later.
   std::string failure;

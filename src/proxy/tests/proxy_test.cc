@@ -13,6 +13,7 @@
 
 #include "client/tests/client_test_support.h"
 #include "http/http_client.h"
+#include "protocol/frame.h"
 #include "testing/pulsar_test_client.h"
 
 namespace magnetar::proxy {
@@ -264,16 +265,20 @@ TEST_F(ProxyTest, TooManyLookupsInFlightAreRefusedWithPulsarsText) {
   start_proxy([](ProxyConfig& c) { c.max_concurrent_lookup_requests = 1; });
   auto c = raw();
   ASSERT_TRUE(c);
-  // Two lookups sent back to back: the second finds the only slot taken.
+  // Two lookups in one write: the proxy reads both before the first can have been answered,
+  // so the second finds the only slot taken (sent one by one, the first could come back in
+  // between).
   std::vector<uint64_t> ids;
+  std::string both;
   for (int i = 0; i < 2; ++i) {
     wire::BaseCommand l;
     l.set_type(wire::BaseCommand::LOOKUP);
     ids.push_back(c->next_request_id());
     l.mutable_lookuptopic()->set_topic(topic(std::to_string(i)));
     l.mutable_lookuptopic()->set_request_id(ids.back());
-    ASSERT_TRUE(c->send(l).ok());
+    both += std::string(protocol::encode_command(l).view());
   }
+  ASSERT_TRUE(c->send_raw(both).ok());
   int refused = 0, answered = 0;
   for (uint64_t id : ids) {
     auto r = c->response(id);
