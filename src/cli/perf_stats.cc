@@ -104,8 +104,7 @@ std::string IntervalLine::next(PerfCounters& c, IntervalRecorder& latency, doubl
 
 nlohmann::ordered_json summary_json(std::string_view command, const nlohmann::ordered_json& subject,
                                     double seconds, int64_t messages, int64_t failures,
-                                    int64_t bytes, const Histogram& h,
-                                    const GapTracker::Gaps& gaps,
+                                    int64_t bytes, const Histogram& h, const GapTracker::Gaps& gaps,
                                     std::chrono::microseconds gap_threshold) {
   const double s = seconds > 0 ? seconds : 1e-9;
   nlohmann::ordered_json j;

@@ -58,8 +58,8 @@ class GapTracker {
   using Clock = std::chrono::steady_clock;
 
   struct Gaps {
-    int64_t longest_us = 0;    // 0 when fewer than two receipts
-    int64_t over = 0;          // gaps longer than the threshold
+    int64_t longest_us = 0;  // 0 when fewer than two receipts
+    int64_t over = 0;        // gaps longer than the threshold
   };
 
   // Set before the first receipt; 20 ms by default (--stall-threshold-ms).

@@ -725,9 +725,7 @@ struct Journal::Impl {
     return std::nullopt;
   }
 
-  void count_group(GroupReason reason) {
-    groups_by_reason[static_cast<size_t>(reason)]->inc();
-  }
+  void count_group(GroupReason reason) { groups_by_reason[static_cast<size_t>(reason)]->inc(); }
 
   void add_record(Pending p) {
     if (writer_failed_) {
