@@ -24,6 +24,10 @@ int run_standalone(const StandaloneArgs& args) {
   config.managed_ledger.ensemble_size = 1;
   config.managed_ledger.write_quorum = 1;
   config.managed_ledger.ack_quorum = 1;
+  // One broker: a bundle it splits has nowhere to go, and unloading the halves would only
+  // disconnect every client of their topics (at full rate, a 100 ms stall and every
+  // unacknowledged publish sent again). Pulsar's standalone runs no load manager at all.
+  config.load_balancer_auto_unload_split_bundles_enabled = false;
   // The metadata store and the bookie's directories default to places under --data-dir: empty
   // in the configuration (and its template) means there.
   config.metadata.metadata_store_url.clear();
