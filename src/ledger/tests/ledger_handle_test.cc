@@ -239,31 +239,47 @@ std::shared_ptr<PlacementPolicy> two_region_policy(Cluster& c, int bookies, bool
 // E=3 Qw=3 Qa=2 over regions a (two bookies) and b (one): once b's bookie dies and no bookie
 // of b can replace it, the two acknowledgements of region a alone are enough without the rule
 // and never enough with it, where the add fails instead of being acknowledged in one region.
+// Over the cluster's first three bookies (two_regions): a BookKeeper placing with
+// two_region_policy and an E=3 Qw=3 Qa=2 ledger holding entries 0..19.
+struct TwoRegionLedger {
+  TwoRegionLedger(Cluster& c, bool acks_span)
+      : bk(c.store(), c.executor(), BookKeeperOptions{{}, two_region_policy(c, 3, acks_span)}) {
+    auto created = c.await(bk.create(3, 3, 2, "p"));
+    EXPECT_TRUE(created.ok()) << created.status().to_string();
+    if (!created.ok()) return;
+    lh = *created;
+    for (int i = 0; i < 20; ++i) EXPECT_TRUE(c.await(lh->add(payload(i))).ok()) << i;
+  }
+  BookKeeper bk;
+  std::shared_ptr<LedgerHandle> lh;
+};
+
+// Region b's bookie 2 dies and its registration goes.
+void lose_bookie_2(Cluster& c) {
+  const std::string id = bookie_at(c, 2).id();
+  bookie_at(c, 2).stop();
+  c.unregister(id);
+}
+
 TEST(LedgerHandleTest, AcknowledgementsThatMustSpanRegionsAreNotTakenFromOneRegion) {
   for (bool acks_span : {false, true}) {
     SCOPED_TRACE(acks_span ? "acks must span two regions" : "any two acks");
     Cluster c(test_name() + (acks_span ? "-span" : "-any"));
     for (int i = 0; i < 3; ++i) c.add_bookie();
-    BookKeeperOptions options;
-    options.placement = two_region_policy(c, 3, acks_span);
-    BookKeeper bk(c.store(), c.executor(), options);
-    auto lh = c.await(bk.create(3, 3, 2, "p"));
-    ASSERT_TRUE(lh.ok()) << lh.status().to_string();
-    for (int i = 0; i < 20; ++i) ASSERT_TRUE(c.await((*lh)->add(payload(i))).ok());
-    const std::string b_region = bookie_at(c, 2).id();
-    bookie_at(c, 2).stop();
-    c.unregister(b_region);
-    auto id = c.await((*lh)->add(payload(20)));
+    TwoRegionLedger l(c, acks_span);
+    ASSERT_TRUE(l.lh);
+    lose_bookie_2(c);
+    auto id = c.await(l.lh->add(payload(20)));
     if (acks_span) {
       EXPECT_TRUE(id.status().is(Errc::kUnavailable)) << id.status().to_string();
-      EXPECT_EQ((*lh)->last_add_confirmed().value(), 19);
+      EXPECT_EQ(l.lh->last_add_confirmed().value(), 19);
     } else {
       ASSERT_TRUE(id.ok()) << id.status().to_string();
       EXPECT_EQ(id->value(), 20);
     }
     // Closed, and its once-a-second retry of the ensemble change (no spare: degraded) run
     // out, before the BookKeeper and the loop go.
-    (void)c.await((*lh)->close());
+    (void)c.await(l.lh->close());
     c.loop().run_for(std::chrono::milliseconds(1200));
   }
 }
@@ -273,27 +289,21 @@ TEST(LedgerHandleTest, AcknowledgementsThatMustSpanRegionsAreNotTakenFromOneRegi
 TEST(LedgerHandleTest, AcknowledgementsThatMustSpanRegionsWaitForTheReplacementInTheOtherRegion) {
   Cluster c(test_name());
   for (int i = 0; i < 3; ++i) c.add_bookie();
-  BookKeeperOptions options;
-  options.placement = two_region_policy(c, 3, true);
-  BookKeeper bk(c.store(), c.executor(), options);
-  auto lh = c.await(bk.create(3, 3, 2, "p"));
-  ASSERT_TRUE(lh.ok()) << lh.status().to_string();
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(c.await((*lh)->add(payload(i))).ok());
+  TwoRegionLedger l(c, true);
+  ASSERT_TRUE(l.lh);
   TestBookie& spare = c.add_bookie();
-  bk.placement().update_topology(two_regions(c, 4));
-  const std::string b_region = bookie_at(c, 2).id();
-  bookie_at(c, 2).stop();
-  c.unregister(b_region);
+  l.bk.placement().update_topology(two_regions(c, 4));
+  lose_bookie_2(c);
   for (int i = 20; i < 40; ++i) {
-    auto id = c.await((*lh)->add(payload(i)));
+    auto id = c.await(l.lh->add(payload(i)));
     ASSERT_TRUE(id.ok()) << "entry " << i << ": " << id.status().to_string();
   }
-  ASSERT_EQ((*lh)->metadata().segments.size(), 2u);
-  const auto& now = (*lh)->metadata().segments.back().ensemble;
+  ASSERT_EQ(l.lh->metadata().segments.size(), 2u);
+  const auto& now = l.lh->metadata().segments.back().ensemble;
   EXPECT_EQ(std::count(now.begin(), now.end(), spare.id()), 1);
-  auto entries = c.await((*lh)->read(E(0), E(39)));
+  auto entries = c.await(l.lh->read(E(0), E(39)));
   expect_entries(entries, numbered(0, 40));
-  ASSERT_TRUE(c.await((*lh)->close()).ok());
+  ASSERT_TRUE(c.await(l.lh->close()).ok());
 }
 
 TEST(LedgerHandleTest, AFailedWriterStillClosesAtItsLastConfirmedEntry) {
