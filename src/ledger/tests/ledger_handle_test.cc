@@ -333,67 +333,54 @@ TEST(LedgerHandleTest, AFailedWriterStillClosesAtItsLastConfirmedEntry) {
   EXPECT_EQ((*entries)[49].payload.view(), "entry-49");
 }
 
+// Recovery fences the old writer, and both agree on the end. Again with one bookie the
+// recovering client cannot reach (its link cut, the bookie alive: a partition): every write set
+// has Qw - Qa + 1 = 2 fenced without it, and the recovery goes on. That bookie never answers
+// (its relay holds every byte until the end) and the request timeout is far longer than the
+// test's own: recovery that waited for it would not finish.
 TEST(LedgerHandleTest, RecoveryFencesTheOldWriterAndBothAgreeOnTheEnd) {
-  Cluster c(test_name());
-  for (int i = 0; i < 3; ++i) c.add_bookie();
-  BookKeeper writer_bk(c.store(), c.executor());
-  auto writer = c.await(writer_bk.create(3, 3, 2, "p"));
-  ASSERT_TRUE(writer.ok());
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(c.await((*writer)->add(payload(i))).ok());
+  for (bool one_cut : {false, true}) {
+    SCOPED_TRACE(one_cut ? "one bookie cut off from the recovering client" : "all reachable");
+    Cluster c(test_name() + (one_cut ? "-cut" : ""));
+    for (int i = 0; i < 3; ++i) c.add_bookie();
+    BookKeeper writer_bk(c.store(), c.executor());
+    auto writer = c.await(writer_bk.create(3, 3, 2, "p"));
+    ASSERT_TRUE(writer.ok());
+    for (int i = 0; i < 20; ++i) ASSERT_TRUE(c.await((*writer)->add(payload(i))).ok());
 
-  BookKeeper reader_bk(c.store(), c.executor());
-  auto recovered = c.await(reader_bk.open((*writer)->id(), "p", true));
-  ASSERT_TRUE(recovered.ok()) << recovered.status().to_string();
-  EXPECT_TRUE((*recovered)->closed());
-  EXPECT_EQ((*recovered)->metadata().last_entry_id, 19);
+    BookKeeperOptions options;
+    std::unique_ptr<net::FaultRelay> relay;
+    if (one_cut) {
+      const std::string cut = (*writer)->metadata().segments[0].ensemble[2];
+      net::FaultRelayOptions relay_options;
+      relay_options.target_port = std::stoi(cut.substr(cut.rfind(':') + 1));
+      auto started = net::FaultRelay::start(relay_options);
+      ASSERT_TRUE(started.ok()) << started.status().to_string();
+      relay = std::move(started).value();
+      relay->cut();
+      options.bookie_client.request_timeout = std::chrono::minutes(30);
+      options.bookie_client.dial_overrides[cut] = relay->address();
+    }
+    BookKeeper reader_bk(c.store(), c.executor(), options);
+    auto recovered = c.await(reader_bk.open((*writer)->id(), "p", true));
+    ASSERT_TRUE(recovered.ok()) << recovered.status().to_string();
+    EXPECT_TRUE((*recovered)->closed());
+    EXPECT_EQ((*recovered)->metadata().last_entry_id, 19);
+    if (relay) EXPECT_EQ(relay->stats().bytes_from_target, 0) << "the cut bookie answered";
 
-  auto late = c.await((*writer)->add(payload(20)));
-  ASSERT_FALSE(late.ok());
-  EXPECT_TRUE(late.status().is(Errc::kFenced)) << late.status().to_string();
-  EXPECT_EQ((*writer)->last_add_confirmed().value(), (*recovered)->metadata().last_entry_id);
-  auto all = c.await((*recovered)->read(E(0), E(19)));
-  ASSERT_TRUE(all.ok());
-  EXPECT_EQ(all->back().payload.view(), "entry-19");
-  // Opening for recovery again is a no-op on a closed ledger.
-  auto again = c.await(reader_bk.open((*writer)->id(), "p", true));
-  ASSERT_TRUE(again.ok());
-  EXPECT_EQ((*again)->metadata().last_entry_id, 19);
-}
-
-// A bookie the recovering client cannot reach (its link cut, the bookie alive: a partition)
-// does not hold the recovery up: every write set has Qw - Qa + 1 = 2 fenced without it, and
-// the recovery goes on. The cut bookie never answers here (its relay holds every byte until
-// the end), with a request timeout far longer than the test's own: recovery that waited for
-// it would not finish.
-TEST(LedgerHandleTest, RecoveryGoesOnWithoutTheFenceOfABookieThatDoesNotAnswer) {
-  Cluster c(test_name());
-  for (int i = 0; i < 3; ++i) c.add_bookie();
-  BookKeeper writer_bk(c.store(), c.executor());
-  auto writer = c.await(writer_bk.create(3, 3, 2, "p"));
-  ASSERT_TRUE(writer.ok());
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(c.await((*writer)->add(payload(i))).ok());
-  const std::string cut = (*writer)->metadata().segments[0].ensemble[2];
-  net::FaultRelayOptions relay_options;
-  relay_options.target_port = std::stoi(cut.substr(cut.rfind(':') + 1));
-  auto relay = net::FaultRelay::start(relay_options);
-  ASSERT_TRUE(relay.ok()) << relay.status().to_string();
-  (*relay)->cut();
-
-  BookKeeperOptions options;
-  options.bookie_client.request_timeout = std::chrono::minutes(30);
-  options.bookie_client.dial_overrides[cut] = (*relay)->address();
-  BookKeeper reader_bk(c.store(), c.executor(), options);
-  auto recovered = c.await(reader_bk.open((*writer)->id(), "p", true));
-  ASSERT_TRUE(recovered.ok()) << recovered.status().to_string();
-  EXPECT_TRUE((*recovered)->closed());
-  EXPECT_EQ((*recovered)->metadata().last_entry_id, 19);
-  EXPECT_EQ((*relay)->stats().bytes_from_target, 0) << "the cut bookie answered";
-  auto late = c.await((*writer)->add(payload(20)));
-  EXPECT_TRUE(late.status().is(Errc::kFenced)) << late.status().to_string();
-  auto all = c.await((*recovered)->read(E(0), E(19)));
-  ASSERT_TRUE(all.ok()) << all.status().to_string();
-  EXPECT_EQ(all->back().payload.view(), "entry-19");
-  (*relay)->heal();
+    auto late = c.await((*writer)->add(payload(20)));
+    ASSERT_FALSE(late.ok());
+    EXPECT_TRUE(late.status().is(Errc::kFenced)) << late.status().to_string();
+    EXPECT_EQ((*writer)->last_add_confirmed().value(), (*recovered)->metadata().last_entry_id);
+    auto all = c.await((*recovered)->read(E(0), E(19)));
+    ASSERT_TRUE(all.ok()) << all.status().to_string();
+    EXPECT_EQ(all->back().payload.view(), "entry-19");
+    // Opening for recovery again is a no-op on a closed ledger.
+    auto again = c.await(reader_bk.open((*writer)->id(), "p", true));
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ((*again)->metadata().last_entry_id, 19);
+    if (relay) relay->heal();
+  }
 }
 
 TEST(LedgerHandleTest, CorruptCopyIsReadFromAnotherReplica) {
