@@ -72,6 +72,7 @@ Result<std::unique_ptr<Broker>> Broker::start(BrokerConfig config,
     ledger::BookKeeperOptions bk_options;
     bk_options.placement = loop->placement;
     bk_options.bookie_client.dial_overrides = *dial_overrides;
+    bk_options.bookie_client.local_bookies = b->config_.local_bookies;
     loop->bk = std::make_unique<ledger::BookKeeper>(*b->stores_.cluster, loop->io.get_executor(),
                                                     std::move(bk_options));
     loop->factory = std::make_unique<mledger::ManagedLedgerFactory>(

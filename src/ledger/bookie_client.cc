@@ -1,6 +1,8 @@
 #include "ledger/bookie_client.h"
 
 #include <charconv>
+#include <mutex>
+#include <utility>
 #include <optional>
 #include <vector>
 
@@ -89,8 +91,10 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
  public:
   Connection(Executor executor, std::string bookie, tcp::endpoint endpoint,
              const BookieClientOptions& options, log::Logger log,
-             std::array<std::shared_ptr<OpMetrics>, kOps> metrics)
+             std::array<std::shared_ptr<OpMetrics>, kOps> metrics,
+             std::shared_ptr<protocol::LocalBookie> local = nullptr)
       : executor_(executor),
+        local_(std::move(local)),
         bookie_(std::move(bookie)),
         endpoint_(endpoint),
         connect_timeout_(options.connect_timeout),
@@ -103,9 +107,18 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
         decoder_(options.max_frame_size),
         log_(std::move(log)) {}
 
-  // Starts connecting in the background.
+  // Starts connecting in the background (a bookie in this process is there at once).
   void start() {
     auto self = shared_from_this();
+    if (local_) {
+      connected_ = true;
+      inbox_ = std::make_shared<LocalInbox>(executor_, self);
+      answer_ = std::make_shared<const protocol::LocalBookie::Answer>(
+          [inbox = inbox_](bookie_wire::BookieResponse header, BufferChain body) {
+            LocalInbox::deliver(inbox, std::move(header), std::move(body));
+          });
+      return;
+    }
     asio::co_spawn(executor_, [self]() { return self->run(); }, asio::detached);
   }
 
@@ -133,7 +146,15 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
     const Clock::time_point now = Clock::now();
     const Clock::time_point deadline = now + timeout;
     pending_.emplace(id, Pending{op, now, deadline, std::move(done)});
-    outbox_.push(protocol::encode_bookie_frame(request, body));
+    if (local_) {
+      // The requests of one turn of the loop go to the bookie together, as one socket read's.
+      local_batch_.push_back(protocol::LocalBookieRequest{std::move(request), body});
+      if (local_batch_.size() == 1) {
+        asio::post(executor_, [self = shared_from_this()] { self->serve_local_batch(); });
+      }
+    } else {
+      outbox_.push(protocol::encode_bookie_frame(request, body));
+    }
     if (!deadline_armed_ || deadline < armed_for_) arm_deadline(deadline);
   }
 
@@ -154,6 +175,8 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
     connect_timer_.cancel();
     deadline_timer_.cancel();
     outbox_.close();
+    local_batch_.clear();
+    if (inbox_) inbox_->close();
     // Completed from the executor: fail() may run inside a caller's own call (disconnect,
     // the client's destructor).
     auto pending = std::move(pending_);
@@ -171,6 +194,61 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
     Clock::time_point deadline;
     Callback done;
   };
+
+  // The answers of a bookie in this process, handed over from its threads: the first of a
+  // burst (a journal group's) queues one drain on the executor, the rest ride along. Closed
+  // with the connection: later answers are dropped and nothing more is posted, so nothing is
+  // queued on the executor once the client is gone.
+  class LocalInbox {
+   public:
+    LocalInbox(Executor executor, std::weak_ptr<Connection> conn)
+        : executor_(std::move(executor)), conn_(std::move(conn)) {}
+
+    static void deliver(const std::shared_ptr<LocalInbox>& inbox,
+                        bookie_wire::BookieResponse header, BufferChain body) {
+      std::lock_guard lock(inbox->mu_);
+      if (inbox->closed_) return;
+      inbox->answers_.push_back(ResponseFrame{std::move(header), body.flatten()});
+      if (inbox->drain_queued_) return;
+      inbox->drain_queued_ = true;
+      asio::post(inbox->executor_, [inbox] { inbox->drain(); });
+    }
+    void close() {
+      std::lock_guard lock(mu_);
+      closed_ = true;
+      answers_.clear();
+    }
+
+   private:
+    void drain() {
+      std::vector<ResponseFrame> answers;
+      {
+        std::lock_guard lock(mu_);
+        answers.swap(answers_);
+        drain_queued_ = false;
+      }
+      auto conn = conn_.lock();
+      if (!conn) return;
+      for (ResponseFrame& a : answers) {
+        if (conn->dead_) return;
+        conn->on_response(std::move(a));
+      }
+    }
+
+    const Executor executor_;
+    const std::weak_ptr<Connection> conn_;
+    std::mutex mu_;
+    bool closed_ = false;
+    bool drain_queued_ = false;
+    std::vector<ResponseFrame> answers_;
+  };
+
+  void serve_local_batch() {
+    if (dead_ || local_batch_.empty()) return;
+    if (!local_->serve(std::exchange(local_batch_, {}), answer_)) {
+      fail(Errc::kUnavailable, "the bookie has stopped");
+    }
+  }
 
   // Points the deadline timer at `when` (earlier than whatever it watched).
   void arm_deadline(Clock::time_point when) {
@@ -321,6 +399,11 @@ class BookieClient::Connection : public std::enable_shared_from_this<Connection>
   }
 
   const Executor executor_;
+  // A bookie in this process: requests go to it by calls, answers come back through inbox_.
+  const std::shared_ptr<protocol::LocalBookie> local_;
+  std::shared_ptr<LocalInbox> inbox_;
+  std::shared_ptr<const protocol::LocalBookie::Answer> answer_;
+  std::vector<protocol::LocalBookieRequest> local_batch_;  // queued this turn of the loop
   const std::string bookie_;
   const tcp::endpoint endpoint_;
   const std::chrono::milliseconds connect_timeout_;
@@ -404,11 +487,16 @@ Result<std::shared_ptr<BookieClient::Connection>> BookieClient::connection_for(
                               bookie, kReconnectQuarantine.count()));
   }
   MAGNETAR_ASSIGN_OR_RETURN(tcp::endpoint endpoint, parse_bookie_id(bookie));
+  std::shared_ptr<protocol::LocalBookie> local;
   if (auto dial = options_.dial_overrides.find(bookie); dial != options_.dial_overrides.end()) {
     MAGNETAR_ASSIGN_OR_RETURN(endpoint, parse_bookie_id(dial->second));
+  } else if (auto in_process = options_.local_bookies.find(bookie);
+             in_process != options_.local_bookies.end()) {
+    local = in_process->second;
   }
   auto conn = std::make_shared<Connection>(executor_, bookie, endpoint, options_,
-                                           log_.with("bookie", bookie), metrics_);
+                                           log_.with("bookie", bookie), metrics_,
+                                           std::move(local));
   conn->start();
   connections_[bookie] = conn;
   return conn;

@@ -42,6 +42,7 @@
 #include "common/status.h"
 #include "proto/bookie.pb.h"
 #include "protocol/bookie_frame.h"
+#include "protocol/local_bookie.h"
 
 namespace magnetar::ledger {
 
@@ -58,6 +59,11 @@ struct BookieClientOptions {
   // NAT): the bookie keeps its id everywhere else (ledger metadata, placement, logs). The
   // stretched local cluster routes traffic between regions through delaying relays this way.
   std::map<std::string, std::string> dial_overrides;
+  // Bookie id -> a bookie in this process (`magnetar standalone`'s embedded one), reached by
+  // calls instead of a socket (protocol/local_bookie.h): no framing, no loopback round trip,
+  // no hop through the bookie's event loop. Deadlines, metrics and failures work as for a
+  // connection; a dial override for the same id wins (its traffic goes through the relay).
+  std::map<std::string, std::shared_ptr<protocol::LocalBookie>> local_bookies;
 };
 
 // Whether `id` is a bookie id the client can dial: "<IPv4 address>:<port>" (port 1-65535).

@@ -104,6 +104,10 @@ int run_standalone(const StandaloneArgs& args) {
     log.error("{}", bookie.status().message());
     return 1;
   }
+  // The broker reaches its embedded bookie by calls, not through a loopback socket
+  // (protocol/local_bookie.h): no framing, no socket round trip, no hop through the bookie's
+  // event loop on the write path (docs/performance.md).
+  config.local_bookies[bookie->server->bookie_id()] = bookie->server->in_process();
   // Pulsar's standalone also runs a load manager over its one broker: it registers, so
   // `brokers list` and the leader endpoints answer as in a cluster.
   auto server = broker::BrokerServer::start(config, *stores, config.load_balancer_enabled);

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
+#include <shared_mutex>
+#include <utility>
 
 #include <boost/asio/read.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -14,6 +16,7 @@
 #include "common/metrics.h"
 #include "net/outbox.h"
 #include "protocol/bookie_frame.h"
+#include "protocol/local_bookie.h"
 
 namespace magnetar::bookie {
 
@@ -38,11 +41,83 @@ metrics::Histogram& add_request_latency() {
 // Bounds of one gathered write (IOV_MAX is 1024 on Linux).
 constexpr size_t kMaxWritePieces = 1024;
 constexpr size_t kMaxWriteBytes = 4 << 20;
+
+using bookie_wire::BookieRequest;
+using bookie_wire::BookieResponse;
+using Reply = std::function<void(BookieResponse, BufferChain)>;
+
+// Serves a request other than an add, for either transport (each batches adds its own way):
+// `reply` gets the answer at once (LAC, info, an unknown operation) or later from a bookie
+// thread (reads).
+void serve_request(Bookie& bookie, const BookieRequest& req, const log::Logger& log,
+                   Reply reply) {
+  const uint64_t id = req.request_id();
+  switch (req.op_case()) {
+    case BookieRequest::kRead: {
+      bookie_wire::ReadRequest read = req.read();
+      bookie.read_entry(read, [reply = std::move(reply), id, read](BookieStatus st, Buffer entry,
+                                                                   int64_t lac) {
+        BookieResponse r;
+        r.set_request_id(id);
+        auto* rr = r.mutable_read();
+        rr->set_status(st);
+        rr->set_ledger_id(read.ledger_id());
+        rr->set_entry_id(read.entry_id());
+        rr->set_lac(lac);
+        reply(std::move(r), BufferChain(std::move(entry)));
+      });
+      return;
+    }
+    case BookieRequest::kReadRange: {
+      const int64_t ledger_id = req.read_range().ledger_id();
+      const int64_t first = req.read_range().first_entry_id();
+      auto answered = [reply = std::move(reply), id, ledger_id, first](
+                          BookieStatus st, std::vector<Buffer> entries, int64_t lac) {
+        BookieResponse r;
+        r.set_request_id(id);
+        auto* rr = r.mutable_read_range();
+        rr->set_status(st);
+        rr->set_ledger_id(ledger_id);
+        rr->set_first_entry_id(first);
+        rr->set_lac(lac);
+        BufferChain body;
+        for (Buffer& e : entries) {
+          rr->add_entry_sizes(static_cast<uint32_t>(e.size()));
+          body.append(std::move(e));
+        }
+        reply(std::move(r), std::move(body));
+      };
+      bookie.read_range(req.read_range(), std::move(answered));
+      return;
+    }
+    case BookieRequest::kReadLac: {
+      BookieResponse r;
+      r.set_request_id(id);
+      *r.mutable_read_lac() = bookie.read_lac(LedgerId{req.read_lac().ledger_id()});
+      reply(std::move(r), BufferChain());
+      return;
+    }
+    case BookieRequest::kInfo: {
+      BookieResponse r;
+      r.set_request_id(id);
+      *r.mutable_info() = bookie.info();
+      reply(std::move(r), BufferChain());
+      return;
+    }
+    case BookieRequest::kAdd:
+    case BookieRequest::OP_NOT_SET:
+      break;
+  }
+  // An operation of a newer protocol (or none): that request fails, the others go on.
+  log.debug("request {} has no operation this bookie knows: answered BAD_REQUEST", id);
+  BookieResponse r;
+  r.set_request_id(id);
+  r.set_unsupported_op(bookie_wire::BAD_REQUEST);
+  reply(std::move(r), BufferChain());
+}
 }  // namespace
 
 using asio::ip::tcp;
-using bookie_wire::BookieRequest;
-using bookie_wire::BookieResponse;
 
 // maxAddsInProgressLimit: adds handed to the bookie and not yet answered, over every
 // connection. At the limit a connection stops reading after its current read, so TCP pushes
@@ -200,88 +275,26 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
     const BookieRequest& req = frame.header;
     const uint64_t id = req.request_id();
     auto self = shared_from_this();
-    auto executor = socket_.get_executor();
     Held held{loop_.lock(), self};
-    // Other requests keep their place after the adds before them.
-    if (req.op_case() != BookieRequest::kAdd) hand_off_adds();
-    switch (req.op_case()) {
-      case BookieRequest::kAdd: {
-        // The request moves on to the bookie; the answer needs only its ids.
-        const int64_t ledger_id = req.add().ledger_id(), entry_id = req.add().entry_id();
-        auto answer = [held, id, ledger_id, entry_id, received = read_at_](BookieStatus st) {
-          held.conn->answer_add(AddAnswer{id, ledger_id, entry_id, st, received});
-        };
-        adds_.push_back(Bookie::Add{std::move(*frame.header.mutable_add()),
-                                    std::move(frame.body), std::move(answer)});
-        return;
-      }
-      case BookieRequest::kRead: {
-        bookie_wire::ReadRequest read = req.read();
-        bookie_.read_entry(read, [held, executor, id, read](BookieStatus st, Buffer entry,
-                                                            int64_t lac) {
-          const std::shared_ptr<Connection>& self = held.conn;
-          asio::post(executor, [self, id, read, st, entry = std::move(entry), lac]() mutable {
-            BookieResponse r;
-            r.set_request_id(id);
-            auto* rr = r.mutable_read();
-            rr->set_status(st);
-            rr->set_ledger_id(read.ledger_id());
-            rr->set_entry_id(read.entry_id());
-            rr->set_lac(lac);
-            self->send(r, std::move(entry));
-          });
-        });
-        return;
-      }
-      case BookieRequest::kReadRange: {
-        const int64_t ledger_id = req.read_range().ledger_id();
-        const int64_t first = req.read_range().first_entry_id();
-        auto answered = [held, executor, id, ledger_id, first](
-                            BookieStatus st, std::vector<Buffer> entries, int64_t lac) {
-          const std::shared_ptr<Connection>& self = held.conn;
-          asio::post(executor, [self, id, ledger_id, first, st, entries = std::move(entries),
-                                lac]() mutable {
-            BookieResponse r;
-            r.set_request_id(id);
-            auto* rr = r.mutable_read_range();
-            rr->set_status(st);
-            rr->set_ledger_id(ledger_id);
-            rr->set_first_entry_id(first);
-            rr->set_lac(lac);
-            BufferChain body;
-            for (Buffer& e : entries) {
-              rr->add_entry_sizes(static_cast<uint32_t>(e.size()));
-              body.append(std::move(e));
-            }
-            self->send(r, std::move(body));
-          });
-        };
-        bookie_.read_range(req.read_range(), std::move(answered));
-        return;
-      }
-      case BookieRequest::kReadLac: {
-        BookieResponse r;
-        r.set_request_id(id);
-        *r.mutable_read_lac() = bookie_.read_lac(LedgerId{req.read_lac().ledger_id()});
-        send(r, Buffer());
-        return;
-      }
-      case BookieRequest::kInfo: {
-        BookieResponse r;
-        r.set_request_id(id);
-        *r.mutable_info() = bookie_.info();
-        send(r, Buffer());
-        return;
-      }
-      case BookieRequest::OP_NOT_SET:
-        break;
+    if (req.op_case() == BookieRequest::kAdd) {
+      // The request moves on to the bookie; the answer needs only its ids.
+      const int64_t ledger_id = req.add().ledger_id(), entry_id = req.add().entry_id();
+      auto answer = [held, id, ledger_id, entry_id, received = read_at_](BookieStatus st) {
+        held.conn->answer_add(AddAnswer{id, ledger_id, entry_id, st, received});
+      };
+      adds_.push_back(Bookie::Add{std::move(*frame.header.mutable_add()),
+                                  std::move(frame.body), std::move(answer)});
+      return;
     }
-    // An operation of a newer protocol (or none): that request fails, the others go on.
-    log_.debug("request {} has no operation this bookie knows: answered BAD_REQUEST", id);
-    BookieResponse r;
-    r.set_request_id(id);
-    r.set_unsupported_op(bookie_wire::BAD_REQUEST);
-    send(r, Buffer());
+    // Other requests keep their place after the adds before them.
+    hand_off_adds();
+    serve_request(bookie_, req, log_,
+                  [held, executor = socket_.get_executor()](BookieResponse r, BufferChain body) {
+                    asio::post(executor, [self = held.conn, r = std::move(r),
+                                          body = std::move(body)]() mutable {
+                      self->send(r, std::move(body));
+                    });
+                  });
   }
 
   // The adds decoded from one read go to the storage workers in one hand-off.
@@ -363,6 +376,80 @@ class BookieServer::Connection : public std::enable_shared_from_this<Connection>
   std::mutex answers_mu_;
   std::vector<AddAnswer> answers_;
   bool drain_queued_ = false;
+};
+
+// The bookie served to callers in this process (protocol/local_bookie.h): the requests of
+// one serve() are handled as the requests of one socket read are, without the socket or a
+// loop of this server. Answers go straight from the bookie's threads to the caller's sink.
+class BookieServer::InProcess final : public protocol::LocalBookie,
+                                      public std::enable_shared_from_this<InProcess> {
+ public:
+  // `loop`: one of the server's, for the requests answered on the spot (LAC, info), which
+  // may touch the index or the disk and so must not run on the caller's event loop.
+  InProcess(Bookie& bookie, std::shared_ptr<asio::io_context> loop, log::Logger log)
+      : bookie_(bookie), loop_(std::move(loop)), log_(std::move(log)) {}
+
+  bool serve(std::vector<protocol::LocalBookieRequest> requests,
+             std::shared_ptr<const Answer> answer) override {
+    // Shared: serving batches run concurrently; close() waits for them, so none touches the
+    // bookie after the server stopped.
+    std::shared_lock lock(mu_);
+    if (closed_) return false;
+    const Clock::time_point received = Clock::now();
+    std::vector<Bookie::Add> adds;
+    for (protocol::LocalBookieRequest& r : requests) {
+      const uint64_t id = r.header.request_id();
+      if (r.header.op_case() == BookieRequest::kAdd) {
+        const int64_t ledger_id = r.header.add().ledger_id();
+        const int64_t entry_id = r.header.add().entry_id();
+        auto done = [answer, id, ledger_id, entry_id, received](BookieStatus st) {
+          add_request_latency().observe(
+              std::chrono::duration<double, std::milli>(Clock::now() - received).count());
+          BookieResponse response;
+          response.set_request_id(id);
+          auto* add = response.mutable_add();
+          add->set_status(st);
+          add->set_ledger_id(ledger_id);
+          add->set_entry_id(entry_id);
+          (*answer)(std::move(response), BufferChain());
+        };
+        adds.push_back(Bookie::Add{std::move(*r.header.mutable_add()), r.body.flatten(),
+                                   std::move(done)});
+        continue;
+      }
+      if (!adds.empty()) bookie_.add_entries(std::exchange(adds, {}));
+      auto reply = [answer](BookieResponse response, BufferChain body) {
+        (*answer)(std::move(response), std::move(body));
+      };
+      const auto op = r.header.op_case();
+      if (op == BookieRequest::kRead || op == BookieRequest::kReadRange) {
+        serve_request(bookie_, r.header, log_, std::move(reply));  // on the bookie's workers
+      } else {
+        // Weak: the loop's queue must not keep alive what holds the loop.
+        asio::post(*loop_, [weak = weak_from_this(), header = std::move(r.header),
+                            reply = std::move(reply)]() mutable {
+          if (auto self = weak.lock()) {
+            serve_request(self->bookie_, header, self->log_, std::move(reply));
+          }
+        });
+      }
+    }
+    if (!adds.empty()) bookie_.add_entries(std::move(adds));
+    return true;
+  }
+
+  // Later serve() calls refuse; returns once none is running.
+  void close() {
+    std::unique_lock lock(mu_);
+    closed_ = true;
+  }
+
+ private:
+  Bookie& bookie_;
+  const std::shared_ptr<asio::io_context> loop_;
+  const log::Logger log_;
+  std::shared_mutex mu_;
+  bool closed_ = false;
 };
 
 BookieServer::BookieServer(const BookieConfig& config, Bookie& bookie,
@@ -567,9 +654,19 @@ void BookieServer::gc_loop() {
   }
 }
 
+std::shared_ptr<protocol::LocalBookie> BookieServer::in_process() {
+  std::lock_guard<std::mutex> lock(connections_mu_);
+  if (!in_process_) in_process_ = std::make_shared<InProcess>(bookie_, loops_.front(), log_);
+  return in_process_;
+}
+
 void BookieServer::stop() {
   if (stopped_) return;
   stopped_ = true;
+  {
+    std::lock_guard<std::mutex> lock(connections_mu_);
+    if (in_process_) in_process_->close();
+  }
   if (store_ && session_listener_ != 0) store_->remove_listener(session_listener_);
   {
     std::lock_guard<std::mutex> lock(gc_mu_);

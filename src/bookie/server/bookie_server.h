@@ -17,6 +17,7 @@
 #include "bookie/bookie.h"
 #include "common/asio.h"
 #include "metadata/metadata_store.h"
+#include "protocol/local_bookie.h"
 
 #include <boost/asio/ip/tcp.hpp>
 
@@ -34,8 +35,15 @@ class BookieServer {
   // One garbage-collection pass now (also run every gcWaitTime when there is a store).
   Status garbage_collect() { return run_gc(); }
 
+  // This bookie for callers in the same process (`magnetar standalone`'s broker): requests
+  // served by calls, without the loopback socket (protocol/local_bookie.h). It refuses
+  // requests once the server has stopped.
+  std::shared_ptr<protocol::LocalBookie> in_process();
+
   // The port actually bound (bookiePort 0 picks a free one).
   int port() const { return port_; }
+  // The id it registers and serves as: advertisedAddress:port, with the port actually bound.
+  std::string bookie_id() const { return config_.bookie_id(); }
   // Stops accepting, closes every connection (their pending requests are dropped), lets the
   // loops drain and joins them.
   void stop();
@@ -43,6 +51,7 @@ class BookieServer {
  private:
   class Connection;
   class AddsInProgress;
+  class InProcess;
   BookieServer(const BookieConfig& config, Bookie& bookie,
                std::shared_ptr<metadata::MetadataStore> store);
   Status listen();
@@ -72,6 +81,7 @@ class BookieServer {
   size_t next_loop_ = 0;
   std::mutex connections_mu_;
   std::vector<std::weak_ptr<Connection>> connections_;
+  std::shared_ptr<InProcess> in_process_;  // made on first use; guarded by connections_mu_
   int port_ = 0;
   bool stopped_ = false;
   std::mutex gc_mu_;

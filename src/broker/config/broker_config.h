@@ -2,6 +2,8 @@
 // The broker's settings, with Pulsar's broker.conf key names (bind_broker_config).
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -12,6 +14,10 @@
 #include "metadata/metadata_store.h"
 #include "net/tls_config.h"
 #include "mledger/config.h"
+
+namespace magnetar::protocol {
+class LocalBookie;
+}
 
 namespace magnetar {
 class ConfigSchema;
@@ -169,6 +175,9 @@ struct BrokerConfig {
   // bookkeeperClientBookieAddressOverrides: "id=a.b.c.d:port,..." bookies reached at another
   // address than their id (a relay, a NAT); ids stay as they are everywhere else.
   std::string bookie_address_overrides;
+  // Not a key: bookies in this process (`magnetar standalone`'s embedded one), which the
+  // ledger clients reach by calls instead of the loopback socket (protocol/local_bookie.h).
+  std::map<std::string, std::shared_ptr<protocol::LocalBookie>> local_bookies;
 
   metadata::MetadataConfig metadata;
   mledger::ManagedLedgerConfig managed_ledger;

@@ -8,6 +8,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 #include <vector>
@@ -477,6 +478,162 @@ TEST_F(BookieClientTest, DestroyingTheClientCancelsPendingRequests) {
   ASSERT_TRUE(loop_.run_until([&] { return poll->has_value(); }, 2s));
   ASSERT_FALSE((*poll)->ok());
   EXPECT_TRUE((*poll)->status().is(Errc::kCancelled)) << (*poll)->status().to_string();
+}
+
+
+// --- A bookie in this process (BookieClientOptions::local_bookies) ---
+
+// Requests to `id` go to the real bookie by calls. `id` is an address where nothing listens,
+// so a request that went through a socket would fail.
+BookieClientOptions in_process(BookieClientOptions o, const std::string& id,
+                               std::shared_ptr<protocol::LocalBookie> bookie) {
+  o.local_bookies[id] = std::move(bookie);
+  return o;
+}
+
+TEST_F(BookieClientTest, AnInProcessBookieServesEveryOperationWithoutASocket) {
+  const std::string id = "127.0.0.1:" + std::to_string(free_port());
+  BookieClient client(loop_.executor(), in_process(fast_options(), id, server_->in_process()));
+  constexpr int kEntries = 300;
+  constexpr int64_t kLedger = 11;
+  std::vector<std::shared_ptr<std::optional<Result<AddResult>>>> adds;
+  for (int i = 0; i < kEntries; ++i) {
+    adds.push_back(loop_.spawn(client.add(id, add_request(kLedger, i), packaged(kLedger, i))));
+  }
+  ASSERT_TRUE(loop_.run_until([&] {
+    return std::all_of(adds.begin(), adds.end(), [](auto& a) { return a->has_value(); });
+  }));
+  for (int i = 0; i < kEntries; ++i) {
+    ASSERT_TRUE((*adds[i])->ok()) << i << ": " << (*adds[i])->status().to_string();
+    EXPECT_EQ((**adds[i])->status, bookie_wire::OK) << i;
+  }
+  auto read = loop_.await(client.read(id, read_request(kLedger, 7)));
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  ASSERT_EQ(read->status, bookie_wire::OK);
+  EXPECT_EQ(protocol::unpack_entry(read->entry, kLedger, 7)->view(), payload(7));
+
+  std::optional<Result<ReadRangeResult>> range;
+  bookie_wire::ReadRangeRequest request;
+  request.set_ledger_id(kLedger);
+  request.set_first_entry_id(10);
+  request.set_max_entries(5);
+  client.async_read_range(id, request, [&](Result<ReadRangeResult> r) { range = std::move(r); });
+  ASSERT_TRUE(loop_.run_until([&] { return range.has_value(); }, 5s));
+  ASSERT_TRUE(range->ok()) << range->status().to_string();
+  ASSERT_EQ((*range)->entries.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(protocol::unpack_entry((*range)->entries[i], kLedger, 10 + i)->view(),
+              payload(10 + i));
+  }
+
+  auto lac = loop_.await(client.read_lac(id, kLedger));
+  ASSERT_TRUE(lac.ok()) << lac.status().to_string();
+  EXPECT_EQ(lac->last_entry_id(), kEntries - 1);
+  auto info = loop_.await(client.info(id));
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  EXPECT_GT(info->total_disk_bytes(), 0u);
+
+  // Fencing and its refusals travel the same way.
+  bookie_wire::ReadRequest fence = read_request(kLedger, kEntries - 1);
+  fence.set_fence(true);
+  fence.set_master_key("key");
+  auto fenced = loop_.await(client.read(id, fence));
+  ASSERT_TRUE(fenced.ok()) << fenced.status().to_string();
+  EXPECT_EQ(fenced->status, bookie_wire::OK);
+  auto refused = loop_.await(client.add(id, add_request(kLedger, kEntries), packaged(kLedger, kEntries)));
+  ASSERT_TRUE(refused.ok()) << refused.status().to_string();
+  EXPECT_EQ(refused->status, bookie_wire::FENCED);
+
+  // What was written in-process is the bookie's like anything else: its TCP side serves it.
+  BookieClient tcp_client(loop_.executor(), fast_options());
+  auto over_tcp = loop_.await(tcp_client.read(bookie_id_, read_request(kLedger, 0)));
+  ASSERT_TRUE(over_tcp.ok()) << over_tcp.status().to_string();
+  EXPECT_EQ(protocol::unpack_entry(over_tcp->entry, kLedger, 0)->view(), payload(0));
+}
+
+TEST_F(BookieClientTest, AStoppedInProcessBookieFailsRequestsAsUnavailable) {
+  const std::string id = "127.0.0.1:" + std::to_string(free_port());
+  BookieClient client(loop_.executor(), in_process(fast_options(), id, server_->in_process()));
+  ASSERT_TRUE(loop_.await(client.info(id)).ok());
+  server_->stop();
+  auto after = loop_.await(client.add(id, add_request(12, 0), packaged(12, 0)));
+  ASSERT_FALSE(after.ok());
+  EXPECT_TRUE(after.status().is(Errc::kUnavailable)) << after.status().to_string();
+}
+
+// A LocalBookie that keeps what it is given and answers only when told to.
+class HeldLocalBookie : public protocol::LocalBookie {
+ public:
+  bool serve(std::vector<protocol::LocalBookieRequest> requests,
+             std::shared_ptr<const Answer> answer) override {
+    batches.push_back(requests.size());
+    for (auto& r : requests) held.emplace_back(r.header.request_id(), answer);
+    return true;
+  }
+  // Answers every held request as a bookie would answer an info request.
+  void answer_all() {
+    for (auto& [id, answer] : held) {
+      bookie_wire::BookieResponse r;
+      r.set_request_id(id);
+      r.mutable_info()->set_status(bookie_wire::OK);
+      (*answer)(std::move(r), BufferChain());
+    }
+    held.clear();
+  }
+  std::vector<size_t> batches;
+  std::vector<std::pair<uint64_t, std::shared_ptr<const Answer>>> held;
+};
+
+TEST_F(BookieClientTest, InProcessRequestsOfOneLoopTurnGoTogetherAndKeepTheirDeadlines) {
+  auto held = std::make_shared<HeldLocalBookie>();
+  const std::string id = "127.0.0.1:" + std::to_string(free_port());
+  BookieClientOptions options = in_process(fast_options(), id, held);
+  options.request_timeout = 300ms;
+  BookieClient client(loop_.executor(), options);
+  const auto start = Clock::now();
+  auto a = loop_.spawn(client.info(id));
+  auto b = loop_.spawn(client.info(id));
+  auto c = loop_.spawn(client.info(id));
+  ASSERT_TRUE(loop_.run_until([&] { return a->has_value() && b->has_value() && c->has_value(); }, 5s));
+  EXPECT_GE(Clock::now() - start, 290ms);
+  EXPECT_EQ(held->batches, std::vector<size_t>{3}) << "one serve() for one turn's requests";
+  for (auto* r : {&a, &b, &c}) {
+    ASSERT_FALSE((**r)->ok());
+    EXPECT_TRUE((**r)->status().is(Errc::kTimeout)) << (**r)->status().to_string();
+  }
+  // Late answers are dropped; the next request is answered normally.
+  held->answer_all();
+  auto next = loop_.spawn(client.info(id));
+  ASSERT_TRUE(loop_.run_until([&] { return !held->held.empty(); }, 5s));
+  held->answer_all();
+  ASSERT_TRUE(loop_.run_until([&] { return next->has_value(); }, 5s));
+  ASSERT_TRUE((*next)->ok()) << (*next)->status().to_string();
+  EXPECT_EQ((**next)->status(), bookie_wire::OK);
+}
+
+TEST_F(BookieClientTest, AnInProcessAnswerAfterTheClientIsGoneIsDropped) {
+  auto held = std::make_shared<HeldLocalBookie>();
+  const std::string id = "127.0.0.1:" + std::to_string(free_port());
+  auto client =
+      std::make_unique<BookieClient>(loop_.executor(), in_process(fast_options(), id, held));
+  auto pending = loop_.spawn(client->info(id));
+  ASSERT_TRUE(loop_.run_until([&] { return !held->held.empty(); }, 5s));
+  client.reset();
+  ASSERT_TRUE(loop_.run_until([&] { return pending->has_value(); }, 2s));
+  EXPECT_TRUE((*pending)->status().is(Errc::kCancelled)) << (*pending)->status().to_string();
+  held->answer_all();  // from "a bookie thread", into a closed inbox: nothing is posted
+  loop_.run_for(50ms);
+}
+
+TEST_F(BookieClientTest, ADialOverrideWinsOverAnInProcessBookie) {
+  auto held = std::make_shared<HeldLocalBookie>();
+  const std::string id = "127.0.0.1:" + std::to_string(free_port());
+  BookieClientOptions options = in_process(fast_options(), id, held);
+  options.dial_overrides[id] = bookie_id_;  // the real bookie, over TCP
+  BookieClient client(loop_.executor(), options);
+  auto info = loop_.await(client.info(id));
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  EXPECT_TRUE(held->batches.empty());
 }
 
 }  // namespace
