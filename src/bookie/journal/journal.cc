@@ -354,6 +354,9 @@ std::string journal_file_path(const std::string& dir, uint64_t file_id) {
   return fmt::format("{}/{:016x}.txn", current_dir(dir), file_id);
 }
 
+// Largest group the writer syncs itself when the journal is idle (Impl::sync_inline()).
+constexpr size_t kInlineSyncMaxBytes = 64 << 10;
+
 struct Journal::Impl {
   // An accepted record waiting for the writer.
   struct Pending {
@@ -456,7 +459,8 @@ struct Journal::Impl {
   std::condition_variable sync_cv_;
   std::deque<SyncRequest> sync_queue_;
 
-  // --- Sync thread state: touched by the sync thread only (and by open()). ---
+  // --- Sync thread state: touched by the sync thread only (and by open(), and by the
+  // writer while it holds the sync thread's part: claim_idle_sync()). ---
   std::unique_ptr<WritableFile> sync_file_;
   std::string sync_path_;
   JournalPosition written_;  // end of what the writer reported written
@@ -470,6 +474,7 @@ struct Journal::Impl {
   std::deque<Completion> cb_queue_;
   bool failure_notice_ = false;
   bool cb_stop_ = false;
+  bool cb_running_ = false;  // the callback thread is running a batch
 
   // --- Checkpoints. ---
   std::mutex checkpoint_mu_;  // serializes checkpoint_complete(); held across its I/O
@@ -757,6 +762,7 @@ struct Journal::Impl {
   // Writes the open group with one write() and passes it to the sync thread. `roll`: the
   // file ends here, so the sync thread syncs it even when !sync_data.
   void flush_group(bool roll) {
+    const size_t written_bytes = buf_.size();
     if (!buf_.empty()) {
       Status st = ensure_preallocated(file_->size() + buf_.size());
       if (st.ok()) st = file_->append(buf_.data(), buf_.size());
@@ -771,6 +777,11 @@ struct Journal::Impl {
       buf_.clear();
     }
     if (group_.empty() && !roll) return;
+    if (!roll && options.sync_data && written_bytes <= kInlineSyncMaxBytes &&
+        claim_idle_sync()) {
+      sync_inline();
+      return;
+    }
     SyncRequest req;
     req.end = JournalPosition{file_id_, file_->size()};
     if (options.sync_data) {
@@ -785,6 +796,30 @@ struct Journal::Impl {
     req.must_sync = roll;
     group_.clear();
     push_sync(std::move(req));
+  }
+
+  // Takes the sync thread's part while it has nothing to do: true when no sync request is
+  // pending, and none will be until sync_inline() gives the part back. Only the writer hands
+  // the sync thread work, so meanwhile that thread neither runs nor touches its state.
+  bool claim_idle_sync() {
+    std::lock_guard lock(mu_);
+    if (syncs_pending_ != 0) return false;
+    ++syncs_pending_;
+    return true;
+  }
+
+  // The group just written, synced and completed by the writer itself (claim_idle_sync()
+  // holds): on an idle journal a small group costs one thread hand-off fewer (the sync
+  // thread's wake-up), which at 10 k adds/s, ~4 k groups a second, is most of the journal's
+  // CPU besides the fdatasyncs themselves. A larger group (a busy journal) still goes to the
+  // sync thread, so that the next group's write() overlaps its fdatasync.
+  void sync_inline() {
+    written_ = std::max(written_, JournalPosition{file_id_, file_->size()});
+    Status st = sync_now();
+    for (auto& c : group_) c.status = st;
+    complete_after_sync(std::exchange(group_, {}));
+    std::lock_guard lock(mu_);
+    --syncs_pending_;
   }
 
   // Hands the open group (never written) to the sync thread to complete with the failure.
@@ -872,7 +907,7 @@ struct Journal::Impl {
         need_sync = false;
         Status st = sync_now();
         for (auto& c : waiting) c.status = st;
-        post_completions(std::move(waiting));
+        complete_after_sync(std::move(waiting));
         waiting.clear();
       };
       for (auto& req : reqs) {
@@ -966,6 +1001,30 @@ struct Journal::Impl {
     cb_cv_.notify_one();
   }
 
+  // The sync thread's own completions, in order, once synced: run right here when the
+  // callback thread has nothing queued or running (the usual case: one hand-off per group
+  // fewer, ~4 k wake-ups a second at 10 k adds/s), else queued behind what it has, so that
+  // accepted records still complete in append order. Failed ones always go to the callback
+  // thread, which tells the bookie of the failure (on_failure) before any add fails.
+  void complete_after_sync(std::vector<Completion> cs) {
+    if (cs.empty()) return;
+    const bool failed = std::any_of(cs.begin(), cs.end(), [](const Completion& c) {
+      return !c.status.ok();
+    });
+    {
+      std::lock_guard lock(cb_mu_);
+      if (failed || !cb_queue_.empty() || cb_running_) {
+        for (auto& c : cs) cb_queue_.push_back(std::move(c));
+        cs.clear();
+      }
+    }
+    if (cs.empty()) {
+      cb_cv_.notify_one();
+      return;
+    }
+    run_completions(cs);
+  }
+
   void callback_loop() {
     name_thread("journal-cb");
     for (;;) {
@@ -973,33 +1032,41 @@ struct Journal::Impl {
       bool notice = false;
       {
         std::unique_lock lock(cb_mu_);
+        cb_running_ = false;
         cb_cv_.wait(lock, [&] { return !cb_queue_.empty() || failure_notice_ || cb_stop_; });
         batch.swap(cb_queue_);
         notice = std::exchange(failure_notice_, false);
         if (batch.empty() && !notice && cb_stop_) break;
+        cb_running_ = !batch.empty();
       }
       if (notice) run_failure_callback();
-      size_t counted = 0;
-      const auto now = Clock::now();
-      for (auto& c : batch) {
-        if (c.status.ok() && c.appended != Clock::time_point{}) {
-          add_latency->observe(std::chrono::duration<double, std::milli>(now - c.appended).count());
-        }
-        if (c.done) c.done(std::move(c.status), c.position);
-        counted += c.counted ? 1 : 0;
+      run_completions(batch);
+    }
+  }
+
+  // Runs the callbacks of `batch` in order and releases their places in the queue.
+  template <typename Batch>
+  void run_completions(Batch& batch) {
+    size_t counted = 0;
+    const auto now = Clock::now();
+    for (auto& c : batch) {
+      if (c.status.ok() && c.appended != Clock::time_point{}) {
+        add_latency->observe(std::chrono::duration<double, std::milli>(now - c.appended).count());
       }
-      if (counted > 0) {
-        size_t depth;
-        bool waiters;
-        {
-          std::lock_guard lock(mu_);
-          in_flight_ -= counted;
-          depth = in_flight_;
-          waiters = space_waiters_ > 0;
-        }
-        if (waiters) space_cv_.notify_all();
-        in_flight_gauge->set(static_cast<double>(depth));
+      if (c.done) c.done(std::move(c.status), c.position);
+      counted += c.counted ? 1 : 0;
+    }
+    if (counted > 0) {
+      size_t depth;
+      bool waiters;
+      {
+        std::lock_guard lock(mu_);
+        in_flight_ -= counted;
+        depth = in_flight_;
+        waiters = space_waiters_ > 0;
       }
+      if (waiters) space_cv_.notify_all();
+      in_flight_gauge->set(static_cast<double>(depth));
     }
   }
 

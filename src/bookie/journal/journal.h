@@ -4,13 +4,16 @@
 //
 // Appenders queue records; a writer thread drains the queue into one buffer and writes a
 // whole group with one write(); a sync thread fdatasyncs it (one fsync per group, or fewer:
-// it coalesces every group written while it was busy) and hands the group's callbacks, in
-// order, to a callback thread. Because the writer and the sync thread are separate, the next
-// group's write() overlaps the previous group's fsync. Groups form only while a sync is in
-// flight: when none is, the writer writes what it holds at once, so a lone record on an idle
-// journal is synced without waiting; while one is, the group grows until that sync is done,
+// it coalesces every group written while it was busy) and runs the group's callbacks, in
+// order. Because the writer and the sync thread are separate, the next group's write()
+// overlaps the previous group's fsync. Groups form only while a sync is in flight: when none
+// is, the writer writes what it holds at once, so a lone record on an idle journal is synced
+// without waiting; while one is, the group grows until that sync is done,
 // journalBufferedWritesThreshold bytes wait, or its oldest record has waited
-// journalMaxGroupWaitMSec.
+// journalMaxGroupWaitMSec. A small group written on an idle journal (up to 64 KiB) the
+// writer syncs and completes itself, without waking the sync thread. A callback thread runs
+// rejections and failures (and later completions while it has some of those, to keep the
+// order).
 //
 // Failure is sticky: after a write or fsync error nothing more is written, the failing group
 // and every later append complete with that error, and the bookie is told (on_failure) so it
@@ -94,8 +97,8 @@ class Journal {
   // Thread-safe. Never blocks on I/O, but while queue_size records are in flight it waits
   // for one of them to complete (back-pressure, as BookKeeper's bounded journal queue: a
   // disk that falls behind slows the appenders down instead of failing their adds). Never
-  // call it from a journal callback. `done` runs on the journal's callback thread, never on
-  // the caller's: with sync_data, once the record is fdatasync'd; without, once it is
+  // call it from a journal callback. `done` runs on a journal thread (the sync thread or the
+  // callback thread; it must be quick: the next fdatasync waits for it), never on the caller's: with sync_data, once the record is fdatasync'd; without, once it is
   // written. It receives the position just past the record, or an error: kIoError or
   // kResourceExhausted (disk full) after a failure, kCancelled once the journal is closing,
   // kInvalidArgument for a payload too large to encode. Accepted records complete in append
