@@ -28,6 +28,7 @@ JournalOptions journal_options(const BookieConfig& c, const std::string& dir) {
   o.prealloc_size = static_cast<uint64_t>(c.journal_pre_alloc_size_mb) << 20;
   o.max_group_wait = std::chrono::microseconds(
       static_cast<int64_t>(std::llround(c.journal_max_group_wait_msec * 1000.0)));
+  o.sync_pacing = std::chrono::microseconds(c.journal_sync_pacing_micros);
   o.buffered_writes_threshold = static_cast<size_t>(c.journal_buffered_writes_threshold);
   o.flush_when_queue_empty = c.journal_flush_when_queue_empty;
   o.sync_data = c.journal_sync_data;

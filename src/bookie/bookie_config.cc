@@ -65,6 +65,11 @@ void bind_bookie_storage_config(ConfigSchema& s, BookieConfig* c) {
          "Longest time an add waits for its group while a sync is in flight; an idle journal "
          "writes and syncs at once (fractions of a millisecond allowed)")
       .range(0, 1000);
+  s.bind("journalSyncPacingMicros", &c->journal_sync_pacing_micros,
+         "An idle journal syncs at once unless the previous fdatasync began less than this "
+         "many microseconds ago; then the group waits out the rest (fewer fdatasyncs under a "
+         "steady trickle of adds; 0: none)")
+      .range(0, 100000);
   s.bind("journalBufferedWritesThreshold", &c->journal_buffered_writes_threshold,
          "Write and sync the group once this many bytes wait")
       .range(1, 1 << 30);

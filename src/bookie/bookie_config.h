@@ -23,6 +23,7 @@ struct BookieConfig {
   int64_t journal_max_size_mb = 2048;
   int32_t journal_pre_alloc_size_mb = 16;
   double journal_max_group_wait_msec = 2;  // fractions allowed (0.2 = 200 us)
+  int32_t journal_sync_pacing_micros = 300;  // ours: JournalOptions::sync_pacing
   int32_t journal_buffered_writes_threshold = 512 * 1024;
   bool journal_flush_when_queue_empty = false;
   bool journal_sync_data = true;

@@ -40,6 +40,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -441,6 +442,9 @@ struct Journal::Impl {
   // completed). While there are none, the writer writes a group at once: an idle journal
   // syncs a lone record without waiting; records only group while a sync is in flight.
   size_t syncs_pending_ = 0;
+  // When the latest fdatasync began (Clock ticks), for sync_pacing; written by whichever
+  // thread syncs.
+  std::atomic<Clock::rep> last_sync_start_{0};
 
   // --- Writer thread state: touched by the writer only (and by open() before it starts). ---
   std::unique_ptr<WritableFile> file_;
@@ -673,13 +677,23 @@ struct Journal::Impl {
           // A sync is in flight (else the group would have been written): sleep until it is
           // done, the group is due, enough bytes wait to fill it, or (when flushing on an
           // empty queue) anything arrives; a failure elsewhere ends the group at once.
+          // Or, paced, a sync is not in flight but began under sync_pacing ago: sleep until
+          // the pacing interval is over.
           writer_wake_on_any_ = options.flush_when_queue_empty;
           size_t threshold = std::max<size_t>(options.buffered_writes_threshold, 1);
           writer_wake_bytes_ = threshold > buf_.size() ? threshold - buf_.size() : 0;
-          writer_cv_.wait_until(lock, group_start_ + options.max_group_wait, [&] {
-            return syncs_pending_ == 0 || (writer_wake_on_any_ && !queue_.empty()) ||
-                   queued_bytes_ >= writer_wake_bytes_ || stopping_ || !failure_.ok();
-          });
+          while (!((writer_wake_on_any_ && !queue_.empty()) ||
+                   queued_bytes_ >= writer_wake_bytes_ || stopping_ || !failure_.ok())) {
+            const Clock::time_point now = Clock::now();
+            Clock::time_point wake_at = group_start_ + options.max_group_wait;
+            if (syncs_pending_ == 0) {
+              const Clock::time_point paced = paced_until();
+              if (now >= paced) break;
+              wake_at = std::min(wake_at, paced);
+            }
+            if (now >= wake_at) break;
+            writer_cv_.wait_until(lock, wake_at);
+          }
         }
         writer_wake_on_any_ = false;  // busy: appenders need not wake it
         writer_wake_bytes_ = SIZE_MAX;
@@ -721,13 +735,20 @@ struct Journal::Impl {
       idle = syncs_pending_ == 0;
       queue_empty = queue_.empty();
     }
-    if (idle) return GroupReason::kIdle;
-    if (options.max_group_wait.count() <= 0 ||
-        Clock::now() >= group_start_ + options.max_group_wait) {
+    const Clock::time_point now = Clock::now();
+    if (idle && now >= paced_until()) return GroupReason::kIdle;
+    if (options.max_group_wait.count() <= 0 || now >= group_start_ + options.max_group_wait) {
       return GroupReason::kTimer;
     }
     if (options.flush_when_queue_empty && queue_empty) return GroupReason::kEmptyQueue;
     return std::nullopt;
+  }
+
+  // Before this, an idle journal's group waits (sync_pacing after the last sync began).
+  Clock::time_point paced_until() const {
+    if (options.sync_pacing.count() <= 0) return Clock::time_point::min();
+    return Clock::time_point(Clock::duration(last_sync_start_.load(std::memory_order_relaxed))) +
+           options.sync_pacing;
   }
 
   void count_group(GroupReason reason) { groups_by_reason[static_cast<size_t>(reason)]->inc(); }
@@ -964,6 +985,7 @@ struct Journal::Impl {
     }
     JournalPosition target = written_;
     auto start = Clock::now();
+    last_sync_start_.store(start.time_since_epoch().count(), std::memory_order_relaxed);
     Status st = sync_file_->sync();
     sync_latency->observe(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     syncs->inc();

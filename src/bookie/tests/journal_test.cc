@@ -21,6 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
 
 // Counts callbacks down; wait() gives up after a generous deadline so a bug fails a test
 // instead of hanging it.
@@ -410,6 +411,41 @@ TEST_F(JournalTest, RecordsGroupWhileASyncIsInFlightAndAreAckedOnlyAfterTheirOwn
   auto records = replay();
   ASSERT_EQ(records.size(), 4u);
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(records[i].record.entry_id.value(), int64_t(i));
+}
+
+TEST_F(JournalTest, PacedSyncsGroupATrickleAndNeverDelayALoneRecordAfterAQuietSpell) {
+  options_.sync_pacing = 200ms;
+  options_.max_group_wait = 10s;  // bounds the pacing too
+  FaultInjectionEnv env(posix_env());
+  auto j = open(env);
+  ASSERT_TRUE(j);
+  const uint64_t syncs_at_open = env.syncs;
+  // After a quiet spell (the first sync ever): at once.
+  auto start = Clock::now();
+  auto first = append_and_wait(*j, 1, 0, 1);
+  ASSERT_TRUE(first[0].first.ok());
+  EXPECT_LT(Clock::now() - start, 150ms) << "a lone record waited for the pacing";
+  // A trickle right after it waits out the interval and goes as one group with one sync.
+  Latch done(3);
+  std::atomic<int> failed{0};
+  for (int i = 1; i <= 3; ++i) {
+    j->append(record(1, i, 10), [&](Status st, JournalPosition) {
+      if (!st.ok()) failed++;
+      done.count_down();
+    });
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_TRUE(done.wait());
+  EXPECT_GE(Clock::now() - start, 190ms) << "the trickle did not wait for the pacing interval";
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(env.syncs, syncs_at_open + 2);
+  // Quiet for longer than the interval: at once again.
+  std::this_thread::sleep_for(250ms);
+  start = Clock::now();
+  auto later = append_and_wait(*j, 1, 4, 1);
+  ASSERT_TRUE(later[0].first.ok());
+  EXPECT_LT(Clock::now() - start, 150ms);
+  EXPECT_EQ(env.syncs, syncs_at_open + 3);
 }
 
 TEST_F(JournalTest, RollsAtMaxFileSizeAndReplayCrossesFiles) {
