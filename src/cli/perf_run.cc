@@ -128,12 +128,20 @@ int PerfRun::finish(std::string_view command, std::string_view verb, double seco
   print("Aggregated latency stats --- " + latency_text(total, true));
   const GapTracker::Gaps gaps = c.gaps.total();
   print("Aggregated stall stats --- " + gaps_text(gaps, c.gaps.threshold()));
+  const std::vector<GapTracker::Stall> stalls = c.gaps.stalls();
+  if (!stalls.empty()) {
+    print(fmt::format("Stalls (UTC end, length){}: {}",
+                      gaps.over > static_cast<int64_t>(stalls.size())
+                          ? fmt::format(", the first {}", stalls.size())
+                          : "",
+                      stalls_text(stalls)));
+  }
   if (!o_.json.empty()) {
     std::ofstream file(o_.json, std::ios::trunc);
     const nlohmann::ordered_json about =
         subject.is_null() ? nlohmann::ordered_json{{"topics", topics()}} : subject;
     file << summary_json(command, about, seconds, messages, c.failures.load(), bytes, total, gaps,
-                         c.gaps.threshold())
+                         c.gaps.threshold(), stalls)
                 .dump(2)
          << "\n";
     if (!file) {

@@ -54,7 +54,16 @@ void GapTracker::note(Clock::time_point at) {
   const int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(at - last_).count();
   last_ = at;
   interval_.longest_us = std::max(interval_.longest_us, us);
-  if (us > threshold_.count()) ++interval_.over;
+  if (us > threshold_.count()) {
+    ++interval_.over;
+    if (stalls_.size() < kMaxStalls) {
+      // The wall clock now, less the time since `at`: when the stall ended.
+      const auto end = std::chrono::system_clock::now() -
+                       std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                           std::max(Clock::duration::zero(), Clock::now() - at));
+      stalls_.push_back(Stall{end, us});
+    }
+  }
 }
 
 void GapTracker::resume(Clock::time_point at) {
@@ -74,6 +83,24 @@ GapTracker::Gaps GapTracker::take_interval() {
 GapTracker::Gaps GapTracker::total() const {
   std::lock_guard lock(mu_);
   return Gaps{std::max(total_.longest_us, interval_.longest_us), total_.over + interval_.over};
+}
+
+std::vector<GapTracker::Stall> GapTracker::stalls() const {
+  std::lock_guard lock(mu_);
+  return stalls_;
+}
+
+std::string stalls_text(const std::vector<GapTracker::Stall>& stalls) {
+  std::string out;
+  for (const auto& s : stalls) {
+    if (!out.empty()) out += ", ";
+    const auto ms_of_day =
+        std::chrono::duration_cast<std::chrono::milliseconds>(s.end.time_since_epoch()).count() %
+        (24 * 3600 * 1000);
+    out += fmt::format("{:02}:{:02}:{:02}.{:03} ({:.1f} ms)", ms_of_day / 3600000,
+                       ms_of_day / 60000 % 60, ms_of_day / 1000 % 60, ms_of_day % 1000, ms(s.us));
+  }
+  return out;
 }
 
 std::string gaps_text(const GapTracker::Gaps& g, std::chrono::microseconds threshold) {
@@ -105,7 +132,8 @@ std::string IntervalLine::next(PerfCounters& c, IntervalRecorder& latency, doubl
 nlohmann::ordered_json summary_json(std::string_view command, const nlohmann::ordered_json& subject,
                                     double seconds, int64_t messages, int64_t failures,
                                     int64_t bytes, const Histogram& h, const GapTracker::Gaps& gaps,
-                                    std::chrono::microseconds gap_threshold) {
+                                    std::chrono::microseconds gap_threshold,
+                                    const std::vector<GapTracker::Stall>& stalls) {
   const double s = seconds > 0 ? seconds : 1e-9;
   nlohmann::ordered_json j;
   j["command"] = command;
@@ -126,6 +154,13 @@ nlohmann::ordered_json summary_json(std::string_view command, const nlohmann::or
   j["gaps"] = {{"threshold_ms", ms(gap_threshold.count())},
                {"longest_ms", ms(gaps.longest_us)},
                {"over_threshold", gaps.over}};
+  auto listed = nlohmann::ordered_json::array();
+  for (const auto& st : stalls) {
+    const auto end_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(st.end.time_since_epoch()).count();
+    listed.push_back({{"end_unix_ms", end_ms}, {"ms", ms(st.us)}});
+  }
+  j["gaps"]["stalls"] = std::move(listed);
   return j;
 }
 

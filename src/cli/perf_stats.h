@@ -61,6 +61,14 @@ class GapTracker {
     int64_t longest_us = 0;  // 0 when fewer than two receipts
     int64_t over = 0;        // gaps longer than the threshold
   };
+  // One gap over the threshold: when it ended (wall clock, to match server logs) and how
+  // long it was.
+  struct Stall {
+    std::chrono::system_clock::time_point end;
+    int64_t us = 0;
+  };
+  // The stalls kept, at most: the first ones of a run (their count is in Gaps::over).
+  static constexpr size_t kMaxStalls = 100;
 
   // Set before the first receipt; 20 ms by default (--stall-threshold-ms).
   void set_threshold(std::chrono::microseconds threshold) {
@@ -81,6 +89,8 @@ class GapTracker {
   Gaps take_interval();
   // The whole run so far, the current interval included.
   Gaps total() const;
+  // The run's first kMaxStalls gaps over the threshold, in the order they ended.
+  std::vector<Stall> stalls() const;
 
  private:
   mutable std::mutex mu_;
@@ -88,6 +98,7 @@ class GapTracker {
   Clock::time_point last_{};                    // guarded by mu_; epoch: no receipt yet
   Gaps interval_;                               // guarded by mu_
   Gaps total_;                                  // guarded by mu_, without interval_
+  std::vector<Stall> stalls_;                   // guarded by mu_
 };
 
 // Monotonic totals, updated from any thread.
@@ -100,6 +111,9 @@ struct PerfCounters {
 
 // "Gaps: longest: 1.204 ms - over 20 ms: 0" (the threshold in ms as given).
 std::string gaps_text(const GapTracker::Gaps& g, std::chrono::microseconds threshold);
+// "16:14:33.180 (74.3 ms), 16:14:38.366 (86.2 ms)": when each stall ended (UTC) and its
+// length; empty without stalls.
+std::string stalls_text(const std::vector<GapTracker::Stall>& stalls);
 
 // "Latency: mean: 3.575 ms - med: 3.460 - 95pct: 4.790 - 99pct: 5.308 - 99.9pct: 5.834 -
 // 99.99pct: 6.609 - Max: 6.609" from microseconds; `with_99_999` adds "99.999pct" before Max.
@@ -145,12 +159,14 @@ class IntervalLine {
 // "duration_seconds", "messages", "failures", "bytes", "throughput_msg_per_sec",
 // "throughput_mbit_per_sec", "throughput_mb_per_sec", "latency_ms": {"mean", "p50", "p95",
 // "p99", "p99_9", "p99_99", "p99_999", "max"}, "gaps": {"threshold_ms", "longest_ms",
-// "over_threshold"}}. "messages" counts the command's operations (messages sent or received,
-// entries added); "gaps" are those between receipts (GapTracker).
+// "over_threshold", "stalls": [{"end_unix_ms", "ms"}, ...]}}. "messages" counts the
+// command's operations (messages sent or received, entries added); "gaps" are those between
+// receipts (GapTracker), "stalls" the first of those over the threshold.
 nlohmann::ordered_json summary_json(std::string_view command, const nlohmann::ordered_json& subject,
                                     double seconds, int64_t messages, int64_t failures,
                                     int64_t bytes, const Histogram& latency_micros,
                                     const GapTracker::Gaps& gaps,
-                                    std::chrono::microseconds gap_threshold);
+                                    std::chrono::microseconds gap_threshold,
+                                    const std::vector<GapTracker::Stall>& stalls);
 
 }  // namespace magnetar::cli

@@ -75,6 +75,9 @@ constexpr uint64_t kZeroAhead = 1 << 20;
 // With sync_data=false, written data is fdatasync'd at least this often
 // (journalPageCacheFlushIntervalMSec).
 constexpr auto kLazySyncInterval = std::chrono::seconds(1);
+// An fdatasync this slow is logged (at most once per interval): a receipt stall's cause.
+constexpr double kSlowSyncMs = 20;
+constexpr auto kSlowSyncLogInterval = std::chrono::seconds(1);
 // Released files kept for reuse, at most (journalReuseFiles): one is enough for the next roll.
 constexpr size_t kMaxSpares = 1;
 
@@ -452,6 +455,11 @@ struct Journal::Impl {
   // When the latest fdatasync began (Clock ticks), for sync_pacing; written by whichever
   // thread syncs.
   std::atomic<Clock::rep> last_sync_start_{0};
+  // Zero refills written so far (the writer counts), and the count the latest fdatasync
+  // covered (whichever thread syncs): a slow sync's log line says whether it carried one.
+  std::atomic<uint64_t> zero_refills_{0};
+  uint64_t zero_refills_synced_ = 0;
+  Clock::time_point last_slow_sync_log_{};
 
   // --- Writer thread state: touched by the writer only (and by open() before it starts). ---
   std::unique_ptr<WritableFile> file_;
@@ -572,6 +580,7 @@ struct Journal::Impl {
     if (zeroed_ < std::min(end + kZeroAhead / 2, options.max_file_size)) {
       const uint64_t target = std::min(end + kZeroAhead, options.max_file_size);
       MAGNETAR_TRY(file_->zero_fill(target));
+      zero_refills_.fetch_add(1, std::memory_order_release);
       zeroed_ = target;
     }
     return Status::OK();
@@ -994,10 +1003,21 @@ struct Journal::Impl {
       return sync_failed_;
     }
     JournalPosition target = written_;
+    const uint64_t refills = zero_refills_.load(std::memory_order_acquire);
     auto start = Clock::now();
     last_sync_start_.store(start.time_since_epoch().count(), std::memory_order_relaxed);
     Status st = sync_file_->sync();
-    sync_latency->observe(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    const auto end = Clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(end - start).count();
+    sync_latency->observe(ms);
+    if (ms >= kSlowSyncMs && end - last_slow_sync_log_ >= kSlowSyncLogInterval) {
+      last_slow_sync_log_ = end;
+      log.info("journal fdatasync of {} took {:.1f} ms ({} bytes since the previous sync{})",
+               sync_path_, ms,
+               target.file_id == synced_.file_id ? target.offset - synced_.offset : target.offset,
+               refills != zero_refills_synced_ ? ", with a zero refill" : "");
+    }
+    zero_refills_synced_ = refills;
     syncs->inc();
     if (!st.ok()) {
       sync_failed_ = fail(st, sync_path_);

@@ -529,6 +529,7 @@ Status LedgerStorage::flush_locked() {
     cache_cv_.notify_all();
   }
   metrics_->flush_latency_ms->observe(ms_since(start));
+  log_.debug("write cache flushed: {} entries in {:.1f} ms", entries.size(), ms_since(start));
   return Status::OK();
 }
 

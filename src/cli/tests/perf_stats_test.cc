@@ -1,5 +1,5 @@
 // magnetar-perf's stall detector (GapTracker) and the lines and JSON it shows in, with
-// receipt times given by the test: no clock is read.
+// receipt times given by the test (only the stall list's wall-clock end times read a clock).
 
 #include "cli/perf_stats.h"
 
@@ -121,10 +121,46 @@ TEST(GapTrackerTest, TheLinesAndTheSummaryShowTheGaps) {
   // The line took the interval; the run's total still has it.
   EXPECT_EQ(c.gaps.take_interval().over, 0);
   const auto j = summary_json("produce", nullptr, 1.0, 2, 0, 0, Histogram(), c.gaps.total(),
-                              c.gaps.threshold());
+                              c.gaps.threshold(), c.gaps.stalls());
   EXPECT_DOUBLE_EQ(j["gaps"]["threshold_ms"].get<double>(), 5.0);
   EXPECT_DOUBLE_EQ(j["gaps"]["longest_ms"].get<double>(), 7.25);
   EXPECT_EQ(j["gaps"]["over_threshold"].get<int64_t>(), 1);
+  ASSERT_EQ(j["gaps"]["stalls"].size(), 1u);
+  EXPECT_DOUBLE_EQ(j["gaps"]["stalls"][0]["ms"].get<double>(), 7.25);
+  EXPECT_GT(j["gaps"]["stalls"][0]["end_unix_ms"].get<int64_t>(), 0);
+}
+
+TEST(GapTrackerTest, StallsAreListedWithWhenTheyEndedUpToTheLimit) {
+  GapTracker g;  // 20 ms
+  // Receipts at the steady clock's present, so that their wall-clock ends are known.
+  const auto origin = Clock::now() - 1s;
+  auto at = [&](int64_t us) { return origin + std::chrono::microseconds(us); };
+  const auto before = std::chrono::system_clock::now() - 1s;
+  int64_t t = 0;
+  g.note(at(t));
+  for (int64_t gap : {25'000, 1'000, 40'000}) g.note(at(t += gap));
+  const auto stalls = g.stalls();
+  ASSERT_EQ(stalls.size(), 2u) << "the 1 ms gap is no stall";
+  EXPECT_EQ(stalls[0].us, 25'000);
+  EXPECT_EQ(stalls[1].us, 40'000);
+  // Each ended at its receipt: 25 ms and 66 ms after the origin, about a second ago.
+  const auto apart = stalls[1].end - stalls[0].end;
+  EXPECT_GE(apart, 40ms);
+  EXPECT_LT(apart, 60ms);
+  EXPECT_LE(stalls[1].end, std::chrono::system_clock::now());
+  EXPECT_GT(stalls[0].end, before - 1s);
+  // "hh:mm:ss.mmm (25.0 ms), hh:mm:ss.mmm (40.0 ms)"
+  const std::string text = stalls_text(stalls);
+  EXPECT_EQ(text.size(), std::string("00:00:00.000 (25.0 ms), 00:00:00.000 (40.0 ms)").size())
+      << text;
+  EXPECT_NE(text.find(" (25.0 ms), "), std::string::npos) << text;
+  EXPECT_EQ(text.substr(text.size() - 9), "(40.0 ms)") << text;
+  EXPECT_EQ(stalls_text({}), "");
+
+  // Past the limit, stalls are counted but no longer listed.
+  for (size_t i = 0; i < GapTracker::kMaxStalls + 5; ++i) g.note(at(t += 30'000));
+  EXPECT_EQ(g.stalls().size(), GapTracker::kMaxStalls);
+  EXPECT_EQ(g.total().over, static_cast<int64_t>(GapTracker::kMaxStalls) + 7);
 }
 
 }  // namespace
