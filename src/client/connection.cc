@@ -343,13 +343,13 @@ Task<void> ClientConnection::read_loop() {
     buffer.truncate(n);
     decoder_.feed(std::move(buffer));
     while (state_ != State::kClosed) {
-      auto frame = decoder_.next();
+      auto frame = decoder_.next_frame();  // the decoder's own Frame, reused
       if (!frame.ok()) {
         log_.warn("closing: undecodable frame: {}", frame.status().to_string());
         close(Status(ClientError::kProtocolError, frame.status().to_string()));
         co_return;
       }
-      if (!frame->has_value()) break;
+      if (*frame == nullptr) break;
       handle(**frame);
     }
   }

@@ -98,6 +98,12 @@ Status decode_payload_section(const Buffer& frame, Reader& r, const DecoderOptio
 }  // namespace
 
 Result<Frame> decode_frame(const Buffer& frame, const DecoderOptions& options) {
+  Frame out;
+  MAGNETAR_TRY(decode_frame_into(frame, options, out));
+  return out;
+}
+
+Status decode_frame_into(const Buffer& frame, const DecoderOptions& options, Frame& out) {
   Reader r(frame.data(), frame.size());
   uint32_t total_size = 0;
   if (!r.u32(&total_size)) return malformed("frame shorter than its length field");
@@ -116,7 +122,14 @@ Result<Frame> decode_frame(const Buffer& frame, const DecoderOptions& options) {
     return malformed(fmt::format("command size {} exceeds the {} bytes left in the frame",
                                  command_size, r.remaining()));
   }
-  Frame out;
+  // Everything but the command (which parsing clears first) back to a fresh frame's state.
+  out.has_payload = false;
+  out.had_checksum = false;
+  out.broker_entry_metadata.reset();
+  out.metadata.Clear();
+  out.metadata_bytes = Buffer();
+  out.payload = Buffer();
+  out.entry = Buffer();
   if (!out.command.ParseFromArray(r.pos(), static_cast<int>(command_size))) {
     // A type this build does not know leaves the required `type` unset and fails here too;
     // tell the two apart for the error message.
@@ -133,12 +146,33 @@ Result<Frame> decode_frame(const Buffer& frame, const DecoderOptions& options) {
   }
   // Other commands carry nothing after the command; trailing bytes are ignored so that
   // a newer peer's additions do not break us.
-  return out;
+  return Status::OK();
 }
 
 Result<std::optional<Frame>> FrameDecoder::next() {
+  MAGNETAR_ASSIGN_OR_RETURN(Buffer whole, take_frame());
+  if (whole.empty()) return std::optional<Frame>();
+  Result<Frame> f = decode_frame(whole, options_);
+  if (!f.ok()) {
+    error_ = f.status();
+    return error_;
+  }
+  return std::optional<Frame>(std::move(f).value());
+}
+
+Result<Frame*> FrameDecoder::next_frame() {
+  MAGNETAR_ASSIGN_OR_RETURN(Buffer whole, take_frame());
+  if (whole.empty()) return static_cast<Frame*>(nullptr);
+  if (Status st = decode_frame_into(whole, options_, frame_); !st.ok()) {
+    error_ = std::move(st);
+    return error_;
+  }
+  return &frame_;
+}
+
+Result<Buffer> FrameDecoder::take_frame() {
   if (!error_.ok()) return error_;
-  if (pending_.size() < 4) return std::optional<Frame>();
+  if (pending_.size() < 4) return Buffer();
   uint8_t len[4];
   pending_.copy_to(0, 4, len);
   uint64_t frame_size = uint64_t{load_be32(len)} + 4;
@@ -151,14 +185,8 @@ Result<std::optional<Frame>> FrameDecoder::next() {
     error_ = malformed(fmt::format("frame length {} is too small", frame_size - 4));
     return error_;
   }
-  if (pending_.size() < frame_size) return std::optional<Frame>();
-  Buffer whole = pending_.take_front(frame_size);
-  Result<Frame> f = decode_frame(whole, options_);
-  if (!f.ok()) {
-    error_ = f.status();
-    return error_;
-  }
-  return std::optional<Frame>(std::move(f).value());
+  if (pending_.size() < frame_size) return Buffer();
+  return pending_.take_front(frame_size);  // never empty: at least 8 bytes
 }
 
 namespace {

@@ -67,6 +67,11 @@ class FrameDecoder {
   // The next whole frame, std::nullopt when more bytes are needed, or an error after which
   // the stream cannot be trusted.
   Result<std::optional<Frame>> next();
+  // As next(), decoded into a Frame this decoder keeps and reuses (nullptr when more bytes
+  // are needed): valid until the next call or the decoder's end. A connection's hot path
+  // then parses into protobuf messages whose sub-messages and strings are already allocated,
+  // instead of building and destroying a command per frame.
+  Result<Frame*> next_frame();
 
   size_t buffered_bytes() const noexcept { return pending_.size(); }
   // The bytes fed but not decoded yet, handed over (a relay that stops decoding passes them
@@ -79,13 +84,21 @@ class FrameDecoder {
   bool failed() const noexcept { return !error_.ok(); }
 
  private:
+  // The next whole frame's bytes, an empty Buffer when more are needed, or the error.
+  Result<Buffer> take_frame();
+
   DecoderOptions options_;
   BufferChain pending_;
   Status error_;
+  Frame frame_;  // next_frame()'s
 };
 
 // Decodes exactly one frame held whole in `frame` (starting at its totalSize field).
 Result<Frame> decode_frame(const Buffer& frame, const DecoderOptions& options = {});
+// The same into `out`, whose earlier contents are all replaced (on an error, `out` is left
+// half-decoded and must not be used): one Frame reused for a stream keeps its messages'
+// allocations.
+Status decode_frame_into(const Buffer& frame, const DecoderOptions& options, Frame& out);
 
 // Encodes a command without payload. Asserts the command is fully initialised (all proto2
 // required fields set): sending a half-built command is a programming error.

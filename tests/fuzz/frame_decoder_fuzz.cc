@@ -38,14 +38,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto whole = decode_frame(Buffer::copy_of(data, size), DecoderOptions{kMaxFrame, true});
   if (whole.ok()) exercise(*whole);
 
-  // Streaming decoding, cut into reads of `chunk` bytes.
+  // Streaming decoding, cut into reads of `chunk` bytes: into fresh frames (next()) and
+  // into the decoder's reused one (next_frame(), as the broker and client read), which must
+  // agree frame for frame.
   FrameDecoder decoder(DecoderOptions{kMaxFrame, true});
+  FrameDecoder reusing(DecoderOptions{kMaxFrame, true});
   for (size_t i = 0; i < size; i += chunk) {
-    decoder.feed(Buffer::copy_of(data + i, std::min(chunk, size - i)));
+    Buffer read = Buffer::copy_of(data + i, std::min(chunk, size - i));
+    decoder.feed(read);
+    reusing.feed(read);
     while (true) {
       auto f = decoder.next();
-      if (!f.ok() || !f->has_value()) break;
+      auto r = reusing.next_frame();
+      if (f.ok() != r.ok()) __builtin_trap();
+      if (!f.ok()) break;
+      if (f->has_value() != (*r != nullptr)) __builtin_trap();
+      if (!f->has_value()) break;
+      const Frame& a = **f;
+      const Frame& b = **r;
+      if (a.command.SerializeAsString() != b.command.SerializeAsString() ||
+          a.has_payload != b.has_payload || a.had_checksum != b.had_checksum ||
+          a.broker_entry_metadata.has_value() != b.broker_entry_metadata.has_value() ||
+          a.metadata.SerializeAsString() != b.metadata.SerializeAsString() ||
+          a.metadata_bytes.view() != b.metadata_bytes.view() ||
+          a.payload.view() != b.payload.view() || a.entry.view() != b.entry.view()) {
+        __builtin_trap();
+      }
       exercise(**f);
+      exercise(**r);
     }
     if (decoder.failed()) break;
   }

@@ -172,13 +172,14 @@ Task<void> Connection::read_loop() {
     buffer.truncate(n);
     decoder_.feed(std::move(buffer));
     while (!closed_) {
-      auto frame = decoder_.next();
+      // Decoded into the decoder's own Frame, reused frame after frame (valid until the next).
+      auto frame = decoder_.next_frame();
       if (!frame.ok()) {
         log_.warn("closing: malformed input: {}", frame.status().to_string());
         close();
         co_return;
       }
-      if (!frame->has_value()) break;
+      if (*frame == nullptr) break;
       if (!handle(**frame)) {
         close();
         co_return;

@@ -87,6 +87,54 @@ TEST(FrameDecoderTest, ManyFramesInOneReadShareTheReadBuffer) {
   EXPECT_FALSE(none->has_value());
 }
 
+TEST(FrameDecoderTest, TheReusedFrameCarriesNothingOverFromTheFrameBefore) {
+  std::string stream = send_frame(1, "payload-one") + encode_command(ping()).to_string() +
+                       send_frame(2, "x");
+  FrameDecoder d;
+  d.feed(Buffer::copy_of(stream.substr(0, 10)));
+  auto none = d.next_frame();
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, nullptr) << "more bytes are needed";
+  d.feed(Buffer::copy_of(stream.substr(10)));
+
+  auto first = d.next_frame();
+  ASSERT_TRUE(first.ok() && *first != nullptr);
+  Frame* f = *first;
+  EXPECT_TRUE(f->has_payload);
+  EXPECT_TRUE(f->had_checksum);
+  EXPECT_EQ(f->metadata.producer_name(), "prod");
+  EXPECT_EQ(f->payload.view(), "payload-one");
+  EXPECT_FALSE(f->entry.empty());
+
+  auto second = d.next_frame();
+  ASSERT_TRUE(second.ok());
+  ASSERT_EQ(*second, f) << "one Frame, reused";
+  EXPECT_EQ(f->command.type(), wire::BaseCommand::PING);
+  EXPECT_FALSE(f->command.has_send());
+  EXPECT_FALSE(f->has_payload);
+  EXPECT_FALSE(f->had_checksum);
+  EXPECT_FALSE(f->broker_entry_metadata.has_value());
+  EXPECT_FALSE(f->metadata.has_producer_name());
+  EXPECT_FALSE(f->metadata.has_sequence_id());
+  EXPECT_TRUE(f->metadata_bytes.empty());
+  EXPECT_TRUE(f->payload.empty());
+  EXPECT_TRUE(f->entry.empty());
+
+  auto third = d.next_frame();
+  ASSERT_TRUE(third.ok() && *third == f);
+  EXPECT_EQ(f->command.send().sequence_id(), 2u);
+  EXPECT_EQ(f->metadata.sequence_id(), 2u);
+  EXPECT_EQ(f->payload.view(), "x");
+  EXPECT_EQ(d.buffered_bytes(), 0u);
+
+  // A malformed frame fails the decoder for good, as next() does.
+  d.feed(Buffer::copy_of(header(4, 100)));
+  EXPECT_FALSE(d.next_frame().ok());
+  d.feed(Buffer::copy_of(encode_command(ping()).to_string()));
+  EXPECT_FALSE(d.next_frame().ok());
+  EXPECT_TRUE(d.failed());
+}
+
 TEST(FrameDecoderTest, OversizedLengthFailsBeforeTheBytesArrive) {
   FrameDecoder d;
   d.feed(Buffer::copy_of(header(100 * 1024 * 1024, 4)));  // a 100 MiB frame header
