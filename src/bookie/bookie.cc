@@ -180,36 +180,116 @@ void Bookie::add_entry(bookie_wire::AddRequest request, Buffer entry, AddCallbac
 
 void Bookie::add_entries(std::vector<Add> adds) {
   if (adds.empty()) return;
-  asio::post(workers_, [this, adds = std::move(adds)]() mutable {
+  post_add_job([this, adds = std::move(adds)]() mutable {
     for (Add& a : adds) store_add(std::move(a.request), std::move(a.entry), std::move(a.done));
   });
 }
 
+void Bookie::add_entries_inline(std::vector<Add> adds) {
+  for (size_t i = 0; i < adds.size(); ++i) {
+    if (worker_add_jobs_.load(std::memory_order_acquire) > 0) {
+      adds.erase(adds.begin(), adds.begin() + static_cast<std::ptrdiff_t>(i));
+      add_entries(std::move(adds));
+      return;
+    }
+    Add& a = adds[i];
+    std::optional<CheckedAdd> checked = check_add(a.request, a.entry, a.done);
+    if (!checked || store_checked(*checked, false)) continue;
+    // This add waits from where it stopped, then the ones after it, on a worker.
+    adds.erase(adds.begin(), adds.begin() + static_cast<std::ptrdiff_t>(i + 1));
+    post_add_job([this, add = std::move(*checked), rest = std::move(adds)]() mutable {
+      store_checked(add, true);
+      for (Add& a : rest) store_add(std::move(a.request), std::move(a.entry), std::move(a.done));
+    });
+    return;
+  }
+}
+
+void Bookie::post_add_job(std::function<void()> job) {
+  worker_add_jobs_.fetch_add(1, std::memory_order_acq_rel);
+  asio::post(workers_, [this, job = std::move(job)] {
+    job();
+    worker_add_jobs_.fetch_sub(1, std::memory_order_acq_rel);
+  });
+}
+
 void Bookie::store_add(bookie_wire::AddRequest request, Buffer entry, AddCallback done) {
+  std::optional<CheckedAdd> checked = check_add(request, entry, done);
+  if (checked) store_checked(*checked, true);
+}
+
+std::optional<Bookie::CheckedAdd> Bookie::check_add(bookie_wire::AddRequest& request, Buffer& entry,
+                                                    AddCallback& done) {
   const LedgerId ledger{request.ledger_id()};
   const EntryId entry_id{request.entry_id()};
-  if (read_only_) return done(bookie_wire::READ_ONLY);
+  auto refuse = [&](BookieStatus status) -> std::optional<CheckedAdd> {
+    done(status);
+    return std::nullopt;
+  };
+  if (read_only_) return refuse(bookie_wire::READ_ONLY);
   auto header = protocol::peek_entry_header(entry);
   if (!header.ok() || header->ledger_id != ledger.value() ||
       header->entry_id != entry_id.value() || !entry_id.valid()) {
-    return done(bookie_wire::BAD_REQUEST);
+    return refuse(bookie_wire::BAD_REQUEST);
   }
   auto key = storage_->check_master_key(ledger, request.master_key());
-  if (!key.ok()) return done(to_bookie_status(key.status()));
-  if (key->fenced && !request.recovery()) return done(bookie_wire::FENCED);
-  Status stored = storage_->add_entry(ledger, entry_id, entry, EntryId{header->lac});
-  if (!stored.ok()) return done(to_bookie_status(stored));
-  if (key->created) {
-    journal_for(ledger).append(JournalRecord{JournalRecordType::kMasterKey, ledger, EntryId{},
-                                             Buffer::copy_of(request.master_key())},
-                               [](Status, JournalPosition) {});
+  if (!key.ok()) return refuse(to_bookie_status(key.status()));
+  if (key->fenced && !request.recovery()) return refuse(bookie_wire::FENCED);
+  CheckedAdd add;
+  add.ledger = ledger;
+  add.entry_id = entry_id;
+  add.lac = EntryId{header->lac};
+  add.entry = std::move(entry);
+  add.created = key->created;
+  if (key->created) add.new_ledger_key = request.master_key();
+  add.done = std::move(done);
+  return add;
+}
+
+bool Bookie::store_checked(CheckedAdd& add, bool wait) {
+  using Stage = CheckedAdd::Stage;
+  if (add.stage == Stage::kCache) {
+    if (wait) {
+      Status stored = storage_->add_entry(add.ledger, add.entry_id, add.entry, add.lac);
+      if (!stored.ok()) {
+        add.done(to_bookie_status(stored));
+        return true;
+      }
+    } else {
+      Result<bool> stored = storage_->try_add_entry(add.ledger, add.entry_id, add.entry, add.lac);
+      if (!stored.ok()) {
+        add.done(to_bookie_status(stored.status()));
+        return true;
+      }
+      if (!*stored) return false;
+    }
+    add.stage = add.created ? Stage::kKey : Stage::kEntry;
   }
-  journal_for(ledger).append(
-      JournalRecord{JournalRecordType::kEntry, ledger, entry_id, std::move(entry)},
-      [this, ledger, done = std::move(done)](Status st, JournalPosition) {
-        done(st.ok() ? bookie_wire::OK : bookie_wire::IO_ERROR);
-        if (st.ok()) complete_waiters(ledger);
-      });
+  Journal& journal = journal_for(add.ledger);
+  if (add.stage == Stage::kKey) {
+    JournalRecord key{JournalRecordType::kMasterKey, add.ledger, EntryId{},
+                      Buffer::copy_of(add.new_ledger_key)};
+    Journal::AppendCallback ignored = [](Status, JournalPosition) {};
+    if (wait) {
+      journal.append(std::move(key), std::move(ignored));
+    } else if (!journal.try_append(key, ignored)) {
+      return false;
+    }
+    add.stage = Stage::kEntry;
+  }
+  if (!add.journal_done) {
+    add.journal_done = [this, ledger = add.ledger, done = std::move(add.done)](Status st,
+                                                                               JournalPosition) {
+      done(st.ok() ? bookie_wire::OK : bookie_wire::IO_ERROR);
+      if (st.ok()) complete_waiters(ledger);
+    };
+  }
+  JournalRecord record{JournalRecordType::kEntry, add.ledger, add.entry_id, add.entry};
+  if (wait) {
+    journal.append(std::move(record), std::move(add.journal_done));
+    return true;
+  }
+  return journal.try_append(record, add.journal_done);
 }
 
 void Bookie::read_entry(const bookie_wire::ReadRequest& request, ReadCallback done) {

@@ -10,7 +10,9 @@
 // from the last checkpoint into storage, so an acknowledged entry survives any crash.
 //
 // Threading: every public method is thread-safe. Callbacks run on the bookie's worker
-// threads (never on the caller's thread, so an event loop is never blocked by storage).
+// threads or its journal's threads, so an event loop is never blocked by storage; only
+// add_entries_inline() does work on the caller's thread, and only work that never waits
+// (a refused add is answered there too).
 
 #include <atomic>
 #include <condition_variable>
@@ -18,6 +20,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "bookie/bookie_config.h"
@@ -56,6 +60,13 @@ class Bookie {
   // add_entry() for several adds at once, in order: one hand-off to the storage workers (the
   // server passes the adds of one socket read).
   void add_entries(std::vector<Add> adds);
+  // add_entries() from a thread that must not block (an event loop: the in-process bookie's
+  // callers). An add is stored right here (checks, write cache, journal append) when nothing
+  // on the way would wait; from the first one that would (a full write cache, an index read,
+  // a full journal queue), it and the adds after it go to the storage workers. While adds
+  // handed to the workers are unfinished, new ones go there too: adds are stored in the
+  // order they came, as add_entries() stores them.
+  void add_entries_inline(std::vector<Add> adds);
   // Fence reads, plain reads, reads of the last entry (-1) and long-poll reads.
   void read_entry(const bookie_wire::ReadRequest& request, ReadCallback done);
   // Consecutive entries in one answer (bookie_wire::ReadRangeRequest): at most
@@ -85,6 +96,29 @@ class Bookie {
  private:
   // An add, on a storage worker.
   void store_add(bookie_wire::AddRequest request, Buffer entry, AddCallback done);
+  // An add past its checks, and how far its storing got.
+  struct CheckedAdd {
+    enum class Stage { kCache, kKey, kEntry };
+    LedgerId ledger{0};
+    EntryId entry_id{0};
+    EntryId lac{-1};
+    Buffer entry;
+    std::string new_ledger_key;  // journaled before the entry when the add created the ledger
+    bool created = false;
+    Stage stage = Stage::kCache;
+    AddCallback done;
+    Journal::AppendCallback journal_done;  // made from `done` at the kEntry stage
+  };
+  // The checks of an add that never wait (read-only, header, master key, fence); nullopt
+  // once `done` was called with the refusal.
+  std::optional<CheckedAdd> check_add(bookie_wire::AddRequest& request, Buffer& entry,
+                                      AddCallback& done);
+  // Stores a checked add from its stage on: write cache, the new ledger's key, the entry's
+  // journal record. `wait` false: returns false, at the stage to resume from, where a step
+  // would wait; true once the add is done with (stored or answered).
+  bool store_checked(CheckedAdd& add, bool wait);
+  // Posts `job` to the storage workers, counted in worker_add_jobs_ until it returns.
+  void post_add_job(std::function<void()> job);
   Bookie(const BookieConfig& config, Env& env);
   Status start();
   void checkpoint_loop();
@@ -111,6 +145,9 @@ class Bookie {
   std::mutex callbacks_mu_;
 
   asio::thread_pool workers_{2};  // storage reads, adds, fences
+  // Add jobs posted to workers_ and not finished: add_entries_inline() stores inline only
+  // while there are none.
+  std::atomic<int64_t> worker_add_jobs_{0};
   asio::io_context timers_;       // long-poll deadlines
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> timers_guard_;
   std::thread timers_thread_;

@@ -28,7 +28,9 @@ class LocalBookie {
 
   virtual ~LocalBookie() = default;
   // Serves `requests` in order, as the requests of one socket read: the adds among them go to
-  // storage together, each before the requests that follow it. False once the bookie has
+  // storage together, each before the requests that follow it. An add may be stored on the
+  // caller's thread, but only where nothing would wait (never a disk read, a full write
+  // cache or a full journal queue): the call never blocks. False once the bookie has
   // stopped: nothing was served.
   virtual bool serve(std::vector<LocalBookieRequest> requests,
                      std::shared_ptr<const Answer> answer) = 0;

@@ -633,12 +633,14 @@ struct Journal::Impl {
     post_completions_one(Completion{std::move(done), std::move(st), {}, false});
   }
 
-  void append(JournalRecord record, AppendCallback done) {
+  // append(); with `wait` false, a full queue takes nothing (record and done untouched) and
+  // false is returned.
+  bool append(JournalRecord& record, AppendCallback& done, bool wait) {
     if (record.payload.size() > kMaxPayload) {
       reject(std::move(done),
              Status(Errc::kInvalidArgument,
                     fmt::format("journal record of {} bytes is too large", record.payload.size())));
-      return;
+      return true;
     }
     size_t encoded = kRecordPrefixSize + kBodyFixedSize + record.payload.size();
     Status refused;
@@ -647,6 +649,7 @@ struct Journal::Impl {
     {
       std::unique_lock lock(mu_);
       if (in_flight_ >= options.queue_size && failure_.ok() && !stopping_) {
+        if (!wait) return false;
         ++space_waiters_;
         queue_full_waits->inc();
         space_cv_.wait(lock, [&] {
@@ -668,11 +671,12 @@ struct Journal::Impl {
     }
     if (!refused.ok()) {
       reject(std::move(done), std::move(refused));
-      return;
+      return true;
     }
     adds->inc();
     in_flight_gauge->set(static_cast<double>(depth));
     if (wake) writer_cv_.notify_one();
+    return true;
   }
 
   // ---------------------------------------------------------------- writer thread
@@ -1196,7 +1200,11 @@ Result<std::unique_ptr<Journal>> Journal::open(JournalOptions options, Env& env)
 }
 
 void Journal::append(JournalRecord record, AppendCallback done) {
-  impl_->append(std::move(record), std::move(done));
+  impl_->append(record, done, true);
+}
+
+bool Journal::try_append(JournalRecord& record, AppendCallback& done) {
+  return impl_->append(record, done, false);
 }
 
 JournalPosition Journal::last_durable() const {

@@ -111,6 +111,11 @@ class Journal {
   // kInvalidArgument for a payload too large to encode. Accepted records complete in append
   // order; a rejected append may complete before records accepted earlier.
   void append(JournalRecord record, AppendCallback done);
+  // append() that never waits: while queue_size records are in flight it takes nothing
+  // (`record` and `done` are left as they were) and returns false. Otherwise it does what
+  // append() does, moving from both, and returns true. For a caller that must not block (an
+  // event loop), which hands the append to a thread that may wait instead.
+  bool try_append(JournalRecord& record, AppendCallback& done);
 
   // Position just past the last fdatasync'd record: a valid checkpoint mark.
   JournalPosition last_durable() const;

@@ -417,7 +417,7 @@ class BookieServer::InProcess final : public protocol::LocalBookie,
                                    std::move(done)});
         continue;
       }
-      if (!adds.empty()) bookie_.add_entries(std::exchange(adds, {}));
+      if (!adds.empty()) bookie_.add_entries_inline(std::exchange(adds, {}));
       auto reply = [answer](BookieResponse response, BufferChain body) {
         (*answer)(std::move(response), std::move(body));
       };
@@ -434,7 +434,8 @@ class BookieServer::InProcess final : public protocol::LocalBookie,
         });
       }
     }
-    if (!adds.empty()) bookie_.add_entries(std::move(adds));
+    // Stored on the caller's thread where nothing would wait: one thread hand-off fewer.
+    if (!adds.empty()) bookie_.add_entries_inline(std::move(adds));
     return true;
   }
 

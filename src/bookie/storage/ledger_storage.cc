@@ -294,6 +294,19 @@ bool LedgerStorage::ledger_live(int64_t ledger_id) const {
 // ---- adds and reads ----
 
 Status LedgerStorage::add_entry(LedgerId ledger, EntryId id, Buffer entry, EntryId entry_lac) {
+  bool would_block = false;
+  return store_entry(ledger, id, entry, entry_lac, true, &would_block);
+}
+
+Result<bool> LedgerStorage::try_add_entry(LedgerId ledger, EntryId id, const Buffer& entry,
+                                          EntryId entry_lac) {
+  bool would_block = false;
+  MAGNETAR_TRY(store_entry(ledger, id, entry, entry_lac, false, &would_block));
+  return !would_block;
+}
+
+Status LedgerStorage::store_entry(LedgerId ledger, EntryId id, const Buffer& entry,
+                                  EntryId entry_lac, bool wait, bool* would_block) {
   const int64_t ledger_id = ledger.value();
   const int64_t entry_id = id.value();
   const int64_t lac = entry_lac.value();
@@ -327,6 +340,10 @@ Status LedgerStorage::add_entry(LedgerId ledger, EntryId id, Buffer entry, Entry
     if (it != ledgers_.end()) durable_last = it->second.durable_last_entry_id;
   }
   if (entry_id <= durable_last) {
+    if (!wait) {  // the index is read from disk
+      *would_block = true;
+      return Status::OK();
+    }
     MAGNETAR_ASSIGN_OR_RETURN(std::optional<EntryLocation> loc,
                               index_->get_location(ledger_id, entry_id));
     if (loc) return Status::OK();
@@ -345,6 +362,10 @@ Status LedgerStorage::add_entry(LedgerId ledger, EntryId id, Buffer entry, Entry
       if (options_.flush_when_full && !flush_requested_) {
         flush_requested_ = true;
         flusher_cv_.notify_one();
+      }
+      if (!wait) {
+        *would_block = true;
+        return Status::OK();
       }
       if (cache_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
         if (failed_.load(std::memory_order_relaxed)) return failure_;

@@ -101,6 +101,11 @@ class LedgerStorage {
   // already succeeds and keeps the first copy. kResourceExhausted if the cache stays full
   // past max_throttle; the sticky failure after a failed flush.
   Status add_entry(LedgerId ledger, EntryId id, Buffer entry, EntryId lac);
+  // add_entry() that never waits: false (nothing stored) where add_entry() would wait for
+  // room in the cache (a flush is requested then) or read the index from disk (an entry at
+  // or below the ledger's durable last entry: a replay or a retry). For an event loop, which
+  // hands the add to a thread that may wait instead.
+  Result<bool> try_add_entry(LedgerId ledger, EntryId id, const Buffer& entry, EntryId lac);
   // entry_id -1: the last entry. kNotFound if absent (the message says whether the ledger or
   // the entry); kCorruption if the stored record fails its checksum.
   Result<Buffer> read_entry(LedgerId ledger, EntryId entry) const;
@@ -135,6 +140,10 @@ class LedgerStorage {
   LedgerStorage(LedgerStorageOptions options, Env& env);
   Status load();
   void run_flusher();
+
+  // add_entry() (wait) and try_add_entry() (!wait: *would_block set where it would wait).
+  Status store_entry(LedgerId ledger, EntryId id, const Buffer& entry, EntryId lac, bool wait,
+                     bool* would_block);
 
   // The following need flush_mu_.
   Status flush_locked();

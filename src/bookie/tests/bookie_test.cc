@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <numeric>
 #include <set>
 
 #include "bookie/bookie_config.h"
@@ -232,6 +233,76 @@ TEST_F(BookieTest, AcknowledgedEntriesSurviveACrash) {
   bookie_.reset();
   open();
   EXPECT_EQ(read(9, 199).status, bookie_wire::OK);
+}
+
+// add_entries_inline(), as the in-process bookie stores adds on its caller's event loop: the
+// same answers as add_entries(), every acknowledged entry back after a SIGKILL, and a new
+// ledger's key journaled with its first entry (replay knows the key: a wrong one is refused).
+TEST_F(BookieTest, InlineAddsAnswerLikeQueuedOnesAndSurviveACrash) {
+  ASSERT_TRUE(in_crashing_child([](Bookie& b) {
+    constexpr int kEntries = 200;
+    std::vector<std::promise<BookieStatus>> answers(kEntries + 2);
+    std::vector<Bookie::Add> adds;
+    for (int i = 0; i < kEntries; ++i) {
+      adds.push_back(Bookie::Add{add_req(7, i), entry(7, i, i - 1, fmt::format("inline-{}", i)),
+                                 [&answers, i](BookieStatus s) { answers[i].set_value(s); }});
+      if (i % 10 == 9) b.add_entries_inline(std::exchange(adds, {}));
+    }
+    // Refusals are answered too: a header that does not match, a wrong key.
+    adds.push_back(Bookie::Add{add_req(7, 500), entry(7, 501, -1, "mismatch"),
+                               [&answers](BookieStatus s) { answers[kEntries].set_value(s); }});
+    adds.push_back(Bookie::Add{add_req(7, 600, "other-key"), entry(7, 600, -1, "x"),
+                               [&answers](BookieStatus s) { answers[kEntries + 1].set_value(s); }});
+    b.add_entries_inline(std::move(adds));
+    for (int i = 0; i < kEntries; ++i) {
+      if (answers[i].get_future().get() != bookie_wire::OK) return false;
+    }
+    return answers[kEntries].get_future().get() == bookie_wire::BAD_REQUEST &&
+           answers[kEntries + 1].get_future().get() == bookie_wire::UNAUTHORIZED;
+  }));
+  open();  // replays the journal
+  for (int i = 0; i < 200; ++i) {
+    ReadResult r = read(7, i);
+    ASSERT_EQ(r.status, bookie_wire::OK) << i;
+    EXPECT_EQ(protocol::unpack_entry(r.entry, 7, i)->view(), fmt::format("inline-{}", i));
+  }
+  EXPECT_EQ(add(7, 200, 199, "wrong key", "other-key"), bookie_wire::UNAUTHORIZED)
+      << "the ledger's key was journaled with its first inline add";
+  EXPECT_EQ(add(7, 200, 199, "right key"), bookie_wire::OK);
+}
+
+// Adds that would wait (a write cache too small for them) go to the storage workers, and the
+// adds after them follow them there: all are stored, none is lost or answered out of turn.
+TEST_F(BookieTest, InlineAddsThatWouldWaitGoToTheWorkersInOrder) {
+  config_.write_cache_max_size_mb = 1;  // halves of 512 KiB: two 200 KiB entries each
+  open();
+  constexpr int kEntries = 12;
+  const std::string payload(200 << 10, 'p');
+  std::mutex mu;
+  std::vector<int> order;
+  std::vector<std::promise<BookieStatus>> answers(kEntries);
+  std::vector<Bookie::Add> adds;
+  for (int i = 0; i < kEntries; ++i) {
+    adds.push_back(Bookie::Add{add_req(3, i), entry(3, i, i - 1, payload), [&, i](BookieStatus s) {
+                                 {
+                                   std::lock_guard lock(mu);
+                                   order.push_back(i);
+                                 }
+                                 answers[i].set_value(s);
+                               }});
+  }
+  const auto start = std::chrono::steady_clock::now();
+  bookie_->add_entries_inline(std::move(adds));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2))
+      << "the caller waited";
+  for (int i = 0; i < kEntries; ++i) EXPECT_EQ(answers[i].get_future().get(), bookie_wire::OK);
+  {
+    std::lock_guard lock(mu);
+    std::vector<int> expected(kEntries);
+    std::iota(expected.begin(), expected.end(), 0);
+    EXPECT_EQ(order, expected) << "answered out of turn";
+  }
+  for (int i = 0; i < kEntries; ++i) ASSERT_EQ(read(3, i).status, bookie_wire::OK) << i;
 }
 
 // journalReuseFiles: after a checkpoint the next roll writes over a released journal file;

@@ -872,6 +872,53 @@ TEST_F(JournalTest, QueueFullMakesTheAppenderWaitInsteadOfFailing) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(records[static_cast<size_t>(i)].record.entry_id.value(), i);
 }
 
+TEST_F(JournalTest, TryAppendTakesNothingWhileTheQueueIsFullAndNeverWaits) {
+  options_.queue_size = 2;
+  auto j = open(posix_env());
+  ASSERT_TRUE(j);
+  Latch first_started(1), release(1), all(3);
+  std::vector<Status> results(3, Status(Errc::kInternal, "not completed"));
+  // The first callback holds the callback thread, so nothing completes meanwhile.
+  JournalRecord r0 = record(1, 0, 10);
+  Journal::AppendCallback cb0 = [&](Status st, JournalPosition) {
+    results[0] = st;
+    first_started.count_down();
+    release.wait();
+    all.count_down();
+  };
+  ASSERT_TRUE(j->try_append(r0, cb0));
+  ASSERT_TRUE(first_started.wait());
+  JournalRecord r1 = record(1, 1, 10);
+  Journal::AppendCallback cb1 = [&](Status st, JournalPosition) {
+    results[1] = std::move(st);
+    all.count_down();
+  };
+  ASSERT_TRUE(j->try_append(r1, cb1));
+  // Two in flight: a third is refused at once, and left to its caller whole.
+  JournalRecord r2 = record(1, 2, 10);
+  bool called = false;
+  Journal::AppendCallback cb2 = [&](Status st, JournalPosition) {
+    called = true;
+    results[2] = std::move(st);
+    all.count_down();
+  };
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(j->try_append(r2, cb2));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 50ms) << "try_append waited";
+  EXPECT_EQ(r2.payload.size(), 10u) << "the refused record was moved from";
+  ASSERT_TRUE(cb2) << "the refused callback was moved from";
+  EXPECT_FALSE(called);
+  release.count_down();
+  // Once there is room again, the same record and callback go in (append() waits instead).
+  j->append(std::move(r2), std::move(cb2));
+  ASSERT_TRUE(all.wait());
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(results[i].ok()) << i << results[i].to_string();
+  j.reset();
+  auto records = replay();
+  ASSERT_EQ(records.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(records[static_cast<size_t>(i)].record.entry_id.value(), i);
+}
+
 TEST_F(JournalTest, RecordTypesAndNegativeIdsRoundTrip) {
   {
     auto j = open(posix_env());

@@ -398,6 +398,43 @@ TEST_F(LedgerStorageTest, FullCacheThrottlesThenRejects) {
   expect_range(*s, 1, 0, 3, 300);
 }
 
+TEST_F(LedgerStorageTest, TryAddNeverWaitsForRoomOrAnIndexRead) {
+  auto o = options();
+  o.write_cache_bytes = 2048;  // halves of 1 KiB: three 300-byte entries fill one
+  o.max_throttle = 5000ms;
+  o.flush_when_full = false;
+  auto s = open(o);
+  for (int64_t e = 0; e <= 2; ++e) {
+    auto r = s->try_add_entry(L(1), E(e), make_entry(1, e, 300), E(e - 1));
+    ASSERT_TRUE(r.ok() && *r) << e;
+  }
+  // The half is full: add_entry() would wait up to max_throttle; try_add_entry() refuses.
+  const auto start = std::chrono::steady_clock::now();
+  auto full = s->try_add_entry(L(1), E(3), make_entry(1, 3, 300), E(2));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1000ms);
+  ASSERT_TRUE(full.ok()) << full.status().to_string();
+  EXPECT_FALSE(*full);
+  EXPECT_FALSE(s->read_entry(L(1), E(3)).ok()) << "a refused add stored nothing";
+  // An entry already cached is stored already: no room needed.
+  auto again = s->try_add_entry(L(1), E(1), make_entry(1, 1, 300), E(0));
+  ASSERT_TRUE(again.ok() && *again);
+
+  ASSERT_TRUE(s->flush().ok());
+  auto room = s->try_add_entry(L(1), E(3), make_entry(1, 3, 300), E(2));
+  ASSERT_TRUE(room.ok() && *room);
+  // An entry at or below the ledger's durable end needs the index from disk: refused, and
+  // add_entry() does it.
+  auto flushed = s->try_add_entry(L(1), E(0), make_entry(1, 0, 300), E(-1));
+  ASSERT_TRUE(flushed.ok());
+  EXPECT_FALSE(*flushed);
+  EXPECT_TRUE(s->add_entry(L(1), E(0), make_entry(1, 0, 300), E(-1)).ok());
+  expect_range(*s, 1, 0, 3, 300);
+  // Errors are errors, not refusals.
+  EXPECT_TRUE(s->try_add_entry(L(1), E(-5), make_entry(1, 0, 10), E(-1))
+                  .status()
+                  .is(Errc::kInvalidArgument));
+}
+
 TEST_F(LedgerStorageTest, ThrottledAddProceedsWhenAFlushMakesRoom) {
   auto o = options();
   o.write_cache_bytes = 2048;
