@@ -75,8 +75,10 @@ constexpr uint64_t kZeroAhead = 1 << 20;
 // With sync_data=false, written data is fdatasync'd at least this often
 // (journalPageCacheFlushIntervalMSec).
 constexpr auto kLazySyncInterval = std::chrono::seconds(1);
-// An fdatasync this slow is logged (at most once per interval): a receipt stall's cause.
+// An fdatasync this slow is logged (at most once per interval, except those over
+// kVerySlowSyncMs, always logged): a receipt stall's cause.
 constexpr double kSlowSyncMs = 20;
+constexpr double kVerySlowSyncMs = 100;
 constexpr auto kSlowSyncLogInterval = std::chrono::seconds(1);
 // Released files kept for reuse, at most (journalReuseFiles): one is enough for the next roll.
 constexpr size_t kMaxSpares = 1;
@@ -1014,7 +1016,8 @@ struct Journal::Impl {
     const auto end = Clock::now();
     const double ms = std::chrono::duration<double, std::milli>(end - start).count();
     sync_latency->observe(ms);
-    if (ms >= kSlowSyncMs && end - last_slow_sync_log_ >= kSlowSyncLogInterval) {
+    if (ms >= kSlowSyncMs &&
+        (ms >= kVerySlowSyncMs || end - last_slow_sync_log_ >= kSlowSyncLogInterval)) {
       last_slow_sync_log_ = end;
       log.info("journal fdatasync of {} took {:.1f} ms ({} bytes since the previous sync{})",
                sync_path_, ms,
