@@ -106,7 +106,8 @@ int run_standalone(const StandaloneArgs& args) {
   }
   // The broker reaches its embedded bookie by calls, not through a loopback socket
   // (protocol/local_bookie.h): no framing, no socket round trip, no hop through the bookie's
-  // event loop on the write path (docs/performance.md).
+  // event loop on the write path; adds are stored on the caller's loop where nothing would
+  // wait (docs/performance-per-message.md).
   config.local_bookies[bookie->server->bookie_id()] = bookie->server->in_process();
   // Pulsar's standalone also runs a load manager over its one broker: it registers, so
   // `brokers list` and the leader endpoints answer as in a cluster.
