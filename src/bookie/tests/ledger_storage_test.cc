@@ -49,6 +49,16 @@ class LedgerStorageTest : public ::testing::Test {
     return o;
   }
 
+  // A 2 KiB write cache (halves of 1 KiB: three 300-byte entries fill one) that only an
+  // explicit flush() empties; a full half throttles adds for `throttle`.
+  LedgerStorageOptions small_cache(std::chrono::milliseconds throttle) const {
+    LedgerStorageOptions o = options();
+    o.write_cache_bytes = 2048;
+    o.max_throttle = throttle;
+    o.flush_when_full = false;
+    return o;
+  }
+
   std::unique_ptr<LedgerStorage> open(const LedgerStorageOptions& o, Env& env = posix_env()) {
     auto r = LedgerStorage::open(o, env);
     EXPECT_TRUE(r.ok()) << r.status().to_string();
@@ -380,11 +390,7 @@ TEST_F(LedgerStorageTest, CompactionKeepsLiveEntriesReadable) {
 }
 
 TEST_F(LedgerStorageTest, FullCacheThrottlesThenRejects) {
-  auto o = options();
-  o.write_cache_bytes = 2048;  // halves of 1 KiB: three 300-byte entries fill one
-  o.max_throttle = 100ms;
-  o.flush_when_full = false;
-  auto s = open(o);
+  auto s = open(small_cache(100ms));
   add_range(*s, 1, 0, 2, 300);
   auto start = std::chrono::steady_clock::now();
   Status st = s->add_entry(L(1), E(3), make_entry(1, 3, 300), E(2));
@@ -399,11 +405,7 @@ TEST_F(LedgerStorageTest, FullCacheThrottlesThenRejects) {
 }
 
 TEST_F(LedgerStorageTest, TryAddNeverWaitsForRoomOrAnIndexRead) {
-  auto o = options();
-  o.write_cache_bytes = 2048;  // halves of 1 KiB: three 300-byte entries fill one
-  o.max_throttle = 5000ms;
-  o.flush_when_full = false;
-  auto s = open(o);
+  auto s = open(small_cache(5000ms));
   for (int64_t e = 0; e <= 2; ++e) {
     auto r = s->try_add_entry(L(1), E(e), make_entry(1, e, 300), E(e - 1));
     ASSERT_TRUE(r.ok() && *r) << e;
@@ -436,11 +438,7 @@ TEST_F(LedgerStorageTest, TryAddNeverWaitsForRoomOrAnIndexRead) {
 }
 
 TEST_F(LedgerStorageTest, ThrottledAddProceedsWhenAFlushMakesRoom) {
-  auto o = options();
-  o.write_cache_bytes = 2048;
-  o.max_throttle = 5000ms;
-  o.flush_when_full = false;
-  auto s = open(o);
+  auto s = open(small_cache(5000ms));
   add_range(*s, 1, 0, 2, 300);
   std::thread flusher([&] {
     std::this_thread::sleep_for(50ms);
