@@ -1063,8 +1063,9 @@ struct Journal::Impl {
   // The completions of a group just synced (by the sync thread, or by the writer inline), in
   // order: run right here when the callback thread has nothing queued or running (the usual
   // case: one hand-off per group fewer, ~4 k wake-ups a second at 10 k adds/s), else queued
-  // behind what it has, so that accepted records still complete in append order. Failed ones always go to the callback
-  // thread, which tells the bookie of the failure (on_failure) before any add fails.
+  // behind what it has, so that accepted records still complete in append order. Failed ones
+  // always go to the callback thread, which tells the bookie of the failure (on_failure)
+  // before any add fails.
   void complete_after_sync(std::vector<Completion> cs) {
     if (cs.empty()) return;
     const bool failed = std::any_of(cs.begin(), cs.end(), [](const Completion& c) {
