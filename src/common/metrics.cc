@@ -89,8 +89,11 @@ bool valid_name(std::string_view name, bool colon_ok) {
 
 // The sample names a family writes, all of which must be unique across the registry.
 std::vector<std::string> sample_names_of(const FamilyBase& f) {
-  if (f.type() != Type::kHistogram) return {f.name()};
-  return {f.name(), f.name() + "_bucket", f.name() + "_sum", f.name() + "_count"};
+  if (f.type() == Type::kHistogram) {
+    return {f.name(), f.name() + "_bucket", f.name() + "_sum", f.name() + "_count"};
+  }
+  if (f.type() == Type::kSummary) return {f.name(), f.name() + "_sum", f.name() + "_count"};
+  return {f.name()};
 }
 
 std::string join(const std::vector<std::string>& parts) {
@@ -133,6 +136,8 @@ std::string_view to_string(Type t) noexcept {
       return "gauge";
     case Type::kHistogram:
       return "histogram";
+    case Type::kSummary:
+      return "summary";
   }
   return "untyped";
 }
@@ -187,6 +192,84 @@ uint64_t Histogram::count() const noexcept {
     total += counts_[i].load(std::memory_order_relaxed);
   }
   return total;
+}
+
+// Summary buckets: upper bounds kSummaryMin * kSummaryGrowth^i up to kSummaryMax.
+constexpr double kSummaryMin = 1e-3;
+constexpr double kSummaryMax = 1e7;
+constexpr double kSummaryGrowth = 1.02;
+
+const std::vector<double>& Summary::bounds() noexcept {
+  static const std::vector<double> bounds = [] {
+    std::vector<double> b{kSummaryMin};
+    while (b.back() < kSummaryMax) b.push_back(b.back() * kSummaryGrowth);
+    return b;
+  }();
+  return bounds;
+}
+
+Summary::Summary(std::shared_ptr<const std::vector<double>> quantiles, Clock::duration window)
+    : quantiles_(std::move(quantiles)),
+      window_(window),
+      counts_(std::make_unique<std::atomic<uint64_t>[]>(bounds().size())) {
+  const auto now = Clock::now();
+  older_ = {now, std::vector<uint64_t>(bounds().size())};
+  newer_ = older_;
+}
+
+void Summary::observe(double v) noexcept {
+  if (std::isnan(v)) return;
+  const std::vector<double>& b = bounds();
+  size_t i = 0;
+  if (v > kSummaryMin) {
+    // The first bound >= v: from the logarithm, then corrected for its rounding.
+    const double at = std::ceil(std::log(v / kSummaryMin) / std::log(kSummaryGrowth));
+    i = std::min(static_cast<size_t>(std::max(at, 0.0)), b.size() - 1);
+    while (i > 0 && b[i - 1] >= v) --i;
+    while (i + 1 < b.size() && b[i] < v) ++i;
+  }
+  counts_[i].fetch_add(1, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+  add_relaxed(sum_, v);
+}
+
+std::vector<uint64_t> Summary::read_counts() const {
+  std::vector<uint64_t> out(bounds().size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = counts_[i].load(std::memory_order_relaxed);
+  return out;
+}
+
+std::vector<double> Summary::estimate(Clock::time_point now) const {
+  std::vector<uint64_t> counts = read_counts();
+  std::lock_guard lock(mu_);
+  if (now - newer_.at >= window_) {
+    older_ = std::move(newer_);
+    newer_ = {now, counts};
+  }
+  uint64_t total = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    counts[i] -= older_.counts[i];  // counts only grow
+    total += counts[i];
+  }
+  const std::vector<double>& b = bounds();
+  std::vector<double> out;
+  out.reserve(quantiles_->size());
+  for (double q : *quantiles_) {
+    if (total == 0) {
+      out.push_back(std::numeric_limits<double>::quiet_NaN());
+      continue;
+    }
+    // The rank of the q-quantile among `total` observations, 1-based: at least the first.
+    const auto rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(q * total)));
+    uint64_t seen = 0;
+    size_t i = 0;
+    for (; i < counts.size(); ++i) {
+      seen += counts[i];
+      if (seen >= rank) break;
+    }
+    out.push_back(b[std::min(i, b.size() - 1)]);
+  }
+  return out;
 }
 
 // --- families
@@ -282,6 +365,27 @@ void append_samples(std::string& out, const std::string& name, const std::string
   out += '\n';
 }
 
+void append_samples(std::string& out, const std::string& name, const std::string& labels,
+                    const Summary& s) {
+  const std::vector<double> estimates = s.estimate(Summary::Clock::now());
+  const std::vector<double>& quantiles = s.quantiles();
+  std::string quantile;
+  for (size_t i = 0; i < quantiles.size(); ++i) {
+    quantile = "quantile=\"";
+    append_double(quantile, quantiles[i]);
+    quantile += '"';
+    append_series(out, name, "", labels, quantile);
+    append_double(out, estimates[i]);
+    out += '\n';
+  }
+  append_series(out, name, "_sum", labels);
+  append_double(out, s.sum());
+  out += '\n';
+  append_series(out, name, "_count", labels);
+  append_uint(out, s.count());
+  out += '\n';
+}
+
 }  // namespace detail
 
 void CallbackGaugeFamily::set_values(Callback callback, Values values) {
@@ -365,6 +469,36 @@ Result<Family<Histogram>*> Registry::histogram(std::string_view name, std::strin
   return static_cast<Family<Histogram>*>(added);
 }
 
+Result<Family<Summary>*> Registry::summary(std::string_view name, std::string_view help,
+                                           std::vector<std::string> label_names,
+                                           std::span<const double> quantiles,
+                                           Summary::Clock::duration window) {
+  std::vector<double> q(quantiles.begin(), quantiles.end());
+  for (size_t i = 0; i < q.size(); ++i) {
+    if (!(q[i] >= 0 && q[i] <= 1) || (i > 0 && !(q[i - 1] < q[i]))) {
+      return Status(Errc::kInvalidArgument, "summary " + std::string(name) +
+                                                ": quantiles must be in [0, 1] and strictly "
+                                                "increasing");
+    }
+  }
+  if (window <= Summary::Clock::duration::zero()) {
+    return Status(Errc::kInvalidArgument,
+                  "summary " + std::string(name) + ": the window must be positive");
+  }
+  for (const std::string& label : label_names) {
+    if (label == "quantile") {
+      return Status(Errc::kInvalidArgument,
+                    "summary " + std::string(name) + ": label name `quantile` is reserved");
+    }
+  }
+  auto shared = std::make_shared<const std::vector<double>>(std::move(q));
+  auto family = std::make_unique<Family<Summary>>(
+      std::string(name), std::string(help), Type::kSummary, std::move(label_names), shared,
+      [shared, window] { return std::make_shared<Summary>(shared, window); });
+  MAGNETAR_ASSIGN_OR_RETURN(FamilyBase * added, add(std::move(family)));
+  return static_cast<Family<Summary>*>(added);
+}
+
 Result<FamilyBase*> Registry::add(std::unique_ptr<FamilyBase> family) {
   const std::string& name = family->name();
   if (!valid_metric_name(name)) {
@@ -400,7 +534,7 @@ Result<FamilyBase*> Registry::add(std::unique_ptr<FamilyBase> family) {
     }
     if (old.help() != family->help()) return conflict("with other help text");
     if (old.bounds() != nullptr && *old.bounds() != *family->bounds()) {
-      return conflict("with other buckets");
+      return conflict(old.type() == Type::kSummary ? "with other quantiles" : "with other buckets");
     }
     return it->second.get();
   }

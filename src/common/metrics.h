@@ -24,6 +24,7 @@
 // Thread-safety: every method of Registry and of the families may be called from any thread.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -108,6 +109,48 @@ class Histogram {
   std::atomic<double> sum_{0.0};
 };
 
+// Observations whose quantiles are estimated over a sliding window: a Prometheus summary
+// (`{quantile="0.5"}` samples, then `_sum` and `_count` over all time). observe() is
+// lock-free: it counts the value into one of logarithmic buckets 2 % wide (values from
+// 0.001 to 10^7; smaller ones count as 0.001, larger ones as 10^7) and adds it to the sum.
+// Quantiles are read at scrape time from the counts since a snapshot taken between one and
+// two windows ago (scrapes take the snapshots), so each is an upper bound at most 2 % above
+// the true value of that period; NaN when nothing was observed in it. Quantile 0 is the
+// smallest value of the period and 1 the largest (within the same 2 %).
+class Summary {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // `quantiles` in [0, 1], strictly increasing (the registry checks this).
+  Summary(std::shared_ptr<const std::vector<double>> quantiles, Clock::duration window);
+
+  void observe(double v) noexcept;
+
+  const std::vector<double>& quantiles() const noexcept { return *quantiles_; }
+  // One estimate per quantile over the current period; rolls the period when `now` is a
+  // window past the newer snapshot.
+  std::vector<double> estimate(Clock::time_point now) const;
+  uint64_t count() const noexcept { return count_.load(std::memory_order_relaxed); }
+  double sum() const noexcept { return sum_.load(std::memory_order_relaxed); }
+
+  // The bucket upper bounds shared by every summary.
+  static const std::vector<double>& bounds() noexcept;
+
+ private:
+  struct Snapshot {
+    Clock::time_point at;
+    std::vector<uint64_t> counts;
+  };
+  std::vector<uint64_t> read_counts() const;
+
+  std::shared_ptr<const std::vector<double>> quantiles_;
+  const Clock::duration window_;
+  std::unique_ptr<std::atomic<uint64_t>[]> counts_;
+  std::atomic<uint64_t> count_{0};
+  std::atomic<double> sum_{0.0};
+  mutable std::mutex mu_;  // the snapshots; scrapes only
+  mutable Snapshot older_, newer_;
+};
+
 namespace detail {
 // The exposition lines of one child; `labels` is preformatted, escaped, possibly empty.
 void append_samples(std::string& out, const std::string& name, const std::string& labels,
@@ -116,11 +159,13 @@ void append_samples(std::string& out, const std::string& name, const std::string
                     const Gauge& g);
 void append_samples(std::string& out, const std::string& name, const std::string& labels,
                     const Histogram& h);
+void append_samples(std::string& out, const std::string& name, const std::string& labels,
+                    const Summary& s);
 }  // namespace detail
 
 // A callback gauge is a gauge to Prometheus but a different kind of family to us.
-enum class Type { kCounter, kGauge, kCallbackGauge, kHistogram };
-// The word on the `# TYPE` line: "counter", "gauge" or "histogram".
+enum class Type { kCounter, kGauge, kCallbackGauge, kHistogram, kSummary };
+// The word on the `# TYPE` line: "counter", "gauge", "histogram" or "summary".
 std::string_view to_string(Type t) noexcept;
 
 // What every family shares: identity, label names, a lock over its children, and the
@@ -131,7 +176,7 @@ class FamilyBase {
   // mismatch is a programming error and asserts.
   using Values = std::vector<std::string>;
 
-  // `bounds` is set for histograms only.
+  // `bounds`: a histogram's bucket bounds or a summary's quantiles; null for other types.
   FamilyBase(std::string name, std::string help, Type type, std::vector<std::string> label_names,
              std::shared_ptr<const std::vector<double>> bounds = nullptr);
   virtual ~FamilyBase() = default;
@@ -142,7 +187,8 @@ class FamilyBase {
   const std::string& help() const noexcept { return help_; }
   Type type() const noexcept { return type_; }
   const std::vector<std::string>& label_names() const noexcept { return label_names_; }
-  // Histogram bucket upper bounds without +Inf; null for other types.
+  // Histogram bucket upper bounds without +Inf, or a summary's quantiles; null for other
+  // types.
   const std::vector<double>* bounds() const noexcept { return bounds_.get(); }
 
   // Appends HELP, TYPE and the samples of every child; nothing when there are no children.
@@ -178,7 +224,7 @@ class FamilyBase {
   const std::shared_ptr<const std::vector<double>> bounds_;
 };
 
-// A family of Counters, Gauges or Histograms.
+// A family of Counters, Gauges, Histograms or Summaries.
 template <typename T>
 class Family final : public FamilyBase {
  public:
@@ -285,8 +331,9 @@ class Registry {
 
   // Registers a family, or returns the existing one when name, type, help, label names (and
   // buckets) are all identical. Errors: kInvalidArgument for a bad metric or label name, or
-  // bad buckets; kAlreadyExists when the name, or a sample name it would emit (histogram
-  // `_bucket`, `_sum`, `_count`), is taken by a different family.
+  // bad buckets or quantiles; kAlreadyExists when the name, or a sample name it would emit
+  // (histogram `_bucket`, `_sum`, `_count`; summary `_sum`, `_count`), is taken by a
+  // different family.
   // The returned pointer is valid as long as this Registry.
   Result<Family<Counter>*> counter(std::string_view name, std::string_view help,
                                    std::vector<std::string> label_names = {});
@@ -298,6 +345,11 @@ class Registry {
   Result<Family<Histogram>*> histogram(
       std::string_view name, std::string_view help, std::vector<std::string> label_names = {},
       std::span<const double> bounds = default_latency_buckets_ms());
+  // `quantiles`: strictly increasing, each in [0, 1]. `window`: see Summary.
+  Result<Family<Summary>*> summary(std::string_view name, std::string_view help,
+                                   std::vector<std::string> label_names,
+                                   std::span<const double> quantiles,
+                                   Summary::Clock::duration window = std::chrono::seconds(60));
 
   // The whole registry in text format 0.0.4 (Content-Type: text/plain; version=0.0.4),
   // families sorted by name, children by label values.

@@ -86,8 +86,9 @@ TEST(GrafanaDashboardTest, IsAGrafanaDashboardCoveringWhatOperatorsWatch) {
   const auto series = dashboard_series(dashboard);
   for (const char* wanted :
        {"pulsar_rate_in", "pulsar_rate_out", "pulsar_storage_write_latency_le_1",
-        "magnetar_ledger_bookie_request_latency_ms_bucket", "pulsar_msg_backlog",
-        "pulsar_subscription_back_log", "magnetar_bookie_journal_add_latency_ms_bucket",
+        "pulsar_broker_publish_latency", "magnetar_ledger_bookie_request_latency_ms_bucket",
+        "pulsar_msg_backlog", "pulsar_subscription_back_log",
+        "magnetar_bookie_journal_add_latency_ms_bucket",
         "magnetar_bookie_journal_sync_latency_ms_bucket",
         "magnetar_bookie_add_request_latency_ms_bucket", "pulsar_replication_backlog",
         "pulsar_replication_delay_in_seconds"}) {

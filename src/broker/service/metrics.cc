@@ -39,12 +39,15 @@ struct Families {
   metrics::Family<metrics::Gauge>* sub_throughput_out;
   metrics::Family<metrics::Gauge>* sub_rate_redeliver;
   metrics::Family<metrics::Gauge>* topics_count;
+  metrics::Family<metrics::Summary>* publish_latency;
 };
 
 // Pulsar's names of the bucket gauges, in the order of PeriodBuckets::Period plus count, sum.
 const std::vector<std::string> kWriteLatencyNames = {
     "le_0_5", "le_1", "le_5", "le_10", "le_20", "le_50", "le_100", "le_200", "le_1000",
     "overflow", "count", "sum"};
+// Pulsar's quantiles of pulsar_broker_publish_latency.
+constexpr double kPublishLatencyQuantiles[] = {0.0, 0.5, 0.95, 0.99, 0.999, 0.9999, 1.0};
 const std::vector<std::string> kEntrySizeNames = {
     "le_128", "le_512", "le_1_kb", "le_2_kb", "le_4_kb", "le_16_kb", "le_100_kb", "le_1_mb",
     "le_overflow", "count", "sum"};
@@ -96,6 +99,11 @@ Families& families() {
                                   .value();
     out.connections_closed =
         r.counter("pulsar_connection_closed_total_count", "Client connections closed", {"cluster"})
+            .value();
+    out.publish_latency =
+        r.summary("pulsar_broker_publish_latency",
+                  "Publish latency (ms): from the SEND handled to the entry stored", {"cluster"},
+                  kPublishLatencyQuantiles)
             .value();
     auto topic_gauge = [&r](const std::string& name, const char* help) {
       return r.gauge(name, help, kTopicLabels).value();
@@ -164,6 +172,7 @@ TopicMetrics topic_metrics(const std::string& c, const std::string& ns, const st
   m.backlog_size = f.backlog_size->get(c, ns, t);
   m.write_latency = children(f.write_latency, c, ns, t);
   m.entry_size = children(f.entry_size, c, ns, t);
+  m.publish_latency = f.publish_latency->get(c);
   return m;
 }
 

@@ -6,6 +6,7 @@
 //
 // Threading: every call on the topic's loop (executor()).
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,6 +36,9 @@ struct SendInfo {
   std::optional<mledger::Position> source_position;
   // A server marker another cluster's replicator carries (replicated subscriptions): its type.
   int32_t marker_type = 0;
+  // When the connection handled the SEND (pulsar_broker_publish_latency starts there); unset,
+  // the topic starts it when it adds the entry.
+  std::chrono::steady_clock::time_point received{};
 };
 
 // Counters for load reports.

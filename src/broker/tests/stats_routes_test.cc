@@ -191,6 +191,20 @@ TEST_F(StatsRoutesTest, MetricsExportPulsarsRatesAndBuckets) {
   }
   EXPECT_EQ(in_buckets, stored);
   EXPECT_GT(m["pulsar_storage_write_latency_sum" + labels], 0);  // microseconds
+  // The broker-wide publish latency summary (ms): every stored entry counted, Pulsar's
+  // quantiles in order, each within the period's range.
+  EXPECT_GE(m[R"(pulsar_broker_publish_latency_count{cluster="test"})"], stored);
+  EXPECT_GT(m[R"(pulsar_broker_publish_latency_sum{cluster="test"})"], 0);
+  double previous = 0;
+  for (const char* q : {"0", "0.5", "0.95", "0.99", "0.999", "0.9999", "1"}) {
+    const std::string key =
+        fmt::format(R"(pulsar_broker_publish_latency{{cluster="test",quantile="{}"}})", q);
+    ASSERT_TRUE(m.count(key)) << key;
+    EXPECT_GT(m[key], 0) << key;
+    EXPECT_GE(m[key], previous) << key;
+    EXPECT_LT(m[key], 60'000) << key;
+    previous = m[key];
+  }
   // Small entries: all in the first size bucket.
   EXPECT_GT(m["pulsar_entry_size_count" + labels], 0);
   EXPECT_EQ(m["pulsar_entry_size_le_128" + labels], m["pulsar_entry_size_count" + labels]);

@@ -112,6 +112,103 @@ TEST(MetricsTest, HistogramDefaultLatencyBuckets) {
             "lat_ms_count 2\n");
 }
 
+// The 2 % buckets: each estimate is at most 2 % above the true quantile, never below it.
+void expect_within_bucket(double estimate, double truth) {
+  EXPECT_GE(estimate, truth);
+  EXPECT_LE(estimate, truth * 1.02 + 1e-12);
+}
+
+TEST(MetricsTest, SummaryExpositionAndQuantiles) {
+  Registry r;
+  const double q[] = {0.0, 0.5, 0.99, 1.0};
+  auto* fam = r.summary("pulsar_broker_publish_latency", "-", {"cluster"}, q).value();
+  auto s = fam->get("c1");
+  for (int i = 1; i <= 1000; ++i) s->observe(i / 10.0);  // 0.1 ... 100
+  s->observe(std::nan(""));                              // dropped
+  EXPECT_EQ(s->count(), 1000u);
+  EXPECT_DOUBLE_EQ(s->sum(), 50050.0);
+  const auto e = s->estimate(Summary::Clock::now());
+  ASSERT_EQ(e.size(), 4u);
+  expect_within_bucket(e[0], 0.1);
+  expect_within_bucket(e[1], 50.0);
+  expect_within_bucket(e[2], 99.0);
+  expect_within_bucket(e[3], 100.0);
+
+  const std::string text = r.expose();
+  EXPECT_NE(text.find("# TYPE pulsar_broker_publish_latency summary\n"), std::string::npos);
+  for (const char* quantile : {"0", "0.5", "0.99", "1"}) {
+    EXPECT_NE(text.find(std::string("pulsar_broker_publish_latency{cluster=\"c1\",quantile=\"") +
+                        quantile + "\"} "),
+              std::string::npos)
+        << quantile << "\n"
+        << text;
+  }
+  EXPECT_NE(text.find("pulsar_broker_publish_latency_sum{cluster=\"c1\"} 50050\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("pulsar_broker_publish_latency_count{cluster=\"c1\"} 1000\n"),
+            std::string::npos);
+}
+
+TEST(MetricsTest, SummaryValuesOutsideTheBucketsAndEmptyPeriods) {
+  Registry r;
+  const double q[] = {0.0, 1.0};
+  auto s = r.summary("s_ms", "s", {}, q).value()->get();
+  auto e = s->estimate(Summary::Clock::now());
+  EXPECT_TRUE(std::isnan(e[0]) && std::isnan(e[1])) << "nothing observed: NaN";
+  EXPECT_NE(r.expose().find("s_ms{quantile=\"0\"} NaN\n"), std::string::npos);
+  s->observe(0.0);
+  s->observe(-5.0);
+  s->observe(1e12);
+  e = s->estimate(Summary::Clock::now());
+  EXPECT_EQ(e[0], Summary::bounds().front());
+  EXPECT_EQ(e[1], Summary::bounds().back());
+  EXPECT_GE(Summary::bounds().back(), 1e7);
+}
+
+TEST(MetricsTest, SummaryQuantilesCoverTheLastWindowsOnly) {
+  Registry r;
+  const double q[] = {0.75};
+  auto s = r.summary("w_ms", "w", {}, q, std::chrono::seconds(10)).value()->get();
+  const auto t0 = Summary::Clock::now();
+  for (int i = 0; i < 100; ++i) s->observe(1000.0);  // an old slow period
+  expect_within_bucket(s->estimate(t0 + std::chrono::seconds(11))[0], 1000.0);  // rolls
+  for (int i = 0; i < 100; ++i) s->observe(1.0);
+  // Both periods are still counted (the slow one is at most two windows old): the 75th
+  // percentile of 100 fast and 100 slow observations is a slow one.
+  expect_within_bucket(s->estimate(t0 + std::chrono::seconds(12))[0], 1000.0);
+  // A window later the snapshot taken at 11 s is the base: only the fast observations.
+  expect_within_bucket(s->estimate(t0 + std::chrono::seconds(22))[0], 1.0);
+  EXPECT_EQ(s->count(), 200u) << "_count and _sum are over all time";
+  EXPECT_DOUBLE_EQ(s->sum(), 100100.0);
+  // Every value lands in the first bucket whose bound is not below it.
+  const auto& b = Summary::bounds();
+  for (size_t i = 1; i < b.size(); i += 97) {
+    auto one = r.summary("b_ms_" + std::to_string(i), "b", {}, q).value()->get();
+    one->observe(b[i]);
+    EXPECT_EQ(one->estimate(Summary::Clock::now())[0], b[i]) << i;
+    auto above = r.summary("a_ms_" + std::to_string(i), "a", {}, q).value()->get();
+    above->observe(std::nextafter(b[i - 1], b[i]));
+    EXPECT_EQ(above->estimate(Summary::Clock::now())[0], b[i]) << i;
+  }
+}
+
+TEST(MetricsTest, ValidatesSummaries) {
+  Registry r;
+  const double decreasing[] = {0.9, 0.5};
+  const double outside[] = {0.5, 1.5};
+  const double ok[] = {0.5};
+  EXPECT_TRUE(r.summary("s1", "s", {}, decreasing).status().is(Errc::kInvalidArgument));
+  EXPECT_TRUE(r.summary("s2", "s", {}, outside).status().is(Errc::kInvalidArgument));
+  EXPECT_TRUE(r.summary("s3", "s", {"quantile"}, ok).status().is(Errc::kInvalidArgument));
+  EXPECT_TRUE(
+      r.summary("s4", "s", {}, ok, std::chrono::seconds(0)).status().is(Errc::kInvalidArgument));
+  ASSERT_TRUE(r.summary("s5", "s", {}, ok).ok());
+  EXPECT_TRUE(r.counter("s5_count", "c").status().is(Errc::kAlreadyExists));
+  EXPECT_TRUE(r.gauge("s5_sum", "c").status().is(Errc::kAlreadyExists));
+  const double other[] = {0.9};
+  EXPECT_TRUE(r.summary("s5", "s", {}, other).status().is(Errc::kAlreadyExists));
+}
+
 TEST(MetricsTest, FamiliesSortedByNameChildrenByLabels) {
   Registry r;
   auto* z = r.counter("z_total", "z", {"k"}).value();
@@ -268,6 +365,8 @@ TEST(MetricsTest, ConcurrentUpdatesSumExactly) {
   auto halves = r.counter("halves_total", "h").value()->get();
   auto gauge = r.gauge("level", "l").value()->get();
   auto hist = r.histogram("lat_ms", "l", {"k"}).value()->get("v");
+  const double q[] = {0.5};
+  auto summary = r.summary("sum_ms", "s", {}, q).value()->get();
   constexpr int kThreads = 4;
   constexpr int kPerThread = 100000;
 
@@ -284,6 +383,7 @@ TEST(MetricsTest, ConcurrentUpdatesSumExactly) {
         gauge->inc();
         gauge->dec(0.5);
         hist->observe(2.0);
+        summary->observe(2.0);
       }
     });
   }
@@ -298,6 +398,9 @@ TEST(MetricsTest, ConcurrentUpdatesSumExactly) {
   EXPECT_EQ(hist->count(), static_cast<uint64_t>(kTotal));
   EXPECT_EQ(hist->sum(), 2 * kTotal);
   EXPECT_EQ(hist->bucket_counts()[2], static_cast<uint64_t>(kTotal));  // le="5"
+  EXPECT_EQ(summary->count(), static_cast<uint64_t>(kTotal));
+  EXPECT_EQ(summary->sum(), 2 * kTotal);
+  expect_within_bucket(summary->estimate(Summary::Clock::now())[0], 2.0);
   EXPECT_NE(r.expose().find("whole_total 400000\n"), std::string::npos);
 }
 

@@ -238,6 +238,7 @@ bool Connection::handle_send(protocol::Frame& frame) {
   info.highest_sequence_id =
       send.has_highest_sequence_id() ? static_cast<int64_t>(send.highest_sequence_id()) : 0;
   info.messages = std::max(1, send.num_messages());
+  info.received = std::chrono::steady_clock::now();
   info.chunk_before_last = md.has_num_chunks_from_msg() && md.num_chunks_from_msg() > 1 &&
                            md.chunk_id() + 1 < md.num_chunks_from_msg();
   if (md.has_replicated_from() && it->second.producer->replicator()) {
