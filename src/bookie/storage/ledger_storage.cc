@@ -320,26 +320,39 @@ Status LedgerStorage::store_entry(LedgerId ledger, EntryId id, const Buffer& ent
   const size_t charge = WriteCache::charge(entry.size());
   const size_t half = options_.write_cache_bytes / 2;
 
+  bool created = false;
   {
     std::lock_guard lock(ledgers_mu_);
-    auto [it, created] = ledgers_.try_emplace(ledger_id);
-    if (created) ++it->second.meta_version;  // persist the ledger with its first flush
+    auto emplaced = ledgers_.try_emplace(ledger_id);
+    created = emplaced.second;
+    if (created) ++emplaced.first->second.meta_version;  // persist the ledger with its first flush
   }
+  // An entry past the ledger's last added one is neither cached nor indexed: no look-ups (the
+  // common case, an append). last_entry_id moves under cache_mu_ with the insert, so two adds
+  // of one entry cannot both take it for new. Not for a ledger created by this add: the
+  // cache may still hold entries of a deleted ledger of that id, which the look-ups find.
+  auto beyond_last_locked = [&](int64_t* durable_last) {
+    std::lock_guard ledgers_lock(ledgers_mu_);
+    auto it = ledgers_.find(ledger_id);
+    if (it == ledgers_.end()) return false;
+    if (durable_last) *durable_last = it->second.durable_last_entry_id;
+    return !created && entry_id > it->second.last_entry_id;
+  };
 
   // Stored already (journal replay)? The cache check and the durable high-water mark are
   // read together, under cache_mu_, because a flush moves an entry from the one to the other
   // under that lock: an entry is always found in one of the two places.
   int64_t durable_last = -1;
+  bool beyond_last = false;
   {
     std::lock_guard lock(cache_mu_);
-    if (active_->find(ledger_id, entry_id) || flushing_->find(ledger_id, entry_id)) {
+    beyond_last = beyond_last_locked(&durable_last);
+    if (!beyond_last &&
+        (active_->find(ledger_id, entry_id) || flushing_->find(ledger_id, entry_id))) {
       return Status::OK();
     }
-    std::lock_guard ledgers_lock(ledgers_mu_);
-    auto it = ledgers_.find(ledger_id);
-    if (it != ledgers_.end()) durable_last = it->second.durable_last_entry_id;
   }
-  if (entry_id <= durable_last) {
+  if (!beyond_last && entry_id <= durable_last) {
     if (!wait) {  // the index is read from disk
       *would_block = true;
       return Status::OK();
@@ -354,7 +367,9 @@ Status LedgerStorage::store_entry(LedgerId ledger, EntryId id, const Buffer& ent
     const auto deadline = Clock::now() + options_.max_throttle;
     while (true) {
       if (failed_.load(std::memory_order_relaxed)) return failure_;
-      if (active_->find(ledger_id, entry_id) || flushing_->find(ledger_id, entry_id)) {
+      // Again: another add of this entry may have been cached meanwhile.
+      if (!beyond_last_locked(nullptr) &&
+          (active_->find(ledger_id, entry_id) || flushing_->find(ledger_id, entry_id))) {
         return Status::OK();
       }
       // An entry larger than a half still goes into an empty one.
@@ -378,10 +393,7 @@ Status LedgerStorage::store_entry(LedgerId ledger, EntryId id, const Buffer& ent
     }
     active_->insert(ledger_id, entry_id, entry.data(), entry.size(), lac);
     update_cache_gauge_locked();
-  }
-
-  {
-    std::lock_guard lock(ledgers_mu_);
+    std::lock_guard ledgers_lock(ledgers_mu_);
     auto it = ledgers_.find(ledger_id);
     if (it != ledgers_.end()) {  // absent only if deleted meanwhile; the flush drops the entry
       it->second.last_entry_id = std::max(it->second.last_entry_id, entry_id);

@@ -89,16 +89,19 @@ uint8_t* WriteCache::reserve(size_t size, uint32_t* chunk, uint32_t* offset) {
 bool WriteCache::insert(int64_t ledger_id, int64_t entry_id, const void* data, size_t size,
                         int64_t lac) {
   MAGNETAR_ASSERT(size <= UINT32_MAX, "write cache: entry larger than 4 GiB");
-  if (find(ledger_id, entry_id) != nullptr) return false;
   if ((slots_.size() + 1) * 2 > table_.size()) {
     rebuild_table(std::max(kMinTable, table_.size() * 2));
+  }
+  // One probe: the entry itself (refused), or the empty place that ends its run (taken).
+  const size_t mask = table_.size() - 1;
+  size_t i = probe_start(ledger_id, entry_id);
+  for (; table_[i] != 0; i = (i + 1) & mask) {
+    const Slot& other = slots_[table_[i] - 1];
+    if (other.ledger_id == ledger_id && other.entry_id == entry_id) return false;
   }
   Slot s{ledger_id, entry_id, lac, 0, 0, static_cast<uint32_t>(size), true};
   if (size > 0) std::memcpy(reserve(size, &s.chunk, &s.offset), data, size);
   slots_.push_back(s);
-  const size_t mask = table_.size() - 1;
-  size_t i = probe_start(ledger_id, entry_id);
-  while (table_[i] != 0) i = (i + 1) & mask;
   table_[i] = static_cast<uint32_t>(slots_.size());
   ++live_;
   bytes_ += charge(size);

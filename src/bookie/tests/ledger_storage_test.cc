@@ -245,6 +245,37 @@ TEST_F(LedgerStorageTest, AddIsIdempotent) {
   EXPECT_EQ(*s->read_entry(L(1), E(0)), make_entry(1, 0));
 }
 
+// Two adds of the same entries at once (a replayed journal beside a live add, a client's
+// retry): each entry is stored once, whether it is past the ledger's last entry (no cache
+// look-up) or not.
+TEST_F(LedgerStorageTest, ConcurrentDuplicateAddsStoreEachEntryOnce) {
+  auto o = options();
+  o.write_cache_bytes = 256 << 10;  // flushes run meanwhile
+  auto s = open(o);
+  auto added = [&] {
+    const std::string text = metrics::default_registry().expose();
+    const std::string key = "magnetar_bookie_storage_entries_added_total{dir=\"" + dir_ + "\"} ";
+    const size_t at = text.find(key);
+    EXPECT_NE(at, std::string::npos) << key;
+    return at == std::string::npos ? 0.0 : std::stod(text.substr(at + key.size()));
+  };
+  add_range(*s, 3, 0, 0);  // the ledger exists: later appends take the look-up-free path
+  const double before = added();
+  constexpr int kEntries = 3000;
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 2; ++t) {
+    writers.emplace_back([&] { add_range(*s, 3, 1, kEntries); });
+  }
+  for (auto& w : writers) w.join();
+  EXPECT_EQ(added() - before, kEntries);
+  expect_range(*s, 3, 0, kEntries);
+  ASSERT_TRUE(s->flush().ok());
+  s.reset();
+  s = open(o);
+  expect_range(*s, 3, 0, kEntries);
+  EXPECT_EQ(s->ledger_info(L(3))->last_entry_id, E(kEntries));
+}
+
 TEST_F(LedgerStorageTest, ConcurrentAddsWhileFlushesRun) {
   auto o = options();
   o.write_cache_bytes = 64 << 10;  // small: the background flusher and throttling both run
