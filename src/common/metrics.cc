@@ -105,6 +105,21 @@ std::string join(const std::vector<std::string>& parts) {
   return out + "]";
 }
 
+// A histogram writes its `le` label and a summary its `quantile` label itself: neither takes
+// one of that name from its caller.
+Status check_reserved_label(std::string_view kind, std::string_view name,
+                            const std::vector<std::string>& label_names,
+                            std::string_view reserved) {
+  for (const std::string& label : label_names) {
+    if (label == reserved) {
+      return Status(Errc::kInvalidArgument, std::string(kind) + " " + std::string(name) +
+                                                ": label name `" + std::string(reserved) +
+                                                "` is reserved");
+    }
+  }
+  return Status::OK();
+}
+
 constexpr std::array<double, 9> kLatencyBucketsMs = {0.5, 1, 5, 10, 20, 50, 100, 200, 1000};
 constexpr std::array<double, 14> kFineLatencyBucketsMs = {0.05, 0.1, 0.25, 0.5, 0.75, 1,   2,
                                                           3,    5,   10,   20,  50,   200, 1000};
@@ -455,12 +470,7 @@ Result<Family<Histogram>*> Registry::histogram(std::string_view name, std::strin
                                                 "increasing");
     }
   }
-  for (const std::string& label : label_names) {
-    if (label == "le") {
-      return Status(Errc::kInvalidArgument,
-                    "histogram " + std::string(name) + ": label name `le` is reserved");
-    }
-  }
+  MAGNETAR_TRY(check_reserved_label("histogram", name, label_names, "le"));
   auto shared = std::make_shared<const std::vector<double>>(std::move(b));
   auto family = std::make_unique<Family<Histogram>>(
       std::string(name), std::string(help), Type::kHistogram, std::move(label_names), shared,
@@ -485,12 +495,7 @@ Result<Family<Summary>*> Registry::summary(std::string_view name, std::string_vi
     return Status(Errc::kInvalidArgument,
                   "summary " + std::string(name) + ": the window must be positive");
   }
-  for (const std::string& label : label_names) {
-    if (label == "quantile") {
-      return Status(Errc::kInvalidArgument,
-                    "summary " + std::string(name) + ": label name `quantile` is reserved");
-    }
-  }
+  MAGNETAR_TRY(check_reserved_label("summary", name, label_names, "quantile"));
   auto shared = std::make_shared<const std::vector<double>>(std::move(q));
   auto family = std::make_unique<Family<Summary>>(
       std::string(name), std::string(help), Type::kSummary, std::move(label_names), shared,
