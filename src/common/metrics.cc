@@ -236,7 +236,9 @@ void Summary::observe(double v) noexcept {
   if (std::isnan(v)) return;
   const std::vector<double>& b = bounds();
   size_t i = 0;
-  if (v > kSummaryMin) {
+  if (v >= b.back()) {
+    i = b.size() - 1;  // infinity too
+  } else if (v > kSummaryMin) {
     // The first bound >= v: from the logarithm, then corrected for its rounding.
     const double at = std::ceil(std::log(v / kSummaryMin) / std::log(kSummaryGrowth));
     i = std::min(static_cast<size_t>(std::max(at, 0.0)), b.size() - 1);

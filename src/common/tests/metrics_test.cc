@@ -159,6 +159,7 @@ TEST(MetricsTest, SummaryValuesOutsideTheBucketsAndEmptyPeriods) {
   s->observe(0.0);
   s->observe(-5.0);
   s->observe(1e12);
+  s->observe(std::numeric_limits<double>::infinity());
   e = s->estimate(Summary::Clock::now());
   EXPECT_EQ(e[0], Summary::bounds().front());
   EXPECT_EQ(e[1], Summary::bounds().back());
