@@ -320,33 +320,27 @@ Status LedgerStorage::store_entry(LedgerId ledger, EntryId id, const Buffer& ent
   const size_t charge = WriteCache::charge(entry.size());
   const size_t half = options_.write_cache_bytes / 2;
 
-  bool created = false;
-  {
-    std::lock_guard lock(ledgers_mu_);
-    auto emplaced = ledgers_.try_emplace(ledger_id);
-    created = emplaced.second;
-    if (created) ++emplaced.first->second.meta_version;  // persist the ledger with its first flush
-  }
+  // Stored already (journal replay)? The cache check and the durable high-water mark are
+  // read together, under cache_mu_, because a flush moves an entry from the one to the other
+  // under that lock: an entry is always found in one of the two places.
   // An entry past the ledger's last added one is neither cached nor indexed: no look-ups (the
   // common case, an append). last_entry_id moves under cache_mu_ with the insert, so two adds
   // of one entry cannot both take it for new. Not for a ledger created by this add: the
   // cache may still hold entries of a deleted ledger of that id, which the look-ups find.
-  auto beyond_last_locked = [&](int64_t* durable_last) {
-    std::lock_guard ledgers_lock(ledgers_mu_);
-    auto it = ledgers_.find(ledger_id);
-    if (it == ledgers_.end()) return false;
-    if (durable_last) *durable_last = it->second.durable_last_entry_id;
-    return !created && entry_id > it->second.last_entry_id;
-  };
-
-  // Stored already (journal replay)? The cache check and the durable high-water mark are
-  // read together, under cache_mu_, because a flush moves an entry from the one to the other
-  // under that lock: an entry is always found in one of the two places.
+  bool created = false;
   int64_t durable_last = -1;
   bool beyond_last = false;
   {
     std::lock_guard lock(cache_mu_);
-    beyond_last = beyond_last_locked(&durable_last);
+    {
+      std::lock_guard ledgers_lock(ledgers_mu_);
+      auto emplaced = ledgers_.try_emplace(ledger_id);
+      LedgerState& st = emplaced.first->second;
+      created = emplaced.second;
+      if (created) ++st.meta_version;  // persist the ledger with its first flush
+      durable_last = st.durable_last_entry_id;
+      beyond_last = !created && entry_id > st.last_entry_id;
+    }
     if (!beyond_last &&
         (active_->find(ledger_id, entry_id) || flushing_->find(ledger_id, entry_id))) {
       return Status::OK();
@@ -368,7 +362,12 @@ Status LedgerStorage::store_entry(LedgerId ledger, EntryId id, const Buffer& ent
     while (true) {
       if (failed_.load(std::memory_order_relaxed)) return failure_;
       // Again: another add of this entry may have been cached meanwhile.
-      if (!beyond_last_locked(nullptr) &&
+      {
+        std::lock_guard ledgers_lock(ledgers_mu_);
+        auto it = ledgers_.find(ledger_id);
+        beyond_last = it != ledgers_.end() && !created && entry_id > it->second.last_entry_id;
+      }
+      if (!beyond_last &&
           (active_->find(ledger_id, entry_id) || flushing_->find(ledger_id, entry_id))) {
         return Status::OK();
       }
