@@ -240,7 +240,6 @@ std::optional<Bookie::CheckedAdd> Bookie::check_add(bookie_wire::AddRequest& req
   add.entry_id = entry_id;
   add.lac = EntryId{header->lac};
   add.entry = std::move(entry);
-  add.created = key->created;
   if (key->created) add.new_ledger_key = request.master_key();
   add.done = std::move(done);
   return add;
@@ -263,12 +262,12 @@ bool Bookie::store_checked(CheckedAdd& add, bool wait) {
       }
       if (!*stored) return false;
     }
-    add.stage = add.created ? Stage::kKey : Stage::kEntry;
+    add.stage = add.new_ledger_key ? Stage::kKey : Stage::kEntry;
   }
   Journal& journal = journal_for(add.ledger);
   if (add.stage == Stage::kKey) {
     JournalRecord key{JournalRecordType::kMasterKey, add.ledger, EntryId{},
-                      Buffer::copy_of(add.new_ledger_key)};
+                      Buffer::copy_of(*add.new_ledger_key)};
     Journal::AppendCallback ignored = [](Status, JournalPosition) {};
     if (wait) {
       journal.append(std::move(key), std::move(ignored));

@@ -103,8 +103,8 @@ class Bookie {
     EntryId entry_id{0};
     EntryId lac{-1};
     Buffer entry;
-    std::string new_ledger_key;  // journaled before the entry when the add created the ledger
-    bool created = false;
+    // The key of the ledger this add created: journaled before the entry.
+    std::optional<std::string> new_ledger_key;
     Stage stage = Stage::kCache;
     AddCallback done;
     Journal::AppendCallback journal_done;  // made from `done` at the kEntry stage
