@@ -246,8 +246,13 @@ void Summary::observe(double v) noexcept {
     while (i + 1 < b.size() && b[i] < v) ++i;
   }
   counts_[i].fetch_add(1, std::memory_order_relaxed);
-  count_.fetch_add(1, std::memory_order_relaxed);
   add_relaxed(sum_, v);
+}
+
+uint64_t Summary::count() const noexcept {
+  uint64_t total = 0;
+  for (size_t i = 0; i < bounds().size(); ++i) total += counts_[i].load(std::memory_order_relaxed);
+  return total;
 }
 
 std::vector<uint64_t> Summary::read_counts() const {

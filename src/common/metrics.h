@@ -129,7 +129,7 @@ class Summary {
   // One estimate per quantile over the current period; rolls the period when `now` is a
   // window past the newer snapshot.
   std::vector<double> estimate(Clock::time_point now) const;
-  uint64_t count() const noexcept { return count_.load(std::memory_order_relaxed); }
+  uint64_t count() const noexcept;  // the buckets' total, as Histogram's
   double sum() const noexcept { return sum_.load(std::memory_order_relaxed); }
 
   // The bucket upper bounds shared by every summary.
@@ -145,7 +145,6 @@ class Summary {
   std::shared_ptr<const std::vector<double>> quantiles_;
   const Clock::duration window_;
   std::unique_ptr<std::atomic<uint64_t>[]> counts_;
-  std::atomic<uint64_t> count_{0};
   std::atomic<double> sum_{0.0};
   mutable std::mutex mu_;  // the snapshots; scrapes only
   mutable Snapshot older_, newer_;
