@@ -255,13 +255,14 @@ void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer 
   auto self = shared_from_this();
   // A marker from another cluster is read again once stored (replicated subscriptions).
   Buffer marker = send.marker_type != 0 ? entry : Buffer();
-  const auto started = std::chrono::steady_clock::now();
-  const auto received =
-      send.received == std::chrono::steady_clock::time_point{} ? started : send.received;
+  // Both latencies count from the SEND handled (Pulsar records one value for both).
+  const auto received = send.received == std::chrono::steady_clock::time_point{}
+                            ? std::chrono::steady_clock::now()
+                            : send.received;
   ml_->async_add(BufferChain(std::move(entry)),
                  [self, producer, messages = send.messages, size, top, dedup, replicated,
                   source = send.replicated_from, source_position = send.source_position,
-                  marker_type = send.marker_type, marker = std::move(marker), started, received,
+                  marker_type = send.marker_type, marker = std::move(marker), received,
                   done = std::move(done)](Result<Position> p) {
                    if (!p.ok()) {
                      if (dedup && self->dedup_) self->dedup_->failed(producer->name());
@@ -273,9 +274,10 @@ void PersistentTopic::publish(const std::shared_ptr<Producer>& producer, Buffer 
                    self->bytes_in_ += size;
                    ++self->entries_in_;
                    const auto stored = std::chrono::steady_clock::now();
-                   using Ms = std::chrono::duration<double, std::milli>;
-                   self->write_latency_.observe(Ms(stored - started).count());
-                   self->metrics_.publish_latency->observe(Ms(stored - received).count());
+                   const double ms =
+                       std::chrono::duration<double, std::milli>(stored - received).count();
+                   self->write_latency_.observe(ms);
+                   self->metrics_.publish_latency->observe(ms);
                    self->entry_size_.observe(static_cast<double>(size));
                    self->metrics_.in_messages->inc(messages);
                    self->metrics_.in_bytes->inc(size);
