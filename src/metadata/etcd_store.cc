@@ -332,6 +332,7 @@ class EtcdStore final : public MetadataStore {
     }
     int64_t revision = granted.resp.header().revision();
     lease_id_ = granted.resp.id();  // before any caller can create an ephemeral
+    granted_ttl_ms_ = granted.resp.ttl() * 1000;  // and before any caller asks
     auto begin = [this, lease = granted.resp.id(), ttl = granted.resp.ttl(), revision] {
       install_lease(lease, ttl);
       watch_from_ = revision + 1;
@@ -485,6 +486,12 @@ class EtcdStore final : public MetadataStore {
   void remove_listener(ListenerId id) override { listeners_.remove(id); }
 
   int64_t session_id() const override { return lease_id_.load(); }
+  // The lease's TTL as granted (etcd may raise what was asked for); before the first lease,
+  // the timeout asked for.
+  std::chrono::milliseconds session_timeout() const override {
+    const int64_t granted = granted_ttl_ms_.load();
+    return granted > 0 ? std::chrono::milliseconds(granted) : options_.session_timeout;
+  }
 
   // Revokes the lease (its ephemerals go with it) and stops the streams.
   Task<Status> close() override {
@@ -899,6 +906,7 @@ class EtcdStore final : public MetadataStore {
   void install_lease(int64_t lease, int64_t ttl_seconds) {
     lease_id_ = lease;
     ttl_ = std::chrono::seconds(ttl_seconds);
+    granted_ttl_ms_ = ttl_.count();
     // A keep-alive every tick, eight per TTL: the last answered one is at most a tick old
     // when etcd stops answering, and the loss is seen within a tick of its deadline.
     tick_ = std::max<std::chrono::milliseconds>(std::chrono::milliseconds(100), ttl_ / 8);
@@ -1095,6 +1103,7 @@ class EtcdStore final : public MetadataStore {
 
   std::atomic<bool> closed_{false};
   std::atomic<int64_t> lease_id_{0};
+  std::atomic<int64_t> granted_ttl_ms_{0};  // the current lease's TTL; 0 before the first
   std::atomic<SessionState> session_state_{SessionState::kConnected};
   std::atomic<int64_t> watch_from_{0};  // revision the next watch starts at
 

@@ -497,6 +497,8 @@ class LocalStore final : public MetadataStore {
   void remove_listener(ListenerId id) override { db_->remove_listener(id); }
 
   int64_t session_id() const override { return session_; }
+  // No servers to negotiate with: the timeout asked for.
+  std::chrono::milliseconds session_timeout() const override { return options_.session_timeout; }
 
   Task<Status> close() override {
     if (open_->exchange(false)) db_->remove_session_listeners(session_);

@@ -122,6 +122,11 @@ class MetadataStore {
 
   // Id of the current session (changes after kSessionReestablished).
   virtual int64_t session_id() const = 0;
+  // The session timeout the servers apply, which may differ from the one asked for:
+  // ZooKeeper bounds it by its minSessionTimeout and maxSessionTimeout, etcd rounds the
+  // lease's TTL up to whole seconds and raises it to its minimum. What an owner of
+  // ephemeral nodes plans with. Before the first session: the one asked for. Any thread.
+  virtual std::chrono::milliseconds session_timeout() const = 0;
   // Ends the session: its ephemeral nodes are deleted; later operations fail with kClosed.
   virtual Task<Status> close() = 0;
 

@@ -467,6 +467,12 @@ class ZooKeeperStore final : public MetadataStore {
   void remove_listener(ListenerId id) override { listeners_.remove(id); }
 
   int64_t session_id() const override { return session_id_.load(); }
+  // As negotiated at the last connect (the servers bound it by their min/maxSessionTimeout);
+  // before the first, the timeout asked for.
+  std::chrono::milliseconds session_timeout() const override {
+    const int64_t negotiated = negotiated_ms_.load();
+    return negotiated > 0 ? std::chrono::milliseconds(negotiated) : options_.session_timeout;
+  }
 
   Task<Status> close() override {
     std::optional<std::shared_ptr<Session>> closing = begin_close();
@@ -498,6 +504,7 @@ class ZooKeeperStore final : public MetadataStore {
     bool rearm = false;
     bool expired = false;
     int64_t id = 0;
+    int new_timeout = 0;  // a session timeout the servers gave that differs from the last
     {
       std::lock_guard lock(mu_);
       if (session->state == SessionState::kClosed || closed_) return;
@@ -505,6 +512,9 @@ class ZooKeeperStore final : public MetadataStore {
         const clientid_t* client = zoo_client_id(zh);
         id = client != nullptr ? client->client_id : 0;
         session_id_ = id;
+        const int timeout = zoo_recv_timeout(zh);
+        // Told once per value, not at every reconnect.
+        if (timeout > 0 && negotiated_ms_.exchange(timeout) != timeout) new_timeout = timeout;
         session->install_handle(zh);
         if (session->state == SessionState::kConnecting) {
           if (session->after_expiry()) event = SessionEvent::kSessionReestablished;
@@ -528,6 +538,12 @@ class ZooKeeperStore final : public MetadataStore {
           expired = true;
         }
       }
+    }
+    if (new_timeout > 0 && new_timeout != options_.session_timeout.count()) {
+      log_.warn(
+          "session {:#x}: the servers gave a session timeout of {} ms instead of the {} ms "
+          "asked for (their minSessionTimeout/maxSessionTimeout); using theirs",
+          id, new_timeout, options_.session_timeout.count());
     }
     if (!event) {
       if (state == ZOO_CONNECTED_STATE) log_.info("session {:#x} connected", id);
@@ -556,7 +572,7 @@ class ZooKeeperStore final : public MetadataStore {
   // treated as lost here too, as Pulsar's session watcher does: listeners hear
   // kSessionLost (owners stop at once), the handle is closed and a new session opened.
   void start_disconnect_timer(Session* session) {
-    disconnect_timer_.expires_after(options_.session_timeout);
+    disconnect_timer_.expires_after(session_timeout());
     disconnect_timer_.async_wait([this, session](const boost::system::error_code& ec) {
       if (ec) return;
       {
@@ -567,9 +583,10 @@ class ZooKeeperStore final : public MetadataStore {
         }
         session->state = SessionState::kExpired;
       }
-      log_.warn("no connection for the session timeout ({} ms): session treated as lost; "
-                "opening a new one",
-                options_.session_timeout.count());
+      log_.warn(
+          "no connection for the session timeout ({} ms): session treated as lost; "
+          "opening a new one",
+          session_timeout().count());
       notify_session(SessionEvent::kSessionLost);
       replace_session(session);
     });
@@ -921,6 +938,7 @@ class ZooKeeperStore final : public MetadataStore {
   std::set<std::string> data_watched_;   // paths whose data watch we keep; guarded by mu_
   std::set<std::string> child_watched_;  // paths whose child watch we keep; guarded by mu_
   std::atomic<int64_t> session_id_{0};
+  std::atomic<int64_t> negotiated_ms_{0};  // the session timeout the servers gave; 0: none yet
 
   // The janitor: a private loop on its own thread. Declared last but the thread, so it
   // is stopped (joined in the destructor) before the state above goes away.

@@ -18,7 +18,7 @@ class BrokerClusterTest : public BrokerClusterFixture {
   // The store stays paused for at least `paused_for` (longer than the session: the lease or
   // session then expires on the server once it runs again).
   void cut_off_broker_stops_serving_before_its_session_can_expire(
-      std::chrono::milliseconds paused_for = {});
+      std::chrono::milliseconds paused_for = {}, const Settings& broker_settings = {});
   void metadata_member_killed_under_load_changes_nothing(const std::function<void()>& kill);
 };
 
@@ -452,8 +452,8 @@ TEST_F(BrokerClusterTest, ABrokerCutOffFromZooKeeperStopsServingBeforeItsSession
 }
 
 void BrokerClusterTest::cut_off_broker_stops_serving_before_its_session_can_expire(
-    std::chrono::milliseconds paused_for) {
-  start_broker();
+    std::chrono::milliseconds paused_for, const Settings& broker_settings) {
+  start_broker(broker_settings);
   ASSERT_FALSE(HasFailure());
   const std::string topic = "persistent://public/default/cut-off";
   int redirects = 0;
@@ -493,6 +493,25 @@ void BrokerClusterTest::cut_off_broker_stops_serving_before_its_session_can_expi
     }
   }
   EXPECT_TRUE(served) << last.to_string();
+}
+
+// ZooKeeper servers that allow sessions of 4 s at most, and a broker asking for 12 s: the
+// broker plans with the 4 s the servers gave, so it still stops serving before they can
+// expire its session (planning with 12 s, it would serve 2 s after noticing the loss at
+// 2.7 s, past the 4 s).
+class BrokerClusterOnBoundedSessionsTest : public BrokerClusterTest {
+ protected:
+  ZooKeeperOptions zookeeper_options() const override {
+    ZooKeeperOptions options;
+    options.max_session_timeout_ms = 4000;
+    return options;
+  }
+};
+
+TEST_F(BrokerClusterOnBoundedSessionsTest,
+       ABrokerCutOffStopsServingWithinTheSessionTheServersGaveNotTheOneItAskedFor) {
+  cut_off_broker_stops_serving_before_its_session_can_expire(
+      6s, {{"metadataStoreSessionTimeoutMillis", "12000"}});
 }
 
 // The same cluster over a 3-server ZooKeeper ensemble.

@@ -44,6 +44,8 @@ class ClusterFixture : public ::testing::Test {
   virtual int zookeeper_servers() const { return 1; }
   // etcd members instead of ZooKeeper: 0 (ZooKeeper), 1, or a cluster of N.
   virtual int etcd_members() const { return 0; }
+  // The options of a standalone ZooKeeper server (zookeeper_servers() == 1).
+  virtual ZooKeeperOptions zookeeper_options() const { return {}; }
 
   void SetUp() override {
     if (etcd_members() > 0) {
@@ -57,7 +59,7 @@ class ClusterFixture : public ::testing::Test {
       ensemble_ = std::move(ensemble).value();
       url_ = "zk:" + ensemble_->connect_string() + "/bk";
     } else {
-      auto zk = ZooKeeperServer::start();
+      auto zk = ZooKeeperServer::start(zookeeper_options());
       ASSERT_TRUE(zk.ok()) << zk.status().to_string();
       zk_ = std::move(zk).value();
       url_ = "zk:" + zk_->connect_string() + "/bk";

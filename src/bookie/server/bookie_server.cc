@@ -548,9 +548,8 @@ Status BookieServer::register_bookie() {
   // A previous process of this bookie (killed and restarted quickly) may still hold the node
   // through its not-yet-expired session: wait for it to go, as BookKeeper does. Startup
   // only, not an event loop: blocking waits are fine here.
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(2 * config_.metadata.session_timeout_ms) +
-                        std::chrono::seconds(5);
+  const auto deadline =
+      std::chrono::steady_clock::now() + 2 * store_->session_timeout() + std::chrono::seconds(5);
   bool told = false;
   while (true) {
     auto r = run_sync<Result<metadata::PutResult>>([&]() {

@@ -352,6 +352,7 @@ class ListingHookStore final : public metadata::MetadataStore {
   }
   void remove_listener(metadata::ListenerId id) override { inner_.remove_listener(id); }
   int64_t session_id() const override { return inner_.session_id(); }
+  std::chrono::milliseconds session_timeout() const override { return inner_.session_timeout(); }
   Task<Status> close() override { co_return Status::OK(); }
 
  private:

@@ -374,13 +374,14 @@ void NamespaceService::on_session_event(metadata::SessionEvent event) {
       // Stop before the session can expire. The servers count from the last request they
       // heard from us; the client declares the connection lost after two thirds of the
       // timeout without an answer (a hung server), so only a third may be left: serve a
-      // sixth of the timeout more at most (half of what is left, for timer slack).
-      const auto grace = std::chrono::milliseconds(config_.metadata.session_timeout_ms / 6);
+      // sixth of the timeout more at most (half of what is left, for timer slack). The
+      // timeout is the one the servers gave, which may be shorter than the one asked for.
+      const auto grace = store_.session_timeout() / 6;
       log_.warn("metadata connection lost: serving for at most {} ms more", grace.count());
       auto timer = std::make_shared<asio::steady_timer>(executor_, grace);
       timer->async_wait([this, timer, generation](const boost::system::error_code& ec) {
         if (!ec && generation == session_generation_) {
-          stop_serving("no metadata connection for half the session timeout");
+          stop_serving("no metadata connection for a sixth of the session timeout");
         }
       });
       break;

@@ -16,10 +16,11 @@
 // every bundle is taken here.
 //
 // Session: when the metadata store reports the connection lost, the broker stops serving
-// (closes every topic, refuses new ones) after a sixth of the session timeout — the
-// client notices a hung server after two thirds of it — before the session can expire and
-// another broker take the bundles; kSessionLost drops every bundle at once. Reconnecting
-// within the session resumes serving with the same bundles.
+// (closes every topic, refuses new ones) after a sixth of the session timeout — the one the
+// servers gave (MetadataStore::session_timeout()); the client notices a hung server after
+// two thirds of it — before the session can expire and another broker take the bundles;
+// kSessionLost drops every bundle at once. Reconnecting within the session resumes serving
+// with the same bundles.
 //
 // Threading: the state lives on one executor (the broker's first loop). Public coroutines
 // may be awaited from any executor: they hop there.

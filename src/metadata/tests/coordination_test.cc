@@ -92,6 +92,7 @@ class SessionControlStore final : public MetadataStore {
   }
 
   int64_t session_id() const override { return inner_->session_id(); }
+  std::chrono::milliseconds session_timeout() const override { return inner_->session_timeout(); }
   Task<Status> close() override { co_return co_await inner_->close(); }
 
   // Fault seam: the session expires.

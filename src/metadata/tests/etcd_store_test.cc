@@ -211,6 +211,20 @@ TEST(EtcdStoreTest, TlsWithClientCertificates) {
 // clock, no later than a TTL after its last answered keep-alive (so before etcd, which counts
 // from receiving it, can expire the lease and let another session take what it held), then
 // gets a new lease once etcd answers again; the old ephemerals are gone.
+TEST(EtcdStoreTest, TheGrantedTtlIsTheSessionTimeoutInForce) {
+  // A lease's TTL is whole seconds: 1.5 s asked for is at least 2 s granted, and the store
+  // reports what etcd granted, which is what its ephemerals live by.
+  auto etcd = testing::EtcdServer::start();
+  ASSERT_TRUE(etcd.ok()) << etcd.status().to_string();
+  Loop loop;
+  auto store = open_etcd(loop, (*etcd)->url(), timeouts(1500ms, 3000ms));
+  ASSERT_TRUE(store);
+  const auto granted = store->session_timeout();
+  EXPECT_GE(granted, 2000ms);
+  EXPECT_EQ(granted.count() % 1000, 0) << granted.count();
+  (void)loop.await(store->close());
+}
+
 TEST(EtcdStoreTest, HungEtcdLosesTheSessionBeforeTheLeaseCanExpire) {
   auto etcd = testing::EtcdServer::start();
   ASSERT_TRUE(etcd.ok()) << etcd.status().to_string();

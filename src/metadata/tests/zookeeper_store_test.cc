@@ -263,6 +263,35 @@ TEST(ZooKeeperStoreTest, PartitionedClientTreatsItsSessionAsLostAfterTheTimeout)
   (void)loop.await(store->close());
 }
 
+TEST(ZooKeeperStoreTest, TheServersSessionTimeoutIsTheOneInForce) {
+  // Servers bound the timeout a client asks for by their maxSessionTimeout. The store must
+  // plan with theirs: a broker that kept the 6 s it asked for would go on serving after the
+  // servers had expired its session and let another broker take its bundles.
+  testing::ZooKeeperOptions server;
+  server.max_session_timeout_ms = 2000;
+  auto zk = testing::ZooKeeperServer::start(server);
+  ASSERT_TRUE(zk.ok()) << zk.status().to_string();
+  Relay relay((*zk)->port());
+  Loop loop;
+  auto store =
+      open_zk(loop, fmt::format("127.0.0.1:{}", relay.port()), short_timeouts(6000ms, 2000ms));
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->session_timeout(), 2000ms);
+  SessionEvents events;
+  events.attach(*store, loop);
+  ASSERT_TRUE(loop.await(store->put("/owned", "mine", ephemeral())).ok());
+
+  auto cut_at = std::chrono::steady_clock::now();
+  relay.cut();
+  ASSERT_TRUE(loop.run_until([&] { return events.has(SessionEvent::kSessionLost); }, 15s))
+      << events.describe();
+  auto lost_after = std::chrono::steady_clock::now() - cut_at;
+  EXPECT_GE(lost_after, 1900ms);  // the servers' timeout...
+  EXPECT_LT(lost_after, 5s);      // ...not the 6 s asked for
+  relay.restore();
+  (void)loop.await(store->close());
+}
+
 TEST(ZooKeeperStoreTest, ServerRestartWithinTheSessionTimeoutIsTransparent) {
   auto zk = testing::ZooKeeperServer::start();
   ASSERT_TRUE(zk.ok()) << zk.status().to_string();
