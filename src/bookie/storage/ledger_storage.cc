@@ -320,78 +320,70 @@ Status LedgerStorage::store_entry(LedgerId ledger, EntryId id, const Buffer& ent
   const size_t charge = WriteCache::charge(entry.size());
   const size_t half = options_.write_cache_bytes / 2;
 
-  // Stored already (journal replay)? The cache check and the durable high-water mark are
-  // read together, under cache_mu_, because a flush moves an entry from the one to the other
-  // under that lock: an entry is always found in one of the two places.
+  // Stored already (journal replay, a client's retry)? The cache check and the durable
+  // high-water mark are read together, under cache_mu_, because a flush moves an entry from
+  // the one to the other under that lock: an entry is always found in one of the two places.
   // An entry past the ledger's last added one is neither cached nor indexed: no look-ups (the
-  // common case, an append). last_entry_id moves under cache_mu_ with the insert, so two adds
-  // of one entry cannot both take it for new. Not for a ledger created by this add: the
-  // cache may still hold entries of a deleted ledger of that id, which the look-ups find.
-  bool created = false;
-  int64_t durable_last = -1;
+  // common case, an append), and the lock is held through to the insert. last_entry_id
+  // moves under cache_mu_ with the insert, so two adds of one entry cannot both take it for
+  // new. Not for a ledger created by this add: the cache may still hold entries of a deleted
+  // ledger of that id, which the look-ups find.
+  std::unique_lock lock(cache_mu_);
+  auto cached = [&] {
+    return active_->find(ledger_id, entry_id) || flushing_->find(ledger_id, entry_id);
+  };
   bool beyond_last = false;
+  int64_t durable_last = -1;
   {
-    std::lock_guard lock(cache_mu_);
-    {
-      std::lock_guard ledgers_lock(ledgers_mu_);
-      auto emplaced = ledgers_.try_emplace(ledger_id);
-      LedgerState& st = emplaced.first->second;
-      created = emplaced.second;
-      if (created) ++st.meta_version;  // persist the ledger with its first flush
-      durable_last = st.durable_last_entry_id;
-      beyond_last = !created && entry_id > st.last_entry_id;
-    }
-    if (!beyond_last &&
-        (active_->find(ledger_id, entry_id) || flushing_->find(ledger_id, entry_id))) {
-      return Status::OK();
-    }
+    std::lock_guard ledgers_lock(ledgers_mu_);
+    auto [it, created] = ledgers_.try_emplace(ledger_id);
+    if (created) ++it->second.meta_version;  // persist the ledger with its first flush
+    durable_last = it->second.durable_last_entry_id;
+    beyond_last = !created && entry_id > it->second.last_entry_id;
   }
-  if (!beyond_last && entry_id <= durable_last) {
-    if (!wait) {  // the index is read from disk
-      *would_block = true;
-      return Status::OK();
-    }
-    MAGNETAR_ASSIGN_OR_RETURN(std::optional<EntryLocation> loc,
-                              index_->get_location(ledger_id, entry_id));
-    if (loc) return Status::OK();
-  }
-
-  {
-    std::unique_lock lock(cache_mu_);
-    const auto deadline = Clock::now() + options_.max_throttle;
-    while (true) {
-      if (failed_.load(std::memory_order_relaxed)) return failure_;
-      // Again: another add of this entry may have been cached meanwhile.
-      {
-        std::lock_guard ledgers_lock(ledgers_mu_);
-        auto it = ledgers_.find(ledger_id);
-        beyond_last = it != ledgers_.end() && !created && entry_id > it->second.last_entry_id;
-      }
-      if (!beyond_last &&
-          (active_->find(ledger_id, entry_id) || flushing_->find(ledger_id, entry_id))) {
-        return Status::OK();
-      }
-      // An entry larger than a half still goes into an empty one.
-      if (active_->empty() || active_->bytes() + charge <= half) break;
-      if (options_.flush_when_full && !flush_requested_) {
-        flush_requested_ = true;
-        flusher_cv_.notify_one();
-      }
-      if (!wait) {
+  if (!beyond_last) {
+    if (cached()) return Status::OK();
+    if (entry_id <= durable_last) {
+      if (!wait) {  // the index is read from disk
         *would_block = true;
         return Status::OK();
       }
-      if (cache_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
-        if (failed_.load(std::memory_order_relaxed)) return failure_;
-        if (active_->empty() || active_->bytes() + charge <= half) break;
-        metrics_->adds_rejected->inc();
-        return Status(Errc::kResourceExhausted,
-                      fmt::format("write cache full for {} ms: entry {} of ledger {} rejected",
-                                  options_.max_throttle.count(), entry_id, ledger_id));
-      }
+      lock.unlock();
+      MAGNETAR_ASSIGN_OR_RETURN(std::optional<EntryLocation> loc,
+                                index_->get_location(ledger_id, entry_id));
+      if (loc) return Status::OK();
+      lock.lock();
+      if (cached()) return Status::OK();  // added meanwhile
     }
-    active_->insert(ledger_id, entry_id, entry.data(), entry.size(), lac);
-    update_cache_gauge_locked();
+  }
+
+  const auto deadline = Clock::now() + options_.max_throttle;
+  // An entry larger than a half still goes into an empty one.
+  auto fits = [&] { return active_->empty() || active_->bytes() + charge <= half; };
+  while (!fits()) {
+    if (failed_.load(std::memory_order_relaxed)) return failure_;
+    if (options_.flush_when_full && !flush_requested_) {
+      flush_requested_ = true;
+      flusher_cv_.notify_one();
+    }
+    if (!wait) {
+      *would_block = true;
+      return Status::OK();
+    }
+    const bool timed_out = cache_cv_.wait_until(lock, deadline) == std::cv_status::timeout;
+    if (cached()) return Status::OK();  // another add of this entry got in while we waited
+    if (timed_out && !fits()) {
+      if (failed_.load(std::memory_order_relaxed)) return failure_;
+      metrics_->adds_rejected->inc();
+      return Status(Errc::kResourceExhausted,
+                    fmt::format("write cache full for {} ms: entry {} of ledger {} rejected",
+                                options_.max_throttle.count(), entry_id, ledger_id));
+    }
+  }
+  if (failed_.load(std::memory_order_relaxed)) return failure_;
+  active_->insert(ledger_id, entry_id, entry.data(), entry.size(), lac);
+  update_cache_gauge_locked();
+  {
     std::lock_guard ledgers_lock(ledgers_mu_);
     auto it = ledgers_.find(ledger_id);
     if (it != ledgers_.end()) {  // absent only if deleted meanwhile; the flush drops the entry
@@ -399,6 +391,7 @@ Status LedgerStorage::store_entry(LedgerId ledger, EntryId id, const Buffer& ent
       it->second.lac = std::max(it->second.lac, lac);
     }
   }
+  lock.unlock();
   metrics_->entries_added->inc();
   return Status::OK();
 }
