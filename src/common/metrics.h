@@ -113,9 +113,10 @@ class Histogram {
 // (`{quantile="0.5"}` samples, then `_sum` and `_count` over all time). observe() is
 // lock-free: it counts the value into one of logarithmic buckets 2 % wide (values from
 // 0.001 to 10^7; smaller ones count as 0.001, larger ones as 10^7) and adds it to the sum.
-// Quantiles are read at scrape time from the counts since a snapshot taken between one and
-// two windows ago (scrapes take the snapshots), so each is an upper bound at most 2 % above
-// the true value of that period; NaN when nothing was observed in it. Quantile 0 is the
+// Quantiles are read at scrape time from the counts since a snapshot taken by an earlier
+// scrape at least a window ago (between one and two windows ago when scrapes come at least
+// once a window), so each is an upper bound at most 2 % above the true value of that
+// period; NaN when nothing was observed in it. Quantile 0 is the
 // smallest value of the period and 1 the largest (within the same 2 %).
 class Summary {
  public:
