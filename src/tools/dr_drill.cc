@@ -25,6 +25,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -54,15 +55,48 @@ double elapsed_s(Clock::time_point t) {
 class Region {
  public:
   Region(std::string name, fs::path dir, std::vector<std::string> settings)
-      : name_(std::move(name)),
-        dir_(std::move(dir)),
-        settings_(std::move(settings)),
-        port_(free_port()),
-        web_port_(free_port()),
-        bookie_port_(free_port()) {}
+      : name_(std::move(name)), dir_(std::move(dir)), settings_(std::move(settings)) {
+    pick_ports();
+  }
   ~Region() { kill(); }
 
+  // The first start takes other ports when one of its own was taken between picking and binding
+  // (any process's outgoing connection may get it from the same ephemeral range), over a fresh
+  // data directory: the bookie's cookie names its port. A restart keeps the ports, which the
+  // other region and the client know by now.
   Status start() {
+    for (int attempt = 1;; ++attempt) {
+      Status st = start_once();
+      if (st.ok() || started_ || attempt == 3 || port_taken_.empty()) {
+        started_ = started_ || st.ok();
+        return st;
+      }
+      std::printf("%s: %s; starting again on other ports\n", name_.c_str(), port_taken_.c_str());
+      std::error_code ec;
+      fs::remove_all(dir_ / "data", ec);
+      pick_ports();
+    }
+  }
+  void kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    while (alive(pid_)) std::this_thread::sleep_for(10ms);
+    pid_ = -1;
+  }
+  const std::string& name() const { return name_; }
+  std::string service_url() const { return fmt::format("pulsar://127.0.0.1:{}", port_); }
+  std::string web_url() const { return fmt::format("http://127.0.0.1:{}", web_port_); }
+
+ private:
+  void pick_ports() {
+    const std::vector<int> ports = free_ports(3);
+    port_ = ports[0];
+    web_port_ = ports[1];
+    bookie_port_ = ports[2];
+  }
+
+  Status start_once() {
+    port_taken_.clear();
     fs::create_directories(dir_);
     const std::string log = (dir_ / "standalone.log").string();
     std::error_code ec;
@@ -96,6 +130,13 @@ class Region {
       }
       if (!alive(pid_)) {
         pid_ = -1;
+        constexpr std::string_view kInUse = "Address already in use";
+        if (const size_t at = text.find(kInUse, before); at != std::string::npos) {
+          const size_t from = text.rfind("cannot listen", at);
+          port_taken_ = from != std::string::npos && from >= before
+                            ? text.substr(from, at + kInUse.size() - from)
+                            : std::string(kInUse);
+        }
         return Status(Errc::kIoError, fmt::format("{} exited; the end of {}:\n{}", name_, log,
                                                   last_lines(text, 15)));
       }
@@ -103,22 +144,15 @@ class Region {
     }
     return Status(Errc::kTimeout, fmt::format("{} not ready in 60 s (see {})", name_, log));
   }
-  void kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    while (alive(pid_)) std::this_thread::sleep_for(10ms);
-    pid_ = -1;
-  }
-  const std::string& name() const { return name_; }
-  std::string service_url() const { return fmt::format("pulsar://127.0.0.1:{}", port_); }
-  std::string web_url() const { return fmt::format("http://127.0.0.1:{}", web_port_); }
 
- private:
   std::string name_;
   fs::path dir_;
   std::vector<std::string> settings_;
-  int port_, web_port_, bookie_port_;
+  int port_ = 0, web_port_ = 0, bookie_port_ = 0;
   pid_t pid_ = -1;
+  bool started_ = false;
+  // What the failed start's log said when one of its ports was taken ("" otherwise).
+  std::string port_taken_;
 };
 
 Status rest(const Region& at, const std::string& method, const std::string& path,
