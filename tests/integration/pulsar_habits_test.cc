@@ -94,6 +94,7 @@ TEST(PulsarHabitsTest, StandaloneTakesPulsarsFlagsAndItsStandaloneConf) {
 TEST(PulsarHabitsTest, AFailedFirstStartLeavesNothingInTheWayOfTheNext) {
   const auto dir = fresh_dir("failed");
   Standalone s(dir);
+  s.keep_ports_when_taken();
   {
     // The web port is taken: the first start fails after the metadata and the bookie
     // started.
