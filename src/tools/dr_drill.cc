@@ -60,10 +60,12 @@ class Region {
   }
   ~Region() { kill(); }
 
-  // The first start takes other ports when one of its own was taken between picking and binding
-  // (any process's outgoing connection may get it from the same ephemeral range), over a fresh
-  // data directory: the bookie's cookie names its port. A restart keeps the ports, which the
-  // other region and the client know by now.
+  // The first start takes other ports when one of its own was taken between picking and binding,
+  // over a fresh data directory: the bookie's cookie names its port. A picked port is let go
+  // before the standalone binds it, so another pick (the other region's, another process's: Linux
+  // hands bind(0) the odd ports of the ephemeral range, outgoing connections the even ones) can
+  // land on it; CI once saw region-b fail so. A restart keeps the ports, which the other region
+  // and the client know by now.
   Status start() {
     for (int attempt = 1;; ++attempt) {
       Status st = start_once();

@@ -51,8 +51,8 @@ class Standalone {
 
   // Starts it and waits for "standalone ready" in this run's log. A first start over no data,
   // without arguments that could name a port, whose port was taken between picking and
-  // listening (by any process's outgoing connection, from the same ephemeral range) starts again
-  // on other ports, the failed start's data removed: the bookie's cookie names its port.
+  // listening (another pick landed on it: see Region::start in src/tools/dr_drill.cc) starts
+  // again on other ports, the failed start's data removed: the bookie's cookie names its port.
   ::testing::AssertionResult start() {
     const bool fresh = !std::filesystem::exists(dir_ / "standalone");
     for (int attempt = 1;; ++attempt) {
