@@ -34,6 +34,7 @@ JournalOptions journal_options(const BookieConfig& c, const std::string& dir) {
   o.sync_data = c.journal_sync_data;
   o.max_backups = c.journal_max_backups;
   o.reuse_files = c.journal_reuse_files;
+  o.remove_pages_from_cache = c.journal_remove_pages_from_cache;
   o.queue_size = static_cast<size_t>(c.journal_queue_size);
   return o;
 }

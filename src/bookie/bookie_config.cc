@@ -82,6 +82,9 @@ void bind_bookie_storage_config(ConfigSchema& s, BookieConfig* c) {
   s.bind("journalReuseFiles", &c->journal_reuse_files,
          "Keep a journal file a checkpoint releases and write it again at the next roll (no "
          "zeros written ahead of the data)");
+  s.bind("journalRemovePagesFromCache", &c->journal_remove_pages_from_cache,
+         "Drop journal pages from the page cache once synced (nothing reads them back while the "
+         "bookie runs)");
   s.bind("journalQueueSize", &c->journal_queue_size, "Journal records in flight before further adds wait (back-pressure, never an error)")
       .range(1, 10000000);
   s.bind("dbStorage_writeCacheMaxSizeMb", &c->write_cache_max_size_mb,

@@ -29,6 +29,7 @@ struct BookieConfig {
   bool journal_sync_data = true;
   int32_t journal_max_backups = 5;
   bool journal_reuse_files = false;
+  bool journal_remove_pages_from_cache = true;
   int32_t journal_queue_size = 10000;
   int32_t write_cache_max_size_mb = 64;        // dbStorage_writeCacheMaxSizeMb
   int64_t entry_log_size_limit = 1ll << 30;    // logSizeLimit

@@ -75,6 +75,14 @@ class PosixWritableFile final : public WritableFile {
     return Status::OK();
   }
 
+  Status drop_cached(uint64_t offset, uint64_t length) override {
+    if (length == 0) return Status::OK();
+    const int rc = ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(length),
+                                   POSIX_FADV_DONTNEED);
+    if (rc != 0) return io_error("dropping cached pages of", path_, rc);
+    return Status::OK();
+  }
+
   Status zero_fill(uint64_t end) override {
     static const std::vector<uint8_t> zeros(1 << 20, 0);
     const uint64_t start = std::max(size_, zeroed_);
@@ -265,6 +273,10 @@ class FaultyWritableFile final : public WritableFile {
   Status writeback(uint64_t offset, uint64_t length, bool wait) override {
     if (env_.fail_writes) return io_error("writeback of", path_, EIO);
     return base_->writeback(offset, length, wait);
+  }
+  Status drop_cached(uint64_t offset, uint64_t length) override {
+    env_.dropped_bytes.fetch_add(length);
+    return base_->drop_cached(offset, length);
   }
   Status zero_fill(uint64_t end) override {
     if (env_.disk_full) return io_error("write to", path_, ENOSPC);

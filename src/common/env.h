@@ -45,6 +45,14 @@ class WritableFile {
     (void)end;
     return Status::OK();
   }
+  // Asks the kernel to drop the cached pages of [offset, offset + length) that are clean
+  // (POSIX_FADV_DONTNEED): data written and synced that nothing will read soon (a journal)
+  // then gives its memory back at once, and the next writes land in pages the kernel just
+  // freed instead of new ones. A hint: dirty pages stay, and nothing is lost either way.
+  virtual Status drop_cached(uint64_t offset, uint64_t length) {
+    (void)offset, (void)length;
+    return Status::OK();
+  }
   virtual uint64_t size() const = 0;
   virtual Status close() = 0;
 };
@@ -108,6 +116,7 @@ class FaultInjectionEnv final : public Env {
   std::atomic<uint64_t> syncs_started{0};   // sync() calls that got past fail_sync
   std::atomic<int> sync_delay_ms{0};        // every file sync() first sleeps this long (slow disk)
   std::atomic<uint64_t> free_bytes_override{0};  // non-zero: what disk_usage() reports free
+  std::atomic<uint64_t> dropped_bytes{0};        // what drop_cached() was asked to drop, in all
 
   Result<std::unique_ptr<WritableFile>> new_writable_file(const std::string& path) override;
   Result<std::unique_ptr<WritableFile>> reopen_writable_file(const std::string& path) override;

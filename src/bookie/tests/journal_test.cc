@@ -1,15 +1,19 @@
 #include "bookie/journal/journal.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <numeric>
 #include <mutex>
+#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -549,6 +553,58 @@ TEST_F(JournalTest, ZerosWrittenAheadEndReplayAndAreTrimmedOnClose) {
   records = replay();
   ASSERT_EQ(records.size(), 15u);
   EXPECT_EQ(records.back().record.entry_id.value(), 14);
+}
+
+// Pages of `path` in [0, end) the page cache holds (mincore over a mapping that touches none).
+size_t resident_pages(const std::string& path, uint64_t end) {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return SIZE_MAX;
+  void* map = ::mmap(nullptr, end, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) return SIZE_MAX;
+  std::vector<unsigned char> in_core((end + page - 1) / page);
+  const int rc = ::mincore(map, end, in_core.data());
+  ::munmap(map, end);
+  if (rc != 0) return SIZE_MAX;
+  return static_cast<size_t>(
+      std::count_if(in_core.begin(), in_core.end(), [](unsigned char c) { return (c & 1) != 0; }));
+}
+
+// journalRemovePagesFromCache (the default): what is synced leaves the page cache, a step
+// (1 MiB) at a time, and replays the same; with it off nothing is dropped.
+TEST_F(JournalTest, SyncedPagesLeaveThePageCacheAndReplayTheSame) {
+  constexpr int kRecords = 800;  // ~8 MiB
+  constexpr size_t kSize = 10000;
+  uint64_t data_end = 0;
+  {
+    FaultInjectionEnv env(posix_env());
+    auto j = open(env);
+    ASSERT_TRUE(j);
+    auto acks = append_and_wait(*j, 1, 0, kRecords, kSize);
+    for (const auto& [st, pos] : acks) ASSERT_TRUE(st.ok()) << st.to_string();
+    data_end = acks.back().second.offset;
+    // Below the last drop's start, which is at most a step and a large folio below the end.
+    const uint64_t surely_dropped = data_end - (4u << 20);
+    EXPECT_GE(env.dropped_bytes.load(), surely_dropped);
+    auto files = journal_files();
+    ASSERT_EQ(files.size(), 1u);
+    EXPECT_EQ(resident_pages(files[0], surely_dropped), 0u)
+        << "synced journal pages are still in the page cache";
+  }
+  auto records = replay();
+  ASSERT_EQ(records.size(), size_t{kRecords});
+  for (int i = 0; i < kRecords; ++i) {
+    ASSERT_EQ(records[i].record.payload, payload_for(1, i, kSize)) << "record " << i;
+  }
+  options_.remove_pages_from_cache = false;
+  FaultInjectionEnv env(posix_env());
+  auto j = open(env);
+  ASSERT_TRUE(j);
+  for (const auto& [st, pos] : append_and_wait(*j, 1, kRecords, kRecords, kSize)) {
+    ASSERT_TRUE(st.ok()) << st.to_string();
+  }
+  EXPECT_EQ(env.dropped_bytes.load(), 0u);
 }
 
 std::vector<std::string> spare_files(const std::string& dir) {
