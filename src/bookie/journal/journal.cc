@@ -75,14 +75,12 @@ constexpr uint64_t kZeroAhead = 1 << 20;
 // With sync_data=false, written data is fdatasync'd at least this often
 // (journalPageCacheFlushIntervalMSec).
 constexpr auto kLazySyncInterval = std::chrono::seconds(1);
-// With remove_pages_from_cache, synced pages are dropped once this many have gathered: one
-// system call per step rather than one per fdatasync (thousands a second at 10 k adds/s).
-constexpr uint64_t kDropStep = 1 << 20;
-constexpr uint64_t kPageSize = 4096;
-// The kernel drops only folios wholly inside the range, and a file's folios can be as large as
-// 2 MiB: each drop starts this far below where the previous one ended, so that the folio
-// straddling that end goes too.
-constexpr uint64_t kLargestFolio = 2 << 20;
+// With remove_pages_from_cache, synced pages are dropped in steps of this size, ending on a
+// multiple of it: one system call per step rather than one per fdatasync (thousands a second
+// at 10 k adds/s). It is the largest folio the page cache uses (folios are aligned to their
+// size), so no folio straddles a step's end: one that did would hold the page being written,
+// fail to go, and make the kernel drain every CPU's page lists to try again.
+constexpr uint64_t kDropStep = 2 << 20;
 // An fdatasync this slow is logged (at most once per interval, except those over
 // kVerySlowSyncMs, always logged): a receipt stall's cause.
 constexpr double kSlowSyncMs = 20;
@@ -874,6 +872,7 @@ struct Journal::Impl {
     Status st = sync_now();
     for (auto& c : group_) c.status = st;
     complete_after_sync(std::exchange(group_, {}));
+    drop_synced_pages();
     std::lock_guard lock(mu_);
     --syncs_pending_;
   }
@@ -954,6 +953,7 @@ struct Journal::Impl {
       }
       if (reqs.empty()) {  // the lazy-sync timer (sync_data == false)
         (void)sync_now();
+        drop_synced_pages();
         continue;
       }
       std::vector<Completion> waiting;  // written, acked by the next sync
@@ -965,6 +965,7 @@ struct Journal::Impl {
         for (auto& c : waiting) c.status = st;
         complete_after_sync(std::move(waiting));
         waiting.clear();
+        drop_synced_pages();
       };
       for (auto& req : reqs) {
         if (req.new_file) {
@@ -1049,19 +1050,18 @@ struct Journal::Impl {
       last_durable_ = std::max(last_durable_, target);
     }
     durable_cv_.notify_all();
-    drop_synced_pages();
     return Status::OK();
   }
 
-  // remove_pages_from_cache: the whole pages of the current file below what is synced leave
-  // the page cache, kDropStep at a time. The page the data ends in stays: the next group
-  // writes into it, and a dropped partial page would be read back from the disk first.
+  // remove_pages_from_cache: the current file's synced steps leave the page cache. The step
+  // the data ends in stays: the next group writes into it, and a dropped partial page would be
+  // read back from the disk first. Called once a sync's completions are handed on, never
+  // between a sync and its acknowledgements.
   void drop_synced_pages() {
     if (!options.remove_pages_from_cache || synced_.file_id != dropped_.file_id) return;
-    const uint64_t end = synced_.offset / kPageSize * kPageSize;
-    if (end < dropped_.offset + kDropStep) return;
-    const uint64_t from = dropped_.offset > kLargestFolio ? dropped_.offset - kLargestFolio : 0;
-    if (Status st = sync_file_->drop_cached(from, end - from);
+    const uint64_t end = synced_.offset / kDropStep * kDropStep;
+    if (end <= dropped_.offset) return;
+    if (Status st = sync_file_->drop_cached(dropped_.offset, end - dropped_.offset);
         !st.ok() && !drop_failed_) {
       drop_failed_ = true;  // memory only: the journal goes on, its pages left to the kernel
       log.warn("journal {}: cannot drop written pages from the page cache: {}", sync_path_,

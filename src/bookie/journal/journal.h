@@ -60,10 +60,11 @@ struct JournalOptions {
   // journalReuseFiles: a file a checkpoint releases is kept (one at most) and written again
   // at the next roll instead of a new file, which needs no zeros written ahead of its data.
   bool reuse_files = false;
-  // journalRemovePagesFromCache: the synced part of the current file leaves the page cache
-  // (in steps of kDropStep), whole pages only. Nothing reads a journal while it runs, and
-  // the kernel's pages for it are then the ones it just freed rather than new ones, a third
-  // to a seventh of the CPU a buffered write costs on a virtual machine (docs/performance.md).
+  // journalRemovePagesFromCache: the synced part of the current file leaves the page cache,
+  // 2 MiB at a time, after the acknowledgements it holds were handed on. Nothing reads a journal
+  // while it runs, and the kernel's pages for it are then the ones it just freed rather than new
+  // ones, a third to a seventh of the CPU a buffered write costs on a virtual machine
+  // (docs/performance.md).
   bool remove_pages_from_cache = true;
   size_t queue_size = 10000;  // journalQueueSize: records in flight (accepted, not completed);
                               // appenders wait beyond it
