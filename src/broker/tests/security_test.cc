@@ -188,9 +188,12 @@ TEST_F(SecurityTest, AuthenticationSettingsThatCannotWorkStopTheStart) {
 
 // --- Refresh of expired credentials ------------------------------------------------------------
 
-// A token that expires `seconds` from now.
+// A token that expires more than `seconds` and at most `seconds` + 1 from now. exp counts
+// whole seconds and is refused from that second on, so "now + 1" taken late in a second was
+// refused at the connect a few milliseconds later (CI saw it: "JWT expired at 1796609854.
+// Current time: 1796609854").
 std::string expiring(const TokenKeys& keys, const std::string& role, int64_t seconds) {
-  return keys.token({{"sub", role}, {"exp", now_seconds() + seconds}});
+  return keys.token({{"sub", role}, {"exp", now_seconds() + seconds + 1}});
 }
 
 TEST_F(SecurityTest, AnExpiredTokenIsChallengedAndAFreshOneKeepsTheConnection) {
