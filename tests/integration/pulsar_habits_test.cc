@@ -164,14 +164,16 @@ TEST(PulsarHabitsTest, AFailedFirstStartLeavesNothingInTheWayOfTheNext) {
 
 TEST(PulsarHabitsTest, PulsarsBrokerConfAndBookKeepersConfStartOurServers) {
   const auto dir = fresh_dir("confs");
+  auto ports = testing::pick_free_ports(3);
+  ASSERT_TRUE(ports.ok()) << ports.status().to_string();
   std::string log;
   EXPECT_TRUE(runs_until(
       dir,
       {MAGNETAR_BINARY, "broker", "--conf", kConfDir + "/broker.conf", "--set",
        "clusterName=habits", "--set", "metadataStoreUrl=rocksdb://" + (dir / "meta").string(),
        "--set", "bindAddress=127.0.0.1", "--set", "advertisedAddress=localhost", "--set",
-       fmt::format("brokerServicePort={}", testing::free_port()), "--set",
-       fmt::format("webServicePort={}", testing::free_port())},
+       fmt::format("brokerServicePort={}", (*ports)[0]), "--set",
+       fmt::format("webServicePort={}", (*ports)[1])},
       "broker ready", &log));
   EXPECT_EQ(occurrences(log, "accepted but not acted on by the broker"), 1u) << log;
 
@@ -181,7 +183,7 @@ TEST(PulsarHabitsTest, PulsarsBrokerConfAndBookKeepersConfStartOurServers) {
        "metadataStoreUrl=rocksdb://" + (dir / "bk-meta").string(), "--set",
        "journalDirectories=" + (dir / "journal").string(), "--set",
        "ledgerDirectories=" + (dir / "ledgers").string(), "--set",
-       fmt::format("bookiePort={}", testing::free_port())},
+       fmt::format("bookiePort={}", (*ports)[2])},
       "serving the bookie protocol", &log));
   EXPECT_EQ(occurrences(log, "accepted but not acted on by the bookie"), 1u) << log;
   std::filesystem::remove_all(dir);
