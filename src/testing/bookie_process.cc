@@ -1,7 +1,5 @@
 #include "testing/bookie_process.h"
 
-#include "testing/child_process.h"
-
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -22,6 +20,8 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "common/ports.h"
+#include "testing/child_process.h"
 
 extern char** environ;
 

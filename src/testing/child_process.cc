@@ -1,23 +1,19 @@
 #include "testing/child_process.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
-#include <iterator>
 #include <fstream>
+#include <iterator>
 #include <system_error>
-
-#include <fmt/format.h>
 
 extern char** environ;
 
@@ -140,26 +136,6 @@ bool pause_child(pid_t pid, int* exit_status) {
   if (r == pid && WIFSTOPPED(status)) return true;
   *exit_status = r == pid ? status : -1;
   return false;
-}
-
-Result<std::vector<int>> pick_free_ports(int count) {
-  std::vector<ScopedFd> held;
-  std::vector<int> ports;
-  for (int i = 0; i < count; ++i) {
-    ScopedFd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (s.get() < 0) return Status(Errc::kIoError, "socket: " + errno_text(errno));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (::bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::getsockname(s.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      return Status(Errc::kIoError, "picking a free port: " + errno_text(errno));
-    }
-    ports.push_back(ntohs(addr.sin_port));
-    held.push_back(std::move(s));
-  }
-  return ports;
 }
 
 Result<std::string> make_temp_dir(const std::string& prefix) {

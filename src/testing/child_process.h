@@ -47,10 +47,6 @@ std::optional<int> reap_child(pid_t pid, bool block);
 // reaped then, its wait status in *exit_status, -1 if unknown).
 bool pause_child(pid_t pid, int* exit_status);
 
-// `count` distinct free TCP ports on 127.0.0.1 (all bound before any is released). Another
-// process may take one before the caller binds it.
-Result<std::vector<int>> pick_free_ports(int count);
-
 // A fresh directory `$TMPDIR/<prefix>XXXXXX` (TMPDIR unset: /tmp).
 Result<std::string> make_temp_dir(const std::string& prefix);
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "common/ports.h"
 #include "testing/child_process.h"
 
 namespace magnetar::testing {

@@ -1,8 +1,5 @@
 #include "testing/zookeeper_server.h"
 
-#include "metadata/zookeeper_distribution.h"
-#include "testing/child_process.h"
-
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -25,6 +22,9 @@
 #include <utility>
 
 #include "common/logging.h"
+#include "common/ports.h"
+#include "metadata/zookeeper_distribution.h"
+#include "testing/child_process.h"
 
 extern char** environ;
 

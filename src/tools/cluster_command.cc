@@ -33,10 +33,10 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -46,12 +46,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
-#include <set>
 #include <sstream>
 #include <thread>
 
 #include "common/asio.h"
 #include "common/logging.h"
+#include "common/ports.h"
 #include "metadata/metadata_store.h"
 #include "metadata/zookeeper_distribution.h"
 #include "tools/commands.h"
@@ -298,12 +298,15 @@ int run_cluster_up(const ClusterArgs& args) {
     layout.name = args.cluster_name;
     layout.metadata = args.metadata;
     layout.configuration_store = args.configuration_store;
-    std::set<int> taken;
-    auto fresh_port = [&taken]() {
-      int port = free_port();
-      while (port != 0 && !taken.insert(port).second) port = free_port();
-      return port;
-    };
+    const int needed = 1 + (layout.metadata == "etcd" ? 1 : 0) + args.bookies + 2 * args.brokers +
+                       2 * args.proxies;
+    auto picked = pick_free_ports(needed);
+    if (!picked.ok()) {
+      std::fprintf(stderr, "error: %s\n", picked.status().to_string().c_str());
+      return 1;
+    }
+    size_t next = 0;
+    auto fresh_port = [&picked, &next]() { return (*picked)[next++]; };
     layout.zookeeper_port = fresh_port();
     if (layout.metadata == "etcd") layout.etcd_peer_port = fresh_port();
     for (int i = 0; i < args.bookies; ++i) layout.bookie_ports.push_back(fresh_port());

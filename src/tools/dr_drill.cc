@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "common/ports.h"
 #include "http/http_client.h"
 #include "magnetar/client.h"
 #include "tools/commands.h"
@@ -56,7 +57,7 @@ class Region {
  public:
   Region(std::string name, fs::path dir, std::vector<std::string> settings)
       : name_(std::move(name)), dir_(std::move(dir)), settings_(std::move(settings)) {
-    pick_ports();
+    picked_ = pick_ports();
   }
   ~Region() { kill(); }
 
@@ -76,7 +77,7 @@ class Region {
       std::printf("%s: %s; starting again on other ports\n", name_.c_str(), port_taken_.c_str());
       std::error_code ec;
       fs::remove_all(dir_ / "data", ec);
-      pick_ports();
+      picked_ = pick_ports();
     }
   }
   void kill() {
@@ -90,15 +91,17 @@ class Region {
   std::string web_url() const { return fmt::format("http://127.0.0.1:{}", web_port_); }
 
  private:
-  void pick_ports() {
-    const std::vector<int> ports = free_ports(3);
+  Status pick_ports() {
+    MAGNETAR_ASSIGN_OR_RETURN(const std::vector<int> ports, pick_free_ports(3));
     port_ = ports[0];
     web_port_ = ports[1];
     bookie_port_ = ports[2];
+    return Status::OK();
   }
 
   Status start_once() {
     port_taken_.clear();
+    MAGNETAR_TRY(picked_);
     fs::create_directories(dir_);
     const std::string log = (dir_ / "standalone.log").string();
     std::error_code ec;
@@ -151,6 +154,7 @@ class Region {
   fs::path dir_;
   std::vector<std::string> settings_;
   int port_ = 0, web_port_ = 0, bookie_port_ = 0;
+  Status picked_;  // how picking the ports went
   pid_t pid_ = -1;
   bool started_ = false;
   // What the failed start's log said when one of its ports was taken ("" otherwise).

@@ -2,10 +2,8 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,32 +34,6 @@ std::string last_lines(const std::string& text, int lines) {
     if (pos == std::string::npos) return text;
   }
   return text.substr(pos + 1);
-}
-
-std::vector<int> free_ports(int count) {
-  std::vector<int> fds;
-  std::vector<int> ports;
-  for (int i = 0; i < count; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    socklen_t len = sizeof(addr);
-    int port = 0;
-    if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      port = ntohs(addr.sin_port);
-    }
-    if (fd >= 0) fds.push_back(fd);
-    ports.push_back(port);
-  }
-  for (int fd : fds) ::close(fd);
-  return ports;
-}
-
-int free_port() {
-  return free_ports(1)[0];
 }
 
 Result<pid_t> launch(const std::vector<std::string>& args, const std::string& dir,

@@ -45,12 +45,6 @@ Result<std::smatch> wait_for_line(const Launched& p, const std::regex& ready,
 
 // The path of the running executable ("magnetar" when unknown).
 std::string self_binary();
-// A port free right now on 127.0.0.1 (the process that gets it binds it soon after); 0 when
-// none could be had.
-int free_port();
-// `count` distinct ports free right now on 127.0.0.1 (each held until all are picked); 0 for any
-// that could not be had.
-std::vector<int> free_ports(int count);
 std::string read_text(const std::string& path);
 // The last `lines` lines of `text`.
 std::string last_lines(const std::string& text, int lines);

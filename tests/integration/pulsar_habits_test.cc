@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "broker_fixture.h"
+#include "common/ports.h"
 #include "standalone_process.h"
 #include "testing/child_process.h"
 #include "testing/pulsar_test_client.h"
@@ -164,7 +165,7 @@ TEST(PulsarHabitsTest, AFailedFirstStartLeavesNothingInTheWayOfTheNext) {
 
 TEST(PulsarHabitsTest, PulsarsBrokerConfAndBookKeepersConfStartOurServers) {
   const auto dir = fresh_dir("confs");
-  auto ports = testing::pick_free_ports(3);
+  auto ports = pick_free_ports(3);
   ASSERT_TRUE(ports.ok()) << ports.status().to_string();
   std::string log;
   EXPECT_TRUE(runs_until(

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/ports.h"
 #include "testing/child_process.h"
 
 #ifndef MAGNETAR_BINARY
@@ -75,7 +76,7 @@ class Standalone {
 
  private:
   void pick_ports() {
-    auto ports = testing::pick_free_ports(3);
+    auto ports = pick_free_ports(3);
     if (!ports.ok()) return;  // the start fails on port 0 and says so
     port_ = (*ports)[0];
     web_port_ = (*ports)[1];

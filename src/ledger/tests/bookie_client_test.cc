@@ -4,22 +4,21 @@
 #include "ledger/bookie_client.h"
 
 #include <gtest/gtest.h>
-
-#include <thread>
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <stdexcept>
-#include <vector>
-
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/write.hpp>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+#include <vector>
 
 #include "bookie/bookie.h"
 #include "bookie/server/bookie_server.h"
+#include "common/ports.h"
 #include "protocol/bookie_entry.h"
 #include "testing/event_loop.h"
 
@@ -134,9 +133,9 @@ class BookieClientTest : public ::testing::Test {
 
   // A port on 127.0.0.1 where nothing listens (bound once, then released).
   static int free_port() {
-    asio::io_context io;
-    tcp::acceptor a(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-    return a.local_endpoint().port();
+    auto ports = pick_free_ports(1);
+    EXPECT_TRUE(ports.ok()) << ports.status().to_string();
+    return ports.ok() ? ports->front() : 0;
   }
 
   std::filesystem::path dir_;

@@ -7,15 +7,15 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "common/ports.h"
 #include "metadata/etcd_keys.h"
 #include "metadata/metadata_store.h"
 #include "metadata/tests/store_test_support.h"
@@ -107,7 +107,7 @@ TEST(EtcdStoreTest, MalformedUrlsAreBadUrls) {
 }
 
 TEST(EtcdStoreTest, NothingListeningFailsWithTimeoutWithinTheDeadline) {
-  auto ports = testing::pick_free_ports(1);
+  auto ports = pick_free_ports(1);
   ASSERT_TRUE(ports.ok());
   Loop loop;
   auto started = std::chrono::steady_clock::now();

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/asio.h"
+#include "common/ports.h"
 #include "ledger/placement.h"
 #include "metadata/metadata_store.h"
 #include "tools/local_cluster.h"
@@ -245,9 +246,11 @@ Result<std::unique_ptr<Cluster>> Cluster::start(ClusterOptions options,
 }
 
 int Cluster::fresh_port() {
-  int port = free_port();
-  while (port != 0 && !taken_ports_.insert(port).second) port = free_port();
-  return port;
+  for (;;) {
+    auto picked = pick_free_ports(1);
+    if (!picked.ok()) return 0;
+    if (taken_ports_.insert(picked->front()).second) return picked->front();
+  }
 }
 
 Result<Cluster::Node> Cluster::bookie_node(int i, int region, int port) {

@@ -143,7 +143,7 @@ class Cluster {
   // Bookie i on `port`: its command line (its metadata store through its region's relays,
   // if any).
   Result<Node> bookie_node(int i, int region, int port);
-  // A free port not handed out before by this cluster.
+  // A free port not handed out before by this cluster; 0 when none could be had.
   int fresh_port();
   Node& node(Role role, int i);
   const Node& node(Role role, int i) const;
