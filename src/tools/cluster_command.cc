@@ -17,7 +17,10 @@
 //
 // `up` on a directory that held a cluster restarts that cluster over its data, on its
 // recorded ports (a bookie's identity is its address and port), or refuses when asked for
-// another shape; it fails, stopping what it started, when any process is gone by the end.
+// another shape; it fails, stopping what it started, when any process is gone by the end. The
+// first `up` in a directory picks free ports; when one was taken between the pick and its
+// process's bind, it stops everything, removes what it created and starts again on other ports
+// (three tries).
 // `up` starts ZooKeeper (or etcd), the bookies, the brokers, then the proxies (`magnetar
 // proxy`, brokers found in the cluster's metadata store, data connections allowed to the
 // brokers' service ports only), each in its own session (they outlive the command), and
@@ -39,6 +42,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -164,10 +169,76 @@ std::vector<Launched> read_state(const std::string& data) {
   return out;
 }
 
-int fail(std::vector<Launched>& started, const std::string& message) {
-  std::fprintf(stderr, "error: %s\n", message.c_str());
+// Stops what an `up` started, newest first; `message` is the `up`'s failure.
+Status stop_started(std::vector<Launched>& started, std::string message) {
   for (auto it = started.rbegin(); it != started.rend(); ++it) stop_process(*it);
-  return 1;
+  return Status(Errc::kIoError, std::move(message));
+}
+
+// Free ports for every process of a cluster of `args`' shape, all different.
+Result<Layout> fresh_layout(const ClusterArgs& args) {
+  Layout layout;
+  layout.name = args.cluster_name;
+  layout.metadata = args.metadata;
+  layout.configuration_store = args.configuration_store;
+  const int needed =
+      1 + (layout.metadata == "etcd" ? 1 : 0) + args.bookies + 2 * args.brokers + 2 * args.proxies;
+  MAGNETAR_ASSIGN_OR_RETURN(const std::vector<int> ports, pick_free_ports(needed));
+  size_t next = 0;
+  auto port = [&ports, &next]() { return ports[next++]; };
+  layout.zookeeper_port = port();
+  if (layout.metadata == "etcd") layout.etcd_peer_port = port();
+  for (int i = 0; i < args.bookies; ++i) layout.bookie_ports.push_back(port());
+  for (int i = 0; i < args.brokers; ++i) {
+    const int service = port();
+    layout.broker_ports.emplace_back(service, port());
+  }
+  for (int i = 0; i < args.proxies; ++i) {
+    const int service = port();
+    layout.proxy_ports.emplace_back(service, port());
+  }
+  return layout;
+}
+
+// The directories a cluster's processes write under `data`, each with its log.
+std::vector<std::pair<std::string, std::string>> process_dirs(const std::string& data) {
+  std::vector<std::pair<std::string, std::string>> out;
+  out.emplace_back(data + "/zookeeper", data + "/zookeeper/zookeeper.log");
+  out.emplace_back(data + "/etcd", data + "/etcd/etcd.log");
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(data, ec)) {
+    const std::string name = e.path().filename().string();
+    for (const char* role : {"bookie", "broker", "proxy"}) {
+      const std::string prefix = std::string(role) + "-";
+      if (name.starts_with(prefix) && name.size() > prefix.size() &&
+          name.find_first_not_of("0123456789", prefix.size()) == std::string::npos) {
+        out.emplace_back(e.path().string(), e.path().string() + "/" + role + ".log");
+      }
+    }
+  }
+  return out;
+}
+
+// The first line of a process's log under `data` that says a port was taken (ours: "cannot
+// listen on 127.0.0.1:N: Address already in use", Java's BindException, etcd's "bind: address
+// already in use"), after the process's directory name; "" when none says so.
+std::string port_taken_in_logs(const std::string& data) {
+  for (const auto& [dir, log] : process_dirs(data)) {
+    std::istringstream text(read_text(log));
+    for (std::string line; std::getline(text, line);) {
+      std::string lower = line;
+      std::transform(lower.begin(), lower.end(), lower.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (lower.find("address already in use") != std::string::npos) {
+        if (const size_t at = line.find("cannot listen"); at != std::string::npos) {
+          line.erase(0, at);  // ours: without the log line's time and level
+        }
+        if (line.size() > 200) line = line.substr(0, 200) + "...";
+        return fs::path(dir).filename().string() + ": " + line;
+      }
+    }
+  }
+  return "";
 }
 
 // Starts Debian's ZooKeeper (one server) for the cluster; recorded in `started`.
@@ -214,6 +285,160 @@ Result<pid_t> launch_etcd(const std::string& data, const Layout& layout,
   return etcd.pid;
 }
 
+// Starts every process of `layout` in `data` and records the cluster; on failure stops what
+// it started and says why.
+Status bring_up(const ClusterArgs& args, const std::string& data, const Layout& layout) {
+  std::error_code ec;
+  const std::string metadata_url = layout.metadata_url();
+  write_state(data, {}, Json::array(), Json::array(), metadata_url, layout);
+  std::vector<Launched> started;
+  // 1. The metadata store: ZooKeeper, or etcd.
+  auto store_pid = layout.metadata == "etcd" ? launch_etcd(data, layout, started)
+                                             : launch_zookeeper(data, layout, started);
+  if (!store_pid.ok()) return stop_started(started, store_pid.status().message());
+  const Launched zk = started.back();
+  // Ready when a session opens (the chroot is created on the way).
+  if (Status st = wait_for_metadata_store(metadata_url, zk, 60s); !st.ok()) {
+    return stop_started(started, st.message());
+  }
+  std::printf("%-10s 127.0.0.1:%d\n", zk.name.c_str(), layout.zookeeper_port);
+  std::fflush(stdout);
+  const std::string binary = self_binary();
+  // 2. Bookies.
+  for (int i = 0; i < args.bookies; ++i) {
+    Launched b{fmt::format("bookie-{}", i), -1, fmt::format("{}/bookie-{}", data, i), ""};
+    b.log = b.dir + "/bookie.log";
+    fs::create_directories(b.dir, ec);
+    const int port = layout.bookie_ports[static_cast<size_t>(i)];
+    const std::vector<std::string> argv =
+        bookie_command(binary, BookieSpec{b.dir, port, metadata_url, {}});
+    auto pid = launch(argv, b.dir, b.log);
+    if (!pid.ok()) return stop_started(started, pid.status().message());
+    b.pid = *pid;
+    started.push_back(b);
+    std::string text;
+    auto ready = wait_for_line(b, std::regex(kBookieReadyPattern), 60s, &text);
+    if (!ready.ok()) return stop_started(started, ready.status().message());
+    std::printf("bookie     127.0.0.1:%d\n", port);
+    std::fflush(stdout);
+  }
+  // 3. Brokers.
+  const int ensemble = std::min(args.bookies, 2);
+  Json brokers = Json::array();
+  for (int i = 0; i < args.brokers; ++i) {
+    Launched b{fmt::format("broker-{}", i), -1, fmt::format("{}/broker-{}", data, i), ""};
+    b.log = b.dir + "/broker.log";
+    fs::create_directories(b.dir, ec);
+    BrokerSpec spec;
+    spec.metadata_url = metadata_url;
+    spec.cluster_name = args.cluster_name;
+    spec.service_port = layout.broker_ports[static_cast<size_t>(i)].first;
+    spec.web_port = layout.broker_ports[static_cast<size_t>(i)].second;
+    spec.ensemble = ensemble;
+    if (!args.configuration_store.empty()) {
+      spec.settings.push_back("configurationMetadataStoreUrl=" + args.configuration_store);
+    }
+    // Later settings win.
+    spec.settings.insert(spec.settings.end(), args.broker_settings.begin(),
+                         args.broker_settings.end());
+    const std::vector<std::string> argv = broker_command(binary, spec);
+    auto pid = launch(argv, b.dir, b.log);
+    if (!pid.ok()) return stop_started(started, pid.status().message());
+    b.pid = *pid;
+    started.push_back(b);
+    std::string text;
+    auto ready = wait_for_line(b, std::regex(kBrokerReadyPattern), 60s, &text);
+    if (!ready.ok()) return stop_started(started, ready.status().message());
+    const std::string service = (*ready)[1], web = (*ready)[2];
+    brokers.push_back({{"serviceUrl", service}, {"webServiceUrl", web}});
+    std::printf("broker     %s %s\n", service.c_str(), web.c_str());
+    std::fflush(stdout);
+  }
+  // 4. The cluster's ClusterData, with the URLs the brokers actually serve (they ask for free
+  // ports, so what each broker registered for itself at start may not be them).
+  if (!brokers.empty()) {
+    std::string service_url = "pulsar://";
+    for (size_t i = 0; i < brokers.size(); ++i) {
+      const std::string url = brokers[i]["serviceUrl"];
+      service_url += (i ? "," : "") + url.substr(std::string("pulsar://").size());
+    }
+    const Json cluster = {{"serviceUrl", brokers[0]["webServiceUrl"]},
+                          {"brokerServiceUrl", service_url}};
+    const std::string store_url =
+        args.configuration_store.empty() ? metadata_url : args.configuration_store;
+    Status st = run_sync<Status>([&]() -> Task<Status> {
+      auto store = co_await metadata::open_store(store_url);
+      if (!store.ok()) co_return store.status();
+      auto put = co_await (*store)->put_recursive("/admin/clusters/" + args.cluster_name,
+                                                  cluster.dump());
+      (void)co_await (*store)->close();
+      co_return put.status();
+    });
+    if (!st.ok()) {
+      return stop_started(started,
+                          fmt::format("cannot record cluster {} in the configuration store: {}",
+                                      args.cluster_name, st.to_string()));
+    }
+    std::printf("cluster    %s %s %s\n", args.cluster_name.c_str(), service_url.c_str(),
+                cluster["serviceUrl"].get<std::string>().c_str());
+  }
+  // 5. Proxies, in front of the brokers: they find them in the cluster's metadata store and
+  // dial only the brokers' service ports on loopback, and only registered brokers.
+  Json proxies = Json::array();
+  std::string target_ports;
+  for (const auto& [service, web] : layout.broker_ports) {
+    target_ports += (target_ports.empty() ? "" : ",") + std::to_string(service);
+  }
+  for (int i = 0; i < args.proxies; ++i) {
+    Launched p{fmt::format("proxy-{}", i), -1, fmt::format("{}/proxy-{}", data, i), ""};
+    p.log = p.dir + "/proxy.log";
+    fs::create_directories(p.dir, ec);
+    std::vector<std::string> argv = {binary, "proxy", "--metadata-store", metadata_url};
+    for (const std::string& s : std::vector<std::string>{
+             std::string("bindAddress=127.0.0.1"), std::string("advertisedAddress=127.0.0.1"),
+             fmt::format("clusterName={}", args.cluster_name),
+             fmt::format("servicePort={}", layout.proxy_ports[static_cast<size_t>(i)].first),
+             fmt::format("webServicePort={}", layout.proxy_ports[static_cast<size_t>(i)].second),
+             fmt::format("brokerProxyAllowedTargetPorts={}", target_ports),
+             std::string("brokerProxyAllowedIPAddresses=127.0.0.0/8"),
+             std::string("checkActiveBrokers=true")}) {
+      argv.push_back("--set");
+      argv.push_back(s);
+    }
+    auto pid = launch(argv, p.dir, p.log);
+    if (!pid.ok()) return stop_started(started, pid.status().message());
+    p.pid = *pid;
+    started.push_back(p);
+    std::string text;
+    auto ready = wait_for_line(
+        p, std::regex(kBrokerReadyPattern), 60s, &text);
+    if (!ready.ok()) return stop_started(started, ready.status().message());
+    const std::string service = (*ready)[1], web = (*ready)[2];
+    proxies.push_back({{"serviceUrl", service}, {"webServiceUrl", web}});
+    std::printf("proxy      %s %s\n", service.c_str(), web.c_str());
+    std::fflush(stdout);
+  }
+  // Every process still runs: one that started and then died (its port taken, its disk full)
+  // fails the whole `up`.
+  std::this_thread::sleep_for(500ms);
+  for (const auto& p : started) {
+    if (!alive(p.pid)) {
+      return stop_started(started, fmt::format("{} exited after it started; last lines of {}:\n{}",
+                                               p.name, p.log, last_lines(read_text(p.log), 15)));
+    }
+  }
+  write_state(data, started, brokers, proxies, metadata_url, layout);
+  std::printf("metadata store %s\n", metadata_url.c_str());
+  const std::string proxy_count =
+      args.proxies > 0
+          ? fmt::format(", {} {}", args.proxies, args.proxies == 1 ? "proxy" : "proxies")
+          : "";
+  std::printf("cluster up: %d broker(s), %d bookie(s)%s; stop it with `magnetar cluster down "
+              "--data %s`\n",
+              args.brokers, args.bookies, proxy_count.c_str(), data.c_str());
+  return Status::OK();
+}
+
 }  // namespace
 
 int run_cluster_up(const ClusterArgs& args) {
@@ -235,8 +460,8 @@ int run_cluster_up(const ClusterArgs& args) {
     auto store = run_sync<Result<std::unique_ptr<metadata::MetadataStore>>>(
         [&]() { return metadata::open_store(args.configuration_store, o); });
     if (!store.ok()) {
-      std::fprintf(stderr, "error: configuration store %s: %s\n",
-                   args.configuration_store.c_str(), store.status().to_string().c_str());
+      std::fprintf(stderr, "error: configuration store %s: %s\n", args.configuration_store.c_str(),
+                   store.status().to_string().c_str());
       return 1;
     }
     (void)run_sync<Status>([&]() { return (*store)->close(); });
@@ -285,187 +510,37 @@ int run_cluster_up(const ClusterArgs& args) {
                    previous->configuration_store.c_str(), name_proxies ? "--proxies, " : "");
       return 1;
     }
-    std::printf("restarting cluster %s from %s on its recorded ports\n",
-                args.cluster_name.c_str(), data.c_str());
+    std::printf("restarting cluster %s from %s on its recorded ports\n", args.cluster_name.c_str(),
+                data.c_str());
   }
   // Every port is chosen (or taken from the last run) and recorded before anything starts, so
-  // that a start that fails half-way is retried on the same ports: the bookies' cookies and
+  // that a later `up` after a failed one restarts on the same ports: the bookies' cookies and
   // the registrations in ZooKeeper name them.
-  Layout layout;
-  if (previous) {
-    layout = *previous;
-  } else {
-    layout.name = args.cluster_name;
-    layout.metadata = args.metadata;
-    layout.configuration_store = args.configuration_store;
-    const int needed = 1 + (layout.metadata == "etcd" ? 1 : 0) + args.bookies + 2 * args.brokers +
-                       2 * args.proxies;
-    auto picked = pick_free_ports(needed);
-    if (!picked.ok()) {
-      std::fprintf(stderr, "error: %s\n", picked.status().to_string().c_str());
+  std::optional<Layout> layout = previous;
+  for (int attempt = 1;; ++attempt) {
+    if (!layout) {
+      auto fresh = fresh_layout(args);
+      if (!fresh.ok()) {
+        std::fprintf(stderr, "error: %s\n", fresh.status().to_string().c_str());
+        return 1;
+      }
+      layout = std::move(*fresh);
+    }
+    const Status st = bring_up(args, data, *layout);
+    if (st.ok()) return 0;
+    // A first start moves when a port it picked was taken before its process bound it: picking
+    // lets each port go, and anyone's next pick can land on it. A restart cannot move.
+    const std::string taken = previous ? "" : port_taken_in_logs(data);
+    if (taken.empty() || attempt == 3) {
+      std::fprintf(stderr, "error: %s\n", st.message().c_str());
       return 1;
     }
-    size_t next = 0;
-    auto fresh_port = [&picked, &next]() { return (*picked)[next++]; };
-    layout.zookeeper_port = fresh_port();
-    if (layout.metadata == "etcd") layout.etcd_peer_port = fresh_port();
-    for (int i = 0; i < args.bookies; ++i) layout.bookie_ports.push_back(fresh_port());
-    for (int i = 0; i < args.brokers; ++i) {
-      const int service = fresh_port();
-      layout.broker_ports.emplace_back(service, fresh_port());
-    }
-    for (int i = 0; i < args.proxies; ++i) {
-      const int service = fresh_port();
-      layout.proxy_ports.emplace_back(service, fresh_port());
-    }
-  }
-  const std::string metadata_url = layout.metadata_url();
-  write_state(data, {}, Json::array(), Json::array(), metadata_url, layout);
-  std::vector<Launched> started;
-  // 1. The metadata store: ZooKeeper, or etcd.
-  auto store_pid = layout.metadata == "etcd" ? launch_etcd(data, layout, started)
-                                             : launch_zookeeper(data, layout, started);
-  if (!store_pid.ok()) return fail(started, store_pid.status().message());
-  const Launched zk = started.back();
-  // Ready when a session opens (the chroot is created on the way).
-  if (Status st = wait_for_metadata_store(metadata_url, zk, 60s); !st.ok()) {
-    return fail(started, st.message());
-  }
-  std::printf("%-10s 127.0.0.1:%d\n", zk.name.c_str(), layout.zookeeper_port);
-  std::fflush(stdout);
-  const std::string binary = self_binary();
-  // 2. Bookies.
-  for (int i = 0; i < args.bookies; ++i) {
-    Launched b{fmt::format("bookie-{}", i), -1, fmt::format("{}/bookie-{}", data, i), ""};
-    b.log = b.dir + "/bookie.log";
-    fs::create_directories(b.dir, ec);
-    const int port = layout.bookie_ports[static_cast<size_t>(i)];
-    const std::vector<std::string> argv =
-        bookie_command(binary, BookieSpec{b.dir, port, metadata_url, {}});
-    auto pid = launch(argv, b.dir, b.log);
-    if (!pid.ok()) return fail(started, pid.status().message());
-    b.pid = *pid;
-    started.push_back(b);
-    std::string text;
-    auto ready = wait_for_line(b, std::regex(kBookieReadyPattern), 60s, &text);
-    if (!ready.ok()) return fail(started, ready.status().message());
-    std::printf("bookie     127.0.0.1:%d\n", port);
+    std::printf("%s; starting again on other ports\n", taken.c_str());
     std::fflush(stdout);
+    for (const auto& [dir, log] : process_dirs(data)) fs::remove_all(dir, ec);
+    fs::remove(data + "/cluster.json", ec);
+    layout.reset();
   }
-  // 3. Brokers.
-  const int ensemble = std::min(args.bookies, 2);
-  Json brokers = Json::array();
-  for (int i = 0; i < args.brokers; ++i) {
-    Launched b{fmt::format("broker-{}", i), -1, fmt::format("{}/broker-{}", data, i), ""};
-    b.log = b.dir + "/broker.log";
-    fs::create_directories(b.dir, ec);
-    BrokerSpec spec;
-    spec.metadata_url = metadata_url;
-    spec.cluster_name = args.cluster_name;
-    spec.service_port = layout.broker_ports[static_cast<size_t>(i)].first;
-    spec.web_port = layout.broker_ports[static_cast<size_t>(i)].second;
-    spec.ensemble = ensemble;
-    if (!args.configuration_store.empty()) {
-      spec.settings.push_back("configurationMetadataStoreUrl=" + args.configuration_store);
-    }
-    // Later settings win.
-    spec.settings.insert(spec.settings.end(), args.broker_settings.begin(),
-                         args.broker_settings.end());
-    const std::vector<std::string> argv = broker_command(binary, spec);
-    auto pid = launch(argv, b.dir, b.log);
-    if (!pid.ok()) return fail(started, pid.status().message());
-    b.pid = *pid;
-    started.push_back(b);
-    std::string text;
-    auto ready = wait_for_line(b, std::regex(kBrokerReadyPattern), 60s, &text);
-    if (!ready.ok()) return fail(started, ready.status().message());
-    const std::string service = (*ready)[1], web = (*ready)[2];
-    brokers.push_back({{"serviceUrl", service}, {"webServiceUrl", web}});
-    std::printf("broker     %s %s\n", service.c_str(), web.c_str());
-    std::fflush(stdout);
-  }
-  // 4. The cluster's ClusterData, with the URLs the brokers actually serve (they ask for free
-  // ports, so what each broker registered for itself at start may not be them).
-  if (!brokers.empty()) {
-    std::string service_url = "pulsar://";
-    for (size_t i = 0; i < brokers.size(); ++i) {
-      const std::string url = brokers[i]["serviceUrl"];
-      service_url += (i ? "," : "") + url.substr(std::string("pulsar://").size());
-    }
-    const Json cluster = {{"serviceUrl", brokers[0]["webServiceUrl"]},
-                          {"brokerServiceUrl", service_url}};
-    const std::string store_url =
-        args.configuration_store.empty() ? metadata_url : args.configuration_store;
-    Status st = run_sync<Status>([&]() -> Task<Status> {
-      auto store = co_await metadata::open_store(store_url);
-      if (!store.ok()) co_return store.status();
-      auto put = co_await (*store)->put_recursive("/admin/clusters/" + args.cluster_name,
-                                                  cluster.dump());
-      (void)co_await (*store)->close();
-      co_return put.status();
-    });
-    if (!st.ok()) {
-      return fail(started, fmt::format("cannot record cluster {} in the configuration store: {}",
-                                       args.cluster_name, st.to_string()));
-    }
-    std::printf("cluster    %s %s %s\n", args.cluster_name.c_str(), service_url.c_str(),
-                cluster["serviceUrl"].get<std::string>().c_str());
-  }
-  // 5. Proxies, in front of the brokers: they find them in the cluster's metadata store and
-  // dial only the brokers' service ports on loopback, and only registered brokers.
-  Json proxies = Json::array();
-  std::string target_ports;
-  for (const auto& [service, web] : layout.broker_ports) {
-    target_ports += (target_ports.empty() ? "" : ",") + std::to_string(service);
-  }
-  for (int i = 0; i < args.proxies; ++i) {
-    Launched p{fmt::format("proxy-{}", i), -1, fmt::format("{}/proxy-{}", data, i), ""};
-    p.log = p.dir + "/proxy.log";
-    fs::create_directories(p.dir, ec);
-    std::vector<std::string> argv = {binary, "proxy", "--metadata-store", metadata_url};
-    for (const std::string& s : std::vector<std::string>{
-             std::string("bindAddress=127.0.0.1"), std::string("advertisedAddress=127.0.0.1"),
-             fmt::format("clusterName={}", args.cluster_name),
-             fmt::format("servicePort={}", layout.proxy_ports[static_cast<size_t>(i)].first),
-             fmt::format("webServicePort={}", layout.proxy_ports[static_cast<size_t>(i)].second),
-             fmt::format("brokerProxyAllowedTargetPorts={}", target_ports),
-             std::string("brokerProxyAllowedIPAddresses=127.0.0.0/8"),
-             std::string("checkActiveBrokers=true")}) {
-      argv.push_back("--set");
-      argv.push_back(s);
-    }
-    auto pid = launch(argv, p.dir, p.log);
-    if (!pid.ok()) return fail(started, pid.status().message());
-    p.pid = *pid;
-    started.push_back(p);
-    std::string text;
-    auto ready = wait_for_line(
-        p, std::regex(kBrokerReadyPattern), 60s, &text);
-    if (!ready.ok()) return fail(started, ready.status().message());
-    const std::string service = (*ready)[1], web = (*ready)[2];
-    proxies.push_back({{"serviceUrl", service}, {"webServiceUrl", web}});
-    std::printf("proxy      %s %s\n", service.c_str(), web.c_str());
-    std::fflush(stdout);
-  }
-  // Every process still runs: one that started and then died (its port taken, its disk full)
-  // fails the whole `up`.
-  std::this_thread::sleep_for(500ms);
-  for (const auto& p : started) {
-    if (!alive(p.pid)) {
-      return fail(started, fmt::format("{} exited after it started; last lines of {}:\n{}",
-                                       p.name, p.log, last_lines(read_text(p.log), 15)));
-    }
-  }
-  write_state(data, started, brokers, proxies, metadata_url, layout);
-  std::printf("metadata store %s\n", metadata_url.c_str());
-  const std::string proxy_count =
-      args.proxies > 0
-          ? fmt::format(", {} {}", args.proxies, args.proxies == 1 ? "proxy" : "proxies")
-          : "";
-  std::printf("cluster up: %d broker(s), %d bookie(s)%s; stop it with `magnetar cluster down "
-              "--data %s`\n",
-              args.brokers, args.bookies, proxy_count.c_str(), data.c_str());
-  return 0;
 }
 
 int run_cluster_down(const ClusterArgs& args) {

@@ -366,7 +366,7 @@ class Drill {
     tally_.fill(result);
     (void)consumer_->close();
     (void)producer_->close();
-    client_->close();
+    (void)client_->close();
     a_->kill();
     b_->kill();
     return result;
