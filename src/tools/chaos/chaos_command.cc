@@ -317,7 +317,21 @@ int run_chaos(const ChaosArgs& args) {
                           args.quick ? "chaos --quick" : "chaos", plan.zookeepers, plan.bookies,
                           plan.brokers, co.dir));
     }
-    auto started = chaos::Cluster::start(co, [&run](const std::string& s) { run.say("  " + s); });
+    auto say = [&run](const std::string& s) { run.say("  " + s); };
+    auto started = chaos::Cluster::start(co, say);
+    // A port picked for a process can be taken by another program before the process binds
+    // it: start again on other ports over a fresh directory (the failed cluster is gone by
+    // then: its processes die with it).
+    for (int attempt = 2;
+         attempt <= 3 && !started.ok() &&
+         started.status().message().find("Address already in use") != std::string::npos;
+         ++attempt) {
+      run.say(
+          "  a picked port was taken before its process bound it; starting again on other "
+          "ports");
+      fs::remove_all(co.dir, ec);
+      started = chaos::Cluster::start(co, say);
+    }
     if (!started.ok()) {
       std::fprintf(stderr, "error: the cluster did not start: %s\n",
                    started.status().to_string().c_str());
