@@ -43,7 +43,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -219,24 +218,12 @@ std::vector<std::pair<std::string, std::string>> process_dirs(const std::string&
   return out;
 }
 
-// The first line of a process's log under `data` that says a port was taken (ours: "cannot
-// listen on 127.0.0.1:N: Address already in use", Java's BindException, etcd's "bind: address
-// already in use"), after the process's directory name; "" when none says so.
+// The first process log under `data` that says a port was taken: "<dir name>: <its line>"; ""
+// when none says so.
 std::string port_taken_in_logs(const std::string& data) {
   for (const auto& [dir, log] : process_dirs(data)) {
-    std::istringstream text(read_text(log));
-    for (std::string line; std::getline(text, line);) {
-      std::string lower = line;
-      std::transform(lower.begin(), lower.end(), lower.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      if (lower.find("address already in use") != std::string::npos) {
-        if (const size_t at = line.find("cannot listen"); at != std::string::npos) {
-          line.erase(0, at);  // ours: without the log line's time and level
-        }
-        if (line.size() > 200) line = line.substr(0, 200) + "...";
-        return fs::path(dir).filename().string() + ": " + line;
-      }
-    }
+    const std::string line = port_taken_line(read_text(log));
+    if (!line.empty()) return fs::path(dir).filename().string() + ": " + line;
   }
   return "";
 }

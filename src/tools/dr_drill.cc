@@ -135,13 +135,8 @@ class Region {
       }
       if (!alive(pid_)) {
         pid_ = -1;
-        constexpr std::string_view kInUse = "Address already in use";
-        if (const size_t at = text.find(kInUse, before); at != std::string::npos) {
-          const size_t from = text.rfind("cannot listen", at);
-          port_taken_ = from != std::string::npos && from >= before
-                            ? text.substr(from, at + kInUse.size() - from)
-                            : std::string(kInUse);
-        }
+        if (before <= text.size())
+          port_taken_ = port_taken_line(std::string_view(text).substr(before));
         return Status(Errc::kIoError, fmt::format("{} exited; the end of {}:\n{}", name_, log,
                                                   last_lines(text, 15)));
       }

@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +27,25 @@ std::string read_text(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+std::string port_taken_line(std::string_view text) {
+  constexpr std::string_view kInUse = "address already in use";
+  while (!text.empty()) {
+    const size_t end = std::min(text.find('\n'), text.size());
+    std::string_view line = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    std::string lower(line);
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (lower.find(kInUse) == std::string::npos) continue;
+    if (const size_t at = line.find("cannot listen"); at != std::string_view::npos) {
+      line.remove_prefix(at);  // ours: without the log line's time and level
+    }
+    constexpr size_t kMax = 200;
+    return line.size() > kMax ? std::string(line.substr(0, kMax)) + "..." : std::string(line);
+  }
+  return "";
 }
 
 std::string last_lines(const std::string& text, int lines) {

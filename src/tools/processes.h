@@ -7,6 +7,7 @@
 #include <chrono>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -46,6 +47,11 @@ Result<std::smatch> wait_for_line(const Launched& p, const std::regex& ready,
 // The path of the running executable ("magnetar" when unknown).
 std::string self_binary();
 std::string read_text(const std::string& path);
+// What `text` (a process's log, an error message) says when a port was taken between its pick
+// and the bind: the first line with "address already in use" in any case (ours: "cannot listen
+// on 127.0.0.1:N: Address already in use", Java's BindException, etcd's "bind: address already
+// in use"), from "cannot listen" on when it says so, at most 200 characters; "" when none.
+std::string port_taken_line(std::string_view text);
 // The last `lines` lines of `text`.
 std::string last_lines(const std::string& text, int lines);
 

@@ -30,6 +30,7 @@
 #include "tools/chaos/faults.h"
 #include "tools/chaos/load.h"
 #include "tools/commands.h"
+#include "tools/processes.h"
 
 namespace magnetar::tools {
 
@@ -323,8 +324,7 @@ int run_chaos(const ChaosArgs& args) {
     // it: start again on other ports over a fresh directory (the failed cluster is gone by
     // then: its processes die with it).
     for (int attempt = 2;
-         attempt <= 3 && !started.ok() &&
-         started.status().message().find("Address already in use") != std::string::npos;
+         attempt <= 3 && !started.ok() && !port_taken_line(started.status().message()).empty();
          ++attempt) {
       run.say(
           "  a picked port was taken before its process bound it; starting again on other "
