@@ -50,7 +50,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
-#include <sstream>
 #include <thread>
 
 #include "common/asio.h"

@@ -135,8 +135,9 @@ class Region {
       }
       if (!alive(pid_)) {
         pid_ = -1;
-        if (before <= text.size())
+        if (before <= text.size()) {
           port_taken_ = port_taken_line(std::string_view(text).substr(before));
+        }
         return Status(Errc::kIoError, fmt::format("{} exited; the end of {}:\n{}", name_, log,
                                                   last_lines(text, 15)));
       }

@@ -35,10 +35,10 @@ std::string port_taken_line(std::string_view text) {
     const size_t end = std::min(text.find('\n'), text.size());
     std::string_view line = text.substr(0, end);
     text.remove_prefix(std::min(end + 1, text.size()));
-    std::string lower(line);
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (lower.find(kInUse) == std::string::npos) continue;
+    const auto found = std::ranges::search(line, kInUse, [](char c, char lower) {
+      return std::tolower(static_cast<unsigned char>(c)) == lower;
+    });
+    if (found.empty()) continue;
     if (const size_t at = line.find("cannot listen"); at != std::string_view::npos) {
       line.remove_prefix(at);  // ours: without the log line's time and level
     }
