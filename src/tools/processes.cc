@@ -35,10 +35,10 @@ std::string port_taken_line(std::string_view text) {
     const size_t end = std::min(text.find('\n'), text.size());
     std::string_view line = text.substr(0, end);
     text.remove_prefix(std::min(end + 1, text.size()));
-    const auto found = std::ranges::search(line, kInUse, [](char c, char lower) {
-      return std::tolower(static_cast<unsigned char>(c)) == lower;
-    });
-    if (found.empty()) continue;
+    const auto found = std::search(
+        line.begin(), line.end(), kInUse.begin(), kInUse.end(),
+        [](char c, char lower) { return std::tolower(static_cast<unsigned char>(c)) == lower; });
+    if (found == line.end()) continue;
     if (const size_t at = line.find("cannot listen"); at != std::string_view::npos) {
       line.remove_prefix(at);  // ours: without the log line's time and level
     }
